@@ -1,0 +1,174 @@
+// Package datachat holds the domain of the datachat server: conversations,
+// messages and their tool rounds, datasets, documents, token usage, the error
+// type with its codes, and the small interfaces between the parts. Packages under
+// internal/ implement these interfaces, one dependency each; cmd/datachat wires
+// them together.
+package datachat
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// User owns conversations and API keys.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey is a stored key. Only the SHA-256 hash of the secret is kept; Prefix is
+// its first characters, for people to tell keys apart in listings.
+type APIKey struct {
+	ID         string     `json:"id"`
+	UserID     string     `json:"user_id"`
+	UserName   string     `json:"user"`
+	Prefix     string     `json:"prefix"`
+	Hash       string     `json:"-"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Conversation groups messages, datasets and documents of one user.
+type Conversation struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"-"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Message roles.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message statuses (DESIGN.md §4).
+const (
+	StatusStreaming            = "streaming"
+	StatusAwaitingConfirmation = "awaiting_confirmation"
+	StatusComplete             = "complete"
+	StatusCancelled            = "cancelled"
+	StatusError                = "error"
+	StatusInterrupted          = "interrupted"
+)
+
+// Message is one user or assistant message. An assistant message carries the
+// tool rounds that ran while it was produced.
+type Message struct {
+	ID             string     `json:"id"`
+	ConversationID string     `json:"conversation_id"`
+	Role           string     `json:"role"`
+	Content        string     `json:"content"`
+	Status         string     `json:"status"`
+	InputTokens    int64      `json:"input_tokens"`
+	OutputTokens   int64      `json:"output_tokens"`
+	Error          string     `json:"error,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	ToolCalls      []ToolCall `json:"tool_calls"`
+}
+
+// ToolCall is one tool round of an assistant message: the call the model made and
+// the result it was given back.
+type ToolCall struct {
+	ID         string          `json:"id"`
+	MessageID  string          `json:"message_id"`
+	Seq        int             `json:"seq"`
+	CallID     string          `json:"call_id"` // the provider's id for the call
+	Tool       string          `json:"tool"`
+	Args       json.RawMessage `json:"args"`
+	OK         bool            `json:"ok"`
+	Result     string          `json:"result"` // the text the model received
+	Error      string          `json:"error,omitempty"`
+	StartedAt  time.Time       `json:"started_at"`
+	DurationMS int64           `json:"duration_ms"`
+}
+
+// Column describes a dataset or result column. Type is one of the friendly type
+// names of DESIGN.md §3; SQLType is DuckDB's.
+type Column struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	SQLType string `json:"sql_type"`
+}
+
+// Dataset is a table of a conversation, stored as a file under the data directory.
+type Dataset struct {
+	ID             string    `json:"id"`
+	ConversationID string    `json:"conversation_id"`
+	Name           string    `json:"name"`   // table name
+	Source         string    `json:"source"` // file name or URL
+	Format         string    `json:"format"` // parquet (stored form)
+	Path           string    `json:"-"`      // stored file, relative to the data directory
+	Columns        []Column  `json:"columns"`
+	RowCount       int64     `json:"row_count"`
+	Bytes          int64     `json:"bytes"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Document is an uploaded text document, split into chunks for retrieval.
+type Document struct {
+	ID             string            `json:"id"`
+	ConversationID string            `json:"conversation_id"`
+	Name           string            `json:"name"`
+	MediaType      string            `json:"media_type"`
+	Pages          int               `json:"pages"`
+	Chunks         int               `json:"chunks"`
+	Bytes          int64             `json:"bytes"`
+	Metadata       map[string]string `json:"metadata"`
+	CreatedAt      time.Time         `json:"created_at"`
+}
+
+// Chunk is a piece of a document's text with where it came from.
+type Chunk struct {
+	ID         string `json:"id"`
+	DocumentID string `json:"document_id"`
+	Seq        int    `json:"seq"`
+	Page       int    `json:"page,omitempty"`
+	Heading    string `json:"heading,omitempty"`
+	Start      int    `json:"start"` // character offsets in the document's text
+	End        int    `json:"end"`
+	Text       string `json:"text"`
+}
+
+// Confirmation statuses.
+const (
+	ConfirmPending  = "pending"
+	ConfirmApproved = "approved"
+	ConfirmDeclined = "declined"
+)
+
+// Confirmation is an action the model asked the user to approve (spec 004). It is
+// stored so a reconnecting page can show it again.
+type Confirmation struct {
+	ID             string          `json:"id"`
+	ConversationID string          `json:"conversation_id"`
+	MessageID      string          `json:"message_id"`
+	CallID         string          `json:"call_id"`
+	Action         string          `json:"action"`
+	Parameters     json.RawMessage `json:"parameters"`
+	Explanation    string          `json:"explanation"`
+	Status         string          `json:"status"`
+	Note           string          `json:"note,omitempty"`
+	State          json.RawMessage `json:"-"` // the turn's state needed to resume it
+	CreatedAt      time.Time       `json:"created_at"`
+	ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+}
+
+// Usage is the token usage of one chat turn, for successes and failures alike.
+type Usage struct {
+	ID             string    `json:"id"`
+	UserID         string    `json:"user_id"`
+	ConversationID string    `json:"conversation_id"`
+	MessageID      string    `json:"message_id"`
+	Provider       string    `json:"provider"`
+	Model          string    `json:"model"`
+	InputTokens    int64     `json:"input_tokens"`
+	OutputTokens   int64     `json:"output_tokens"`
+	Success        bool      `json:"success"`
+	Estimated      bool      `json:"estimated"` // counts estimated at chars/4
+	CreatedAt      time.Time `json:"created_at"`
+}
