@@ -90,9 +90,33 @@ type ToolCall struct {
 // Column describes a dataset or result column. Type is one of the friendly type
 // names of DESIGN.md §3; SQLType is DuckDB's.
 type Column struct {
-	Name    string `json:"name"`
-	Type    string `json:"type"`
-	SQLType string `json:"sql_type"`
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	SQLType string   `json:"sql_type"`
+	Samples []string `json:"samples,omitempty"` // a few distinct values, for the model's prompt
+}
+
+// QueryResult is the result of one SQL query: the shape shared by POST …/sql,
+// `datachat sql --format json` and tool_call_result. Rows hold JSON-ready values
+// (DECIMAL, integers beyond ±2^53, NaN and ±Inf as strings; dates and times in
+// ISO 8601; BLOB in base64).
+type QueryResult struct {
+	Columns   []Column `json:"columns"`
+	Rows      [][]any  `json:"rows"`
+	RowCount  int      `json:"row_count"`
+	Truncated bool     `json:"truncated"`
+	ElapsedMS float64  `json:"elapsed_ms"`
+}
+
+// Source is a retrieved document chunk, as cited by an answer (spec 003's
+// RetrievedDocument). Metadata holds document, document_id, page and the
+// document's own metadata.
+type Source struct {
+	ID       string         `json:"id"`
+	Text     string         `json:"text"`
+	Metadata map[string]any `json:"metadata"`
+	Distance *float64       `json:"distance"`
+	Score    float64        `json:"score"`
 }
 
 // Dataset is a table of a conversation, stored as a file under the data directory.

@@ -40,6 +40,9 @@ type ModelToolCall struct {
 	ID   string
 	Name string
 	Args json.RawMessage // a JSON object
+	// Signature is opaque provider data to send back with the call in the
+	// follow-up request (Gemini's thought signature); usually empty.
+	Signature string
 }
 
 // ToolSpec declares a tool to the model. Parameters is a JSON Schema object.

@@ -1,0 +1,544 @@
+// Package config reads datachat's configuration from the environment and an
+// optional YAML file, applies defaults and validates every value.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Config is datachat's whole configuration. Zero values are never used: Load
+// fills defaults for everything that is not set.
+type Config struct {
+	Addr        string // DATACHAT_ADDR
+	DataDir     string // DATACHAT_DATA_DIR
+	DatabaseURL string // DATACHAT_DATABASE_URL; "" means SQLite in DataDir
+
+	LLMProvider          string // LLM_PROVIDER: "" (choose from keys), gemini, openai, ollama
+	GeminiAPIKey         string
+	GeminiBaseURL        string
+	OpenAIAPIKey         string
+	OpenAIBaseURL        string
+	OllamaHost           string
+	OllamaHostSet        bool // OLLAMA_HOST was given explicitly
+	OllamaNumCtx         int
+	ChatModel            string // CHAT_MODEL; "" means the provider's default
+	ContextWindow        int    // LLM_CONTEXT_WINDOW; 0 means the model's default
+	LLMConnectTimeout    time.Duration
+	LLMStreamIdleTimeout time.Duration
+	LLMRetryDelay        time.Duration
+
+	EmbeddingProvider string // "" (off), gemini, openai, ollama
+	EmbeddingModel    string
+	Retrieval         string // embedded, chroma, postgres
+	ChromaURL         string
+
+	ChatMaxTokens       int
+	ChatTemperature     float64
+	ChatMaxContextDocs  int
+	AllowedMetadataKeys []string
+	SystemPromptPath    string
+	EnableStreaming     bool
+	ResponseFormat      string
+	MaxQueryChars       int
+
+	RateLimitRPM int
+	TokensPerDay int64
+
+	QueryTimeout time.Duration
+	QueryMemory  int64
+	QueryThreads int
+
+	MaxDatasetBytes  int64
+	MaxDocumentBytes int64
+
+	// AllowPrivateAll lets load_dataset reach any address; otherwise only the
+	// prefixes in AllowPrivateCIDRs are allowed among non-public addresses.
+	AllowPrivateAll   bool
+	AllowPrivateCIDRs []netip.Prefix
+
+	ConfirmSQL string // unsure, always
+
+	LogLevel  slog.Level
+	LogFormat string // json, text
+}
+
+// Provider names.
+const (
+	Gemini = "gemini"
+	OpenAI = "openai"
+	Ollama = "ollama"
+)
+
+// Lookup reads one variable; os.LookupEnv has this shape.
+type Lookup func(key string) (string, bool)
+
+// Load builds a Config from the YAML file at path (none if path is empty) and
+// the environment read through env, which wins over the file. The error names
+// every bad variable and what it accepts.
+func Load(path string, env Lookup) (*Config, error) {
+	file := map[string]string{}
+	if path != "" {
+		var err error
+		if file, err = readFile(path); err != nil {
+			return nil, err
+		}
+	}
+	get := func(key string) (string, bool) {
+		if v, ok := env(key); ok {
+			return v, true
+		}
+		v, ok := file[key]
+		return v, ok
+	}
+	p := &parser{get: get}
+	c := &Config{
+		Addr:        p.addr("DATACHAT_ADDR", "127.0.0.1:8080"),
+		DataDir:     p.str("DATACHAT_DATA_DIR", "./datachat-data"),
+		DatabaseURL: p.databaseURL("DATACHAT_DATABASE_URL"),
+
+		LLMProvider:          p.oneOf("LLM_PROVIDER", "", "gemini", "openai", "ollama"),
+		GeminiAPIKey:         p.str("GEMINI_API_KEY", ""),
+		GeminiBaseURL:        p.url("GEMINI_BASE_URL", ""),
+		OpenAIAPIKey:         p.str("OPENAI_API_KEY", ""),
+		OpenAIBaseURL:        p.url("OPENAI_BASE_URL", ""),
+		OllamaHost:           p.url("OLLAMA_HOST", "http://127.0.0.1:11434"),
+		OllamaNumCtx:         p.integer("OLLAMA_NUM_CTX", 0, 0),
+		ChatModel:            p.str("CHAT_MODEL", ""),
+		ContextWindow:        p.integer("LLM_CONTEXT_WINDOW", 0, 1),
+		LLMConnectTimeout:    p.duration("LLM_CONNECT_TIMEOUT", 10*time.Second),
+		LLMStreamIdleTimeout: p.duration("LLM_STREAM_IDLE_TIMEOUT", 60*time.Second),
+		LLMRetryDelay:        p.durationMin("LLM_RETRY_DELAY", 2*time.Second, 0),
+
+		EmbeddingProvider: p.oneOf("EMBEDDING_PROVIDER", "", "gemini", "openai", "ollama"),
+		EmbeddingModel:    p.str("EMBEDDING_MODEL", ""),
+		Retrieval:         p.oneOf("DATACHAT_RETRIEVAL", "embedded", "embedded", "chroma", "postgres"),
+		ChromaURL:         p.url("CHROMA_URL", ""),
+
+		ChatMaxTokens:       p.integer("CHAT_MAX_TOKENS", 2048, 1),
+		ChatTemperature:     p.float("CHAT_TEMPERATURE", 0.7, 0, 2),
+		ChatMaxContextDocs:  p.integer("CHAT_MAX_CONTEXT_DOCS", 5, 0),
+		AllowedMetadataKeys: p.list("CHAT_ALLOWED_METADATA_KEYS"),
+		SystemPromptPath:    p.str("CHAT_DEFAULT_SYSTEM_PROMPT_PATH", ""),
+		EnableStreaming:     p.boolean("CHAT_ENABLE_STREAMING", true),
+		ResponseFormat:      p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text"),
+		MaxQueryChars:       p.integer("CHAT_MAX_QUERY_CHARS", 2000, 1),
+
+		RateLimitRPM: p.integer("DATACHAT_RATE_LIMIT_RPM", 60, 0),
+		TokensPerDay: int64(p.integer("DATACHAT_TOKENS_PER_DAY", 2_000_000, 0)),
+
+		QueryTimeout: p.durationMin("DATACHAT_QUERY_TIMEOUT", 30*time.Second, time.Millisecond),
+		QueryMemory:  p.size("DATACHAT_QUERY_MEMORY", 1<<30, 16<<20),
+		QueryThreads: p.integer("DATACHAT_QUERY_THREADS", runtime.NumCPU(), 1),
+
+		MaxDatasetBytes:  p.size("DATACHAT_MAX_DATASET_BYTES", 2<<30, 1),
+		MaxDocumentBytes: p.size("DATACHAT_MAX_DOCUMENT_BYTES", 100<<20, 1),
+
+		ConfirmSQL: p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
+
+		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
+		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
+	}
+	_, c.OllamaHostSet = get("OLLAMA_HOST")
+	c.AllowPrivateAll, c.AllowPrivateCIDRs = p.allowPrivate("DATACHAT_ALLOW_PRIVATE_URLS")
+	if len(p.errs) > 0 {
+		return nil, errors.Join(p.errs...)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Validate checks the rules that span several variables.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.LLMProvider == Gemini && c.GeminiAPIKey == "" {
+		errs = append(errs, errors.New("LLM_PROVIDER=gemini needs GEMINI_API_KEY"))
+	}
+	if c.LLMProvider == OpenAI && c.OpenAIAPIKey == "" && c.OpenAIBaseURL == "" {
+		errs = append(errs, errors.New("LLM_PROVIDER=openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a server without keys)"))
+	}
+	if c.Retrieval == "chroma" && c.ChromaURL == "" {
+		errs = append(errs, errors.New("DATACHAT_RETRIEVAL=chroma needs CHROMA_URL"))
+	}
+	if c.Retrieval == "postgres" && !IsPostgres(c.DatabaseURL) {
+		errs = append(errs, errors.New("DATACHAT_RETRIEVAL=postgres needs DATACHAT_DATABASE_URL=postgres://…"))
+	}
+	if c.EmbeddingProvider != "" && c.EmbeddingModel == "" {
+		c.EmbeddingModel = map[string]string{
+			Gemini: "text-embedding-004", OpenAI: "text-embedding-3-small", Ollama: "nomic-embed-text",
+		}[c.EmbeddingProvider]
+	}
+	return errors.Join(errs...)
+}
+
+// IsPostgres reports whether a database URL names PostgreSQL.
+func IsPostgres(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+}
+
+// Provider returns the configured LLM provider: LLM_PROVIDER if set, else the
+// first of Gemini and OpenAI with a key, else Ollama if OLLAMA_HOST was set or
+// ollamaReachable says one answers, else "".
+func (c *Config) Provider(ollamaReachable func(host string) bool) string {
+	switch {
+	case c.LLMProvider != "":
+		return c.LLMProvider
+	case c.GeminiAPIKey != "":
+		return Gemini
+	case c.OpenAIAPIKey != "":
+		return OpenAI
+	case c.OllamaHostSet || (ollamaReachable != nil && ollamaReachable(c.OllamaHost)):
+		return Ollama
+	}
+	return ""
+}
+
+// Model returns CHAT_MODEL, or the default model of provider.
+func (c *Config) Model(provider string) string {
+	if c.ChatModel != "" {
+		return c.ChatModel
+	}
+	switch provider {
+	case OpenAI:
+		return "gpt-4o-mini"
+	case Ollama:
+		return "llama3.1"
+	}
+	return "gemini-2.5-flash"
+}
+
+// Window returns the model's context window in tokens (LLM_CONTEXT_WINDOW if set).
+func (c *Config) Window(provider string) int {
+	switch {
+	case c.ContextWindow > 0:
+		return c.ContextWindow
+	case provider == Ollama && c.OllamaNumCtx > 0:
+		return c.OllamaNumCtx
+	case provider == Gemini && strings.HasPrefix(c.Model(provider), "gemini-2.5-flash"):
+		return 1_048_576
+	}
+	return 128_000
+}
+
+// AllowsPrivate reports whether load_dataset may reach addr, a non-public address.
+func (c *Config) AllowsPrivate(addr netip.Addr) bool {
+	if c.AllowPrivateAll {
+		return true
+	}
+	for _, p := range c.AllowPrivateCIDRs {
+		if p.Contains(addr.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+func readFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("--config %s: not a YAML mapping of variable names to values: %w", path, err)
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		key := strings.ToUpper(k)
+		if !known[key] {
+			return nil, fmt.Errorf("--config %s: unknown key %q", path, k)
+		}
+		switch v := v.(type) {
+		case nil:
+			out[key] = ""
+		case []any:
+			parts := make([]string, len(v))
+			for i, e := range v {
+				parts[i] = fmt.Sprint(e)
+			}
+			out[key] = strings.Join(parts, ",")
+		case map[string]any:
+			return nil, fmt.Errorf("--config %s: %s: want a single value, got a mapping", path, k)
+		default:
+			out[key] = fmt.Sprint(v)
+		}
+	}
+	return out, nil
+}
+
+// parser reads typed values, collecting one error per bad variable.
+type parser struct {
+	get  Lookup
+	errs []error
+}
+
+func (p *parser) fail(key, val, accepts string) {
+	p.errs = append(p.errs, fmt.Errorf("%s=%q is not valid: accepts %s", key, val, accepts))
+}
+
+func (p *parser) raw(key string) (string, bool) {
+	v, ok := p.get(key)
+	v = strings.TrimSpace(v)
+	return v, ok && v != ""
+}
+
+func (p *parser) str(key, def string) string {
+	if v, ok := p.raw(key); ok {
+		return v
+	}
+	return def
+}
+
+func (p *parser) oneOf(key, def string, accepted ...string) string {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	v = strings.ToLower(v)
+	for _, a := range accepted {
+		if v == a && a != "" {
+			return v
+		}
+	}
+	var names []string
+	for _, a := range accepted {
+		if a != "" {
+			names = append(names, a)
+		}
+	}
+	p.fail(key, v, "one of "+strings.Join(names, ", "))
+	return def
+}
+
+func (p *parser) addr(key, def string) string {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	host, port, err := net.SplitHostPort(v)
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || n < 0 || n > 65535 || strings.ContainsAny(host, "/ ") {
+		p.fail(key, v, "host:port, such as 127.0.0.1:8080 or :8080")
+		return def
+	}
+	return v
+}
+
+func (p *parser) url(key, def string) string {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail(key, v, "an http:// or https:// URL")
+		return def
+	}
+	return strings.TrimRight(v, "/")
+}
+
+func (p *parser) databaseURL(key string) string {
+	v, ok := p.raw(key)
+	if !ok {
+		return ""
+	}
+	if IsPostgres(v) {
+		if _, err := url.Parse(v); err == nil {
+			return v
+		}
+	}
+	p.fail(key, v, "postgres://user:password@host:port/dbname, or empty for SQLite in DATACHAT_DATA_DIR")
+	return ""
+}
+
+func (p *parser) integer(key string, def, min int) int {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
+	if err != nil || n < min {
+		p.fail(key, v, fmt.Sprintf("a whole number of at least %d", min))
+		return def
+	}
+	return n
+}
+
+func (p *parser) float(key string, def, min, max float64) float64 {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < min || f > max {
+		p.fail(key, v, fmt.Sprintf("a number from %g to %g", min, max))
+		return def
+	}
+	return f
+}
+
+func (p *parser) boolean(key string, def bool) bool {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	switch strings.ToLower(v) {
+	case "true", "1":
+		return true
+	case "false", "0":
+		return false
+	}
+	p.fail(key, v, "true, false, 1 or 0")
+	return def
+}
+
+func (p *parser) duration(key string, def time.Duration) time.Duration {
+	return p.durationMin(key, def, time.Millisecond)
+}
+
+func (p *parser) durationMin(key string, def, min time.Duration) time.Duration {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < min {
+		p.fail(key, v, fmt.Sprintf("a Go duration of at least %s, such as 30s or 2m", min))
+		return def
+	}
+	return d
+}
+
+func (p *parser) size(key string, def, min int64) int64 {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	n, err := ParseSize(v)
+	if err != nil || n < min {
+		p.fail(key, v, fmt.Sprintf("a size of at least %d bytes, in bytes or with a unit such as 512MiB or 1GB", min))
+		return def
+	}
+	return n
+}
+
+func (p *parser) list(key string) []string {
+	v, ok := p.raw(key)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (p *parser) logLevel(key string) slog.Level {
+	v, ok := p.raw(key)
+	if !ok {
+		return slog.LevelInfo
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(v)); err != nil {
+		p.fail(key, v, "debug, info, warn or error")
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func (p *parser) allowPrivate(key string) (bool, []netip.Prefix) {
+	v, ok := p.raw(key)
+	if !ok {
+		return false, nil
+	}
+	switch strings.ToLower(v) {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	var prefixes []netip.Prefix
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		pfx, err := netip.ParsePrefix(s)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(s); aerr == nil {
+				pfx, err = a.Prefix(a.BitLen())
+			}
+		}
+		if err != nil {
+			p.fail(key, v, "true, false, or a comma-separated list of CIDRs such as 127.0.0.1/32,10.0.0.0/8")
+			return false, nil
+		}
+		prefixes = append(prefixes, pfx.Masked())
+	}
+	return false, prefixes
+}
+
+// ParseSize parses a byte size: a plain number of bytes, or a number with a unit
+// (B, KB, MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024).
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	num, unit := s[:i], strings.ToLower(strings.TrimSpace(s[i:]))
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: no number", s)
+	}
+	mult, ok := map[string]float64{
+		"": 1, "b": 1,
+		"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+	}[unit]
+	if !ok {
+		return 0, fmt.Errorf("size %q: unknown unit %q", s, unit)
+	}
+	n := f * mult
+	if n > 1<<62 {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return int64(n), nil
+}
+
+var known = map[string]bool{}
+
+func init() {
+	for _, k := range []string{
+		"DATACHAT_ADDR", "DATACHAT_DATA_DIR", "DATACHAT_DATABASE_URL", "LLM_PROVIDER",
+		"GEMINI_API_KEY", "GEMINI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+		"OLLAMA_HOST", "OLLAMA_NUM_CTX", "CHAT_MODEL", "LLM_CONTEXT_WINDOW",
+		"LLM_CONNECT_TIMEOUT", "LLM_STREAM_IDLE_TIMEOUT", "LLM_RETRY_DELAY",
+		"EMBEDDING_PROVIDER", "EMBEDDING_MODEL", "DATACHAT_RETRIEVAL", "CHROMA_URL",
+		"CHAT_MAX_TOKENS", "CHAT_TEMPERATURE", "CHAT_MAX_CONTEXT_DOCS",
+		"CHAT_ALLOWED_METADATA_KEYS", "CHAT_DEFAULT_SYSTEM_PROMPT_PATH",
+		"CHAT_ENABLE_STREAMING", "CHAT_RESPONSE_FORMAT", "CHAT_MAX_QUERY_CHARS",
+		"DATACHAT_RATE_LIMIT_RPM", "DATACHAT_TOKENS_PER_DAY", "DATACHAT_QUERY_TIMEOUT",
+		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_MAX_DATASET_BYTES",
+		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL",
+		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
+	} {
+		known[k] = true
+	}
+}

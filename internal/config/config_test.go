@@ -1,0 +1,155 @@
+package config
+
+import (
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) Lookup {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load("", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:8080" || c.DataDir != "./datachat-data" || c.DatabaseURL != "" {
+		t.Errorf("got addr %q dir %q db %q", c.Addr, c.DataDir, c.DatabaseURL)
+	}
+	if c.ChatMaxTokens != 2048 || c.ChatTemperature != 0.7 || c.ChatMaxContextDocs != 5 || c.MaxQueryChars != 2000 {
+		t.Errorf("got chat defaults %d %v %d %d", c.ChatMaxTokens, c.ChatTemperature, c.ChatMaxContextDocs, c.MaxQueryChars)
+	}
+	if c.QueryTimeout != 30*time.Second || c.QueryMemory != 1<<30 || c.MaxDatasetBytes != 2<<30 || c.MaxDocumentBytes != 100<<20 {
+		t.Errorf("got query defaults %v %d %d %d", c.QueryTimeout, c.QueryMemory, c.MaxDatasetBytes, c.MaxDocumentBytes)
+	}
+	if c.LLMConnectTimeout != 10*time.Second || c.LLMStreamIdleTimeout != time.Minute || c.LLMRetryDelay != 2*time.Second {
+		t.Errorf("got LLM timeouts %v %v %v", c.LLMConnectTimeout, c.LLMStreamIdleTimeout, c.LLMRetryDelay)
+	}
+	if !c.EnableStreaming || c.ConfirmSQL != "unsure" || c.Retrieval != "embedded" || c.RateLimitRPM != 60 || c.TokensPerDay != 2_000_000 {
+		t.Errorf("got %v %q %q %d %d", c.EnableStreaming, c.ConfirmSQL, c.Retrieval, c.RateLimitRPM, c.TokensPerDay)
+	}
+	if got := c.Provider(func(string) bool { return false }); got != "" {
+		t.Errorf("provider: got %q, want none", got)
+	}
+	if got, want := c.Model(Gemini), "gemini-2.5-flash"; got != want {
+		t.Errorf("model: got %q, want %q", got, want)
+	}
+	if got, want := c.Window(Gemini), 1_048_576; got != want {
+		t.Errorf("window: got %d, want %d", got, want)
+	}
+}
+
+func TestBadValuesNameTheVariable(t *testing.T) {
+	tests := []struct{ key, val string }{
+		{"DATACHAT_ADDR", "nonsense"},
+		{"DATACHAT_ADDR", "127.0.0.1:99999"},
+		{"DATACHAT_DATABASE_URL", "mysql://x"},
+		{"LLM_PROVIDER", "claude"},
+		{"CHAT_TEMPERATURE", "3"},
+		{"CHAT_MAX_TOKENS", "many"},
+		{"CHAT_ENABLE_STREAMING", "yes"},
+		{"CHAT_RESPONSE_FORMAT", "json"},
+		{"DATACHAT_QUERY_TIMEOUT", "30"},
+		{"DATACHAT_QUERY_MEMORY", "lots"},
+		{"DATACHAT_MAX_DATASET_BYTES", "5XB"},
+		{"DATACHAT_ALLOW_PRIVATE_URLS", "127.0.0.1/99"},
+		{"DATACHAT_CONFIRM_SQL", "never"},
+		{"DATACHAT_LOG_LEVEL", "loud"},
+		{"DATACHAT_LOG_FORMAT", "xml"},
+		{"OPENAI_BASE_URL", "ftp://x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.val, func(t *testing.T) {
+			_, err := Load("", env(map[string]string{tt.key: tt.val}))
+			if err == nil {
+				t.Fatalf("got no error")
+			}
+			if !strings.Contains(err.Error(), tt.key) || !strings.Contains(err.Error(), "accepts") {
+				t.Errorf("got %q, want it to name %s and what it accepts", err, tt.key)
+			}
+		})
+	}
+}
+
+func TestValues(t *testing.T) {
+	c, err := Load("", env(map[string]string{
+		"DATACHAT_ADDR":               ":0",
+		"DATACHAT_DATABASE_URL":       "postgres://u@127.0.0.1:5433/db",
+		"DATACHAT_QUERY_MEMORY":       "512MiB",
+		"DATACHAT_MAX_DATASET_BYTES":  "1GB",
+		"DATACHAT_ALLOW_PRIVATE_URLS": "127.0.0.1/32, 10.0.0.0/8",
+		"CHAT_ALLOWED_METADATA_KEYS":  "author, year,,",
+		"OPENAI_API_KEY":              "sk-x",
+		"OLLAMA_NUM_CTX":              "8192",
+		"CHAT_ENABLE_STREAMING":       "0",
+		"DATACHAT_LOG_LEVEL":          "debug",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.QueryMemory != 512<<20 || c.MaxDatasetBytes != 1e9 {
+		t.Errorf("sizes: got %d %d", c.QueryMemory, c.MaxDatasetBytes)
+	}
+	if !c.AllowsPrivate(netip.MustParseAddr("127.0.0.1")) || c.AllowsPrivate(netip.MustParseAddr("127.0.0.2")) || !c.AllowsPrivate(netip.MustParseAddr("10.1.2.3")) {
+		t.Errorf("allow private: got %v", c.AllowPrivateCIDRs)
+	}
+	if got := strings.Join(c.AllowedMetadataKeys, "|"); got != "author|year" {
+		t.Errorf("metadata keys: got %q", got)
+	}
+	if got := c.Provider(nil); got != OpenAI {
+		t.Errorf("provider: got %q, want openai", got)
+	}
+	if got := c.Model(OpenAI); got != "gpt-4o-mini" {
+		t.Errorf("model: got %q", got)
+	}
+	if got := c.Window(Ollama); got != 8192 {
+		t.Errorf("ollama window: got %d", got)
+	}
+	if c.EnableStreaming {
+		t.Errorf("streaming: got true")
+	}
+}
+
+func TestFileAndEnvPrecedence(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "datachat.yaml")
+	yaml := "DATACHAT_ADDR: 127.0.0.1:9090\ndatachat_data_dir: /tmp/x\nCHAT_ALLOWED_METADATA_KEYS: [a, b]\nCHAT_MAX_TOKENS: 100\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, env(map[string]string{"CHAT_MAX_TOKENS": "200"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:9090" || c.DataDir != "/tmp/x" || len(c.AllowedMetadataKeys) != 2 {
+		t.Errorf("from file: got %q %q %v", c.Addr, c.DataDir, c.AllowedMetadataKeys)
+	}
+	if c.ChatMaxTokens != 200 {
+		t.Errorf("env should win: got %d, want 200", c.ChatMaxTokens)
+	}
+
+	if err := os.WriteFile(path, []byte("NOT_A_KEY: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, env(nil)); err == nil || !strings.Contains(err.Error(), "NOT_A_KEY") {
+		t.Errorf("unknown key: got %v", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "512MiB": 512 << 20, "1GB": 1e9, "2GiB": 2 << 30, "1.5KiB": 1536, "10 kb": 10000} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q): got %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "1XB", "-1"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q): got no error", in)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat"
+)
+
+// CreateConfirmation stores c, pending unless c.Status says otherwise;
+// ENOTFOUND if its conversation (or its message, when set) does not exist.
+func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
+	if err := checkJSON("confirmation parameters", c.Parameters); err != nil {
+		return err
+	}
+	if err := checkJSON("confirmation state", c.State); err != nil {
+		return err
+	}
+	if c.Status == "" {
+		c.Status = datachat.ConfirmPending
+	}
+	if !validConfirmStatus(c.Status) {
+		return datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q", c.Status)
+	}
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	fillTime(&c.CreatedAt)
+	c.ResolvedAt = normTimePtr(c.ResolvedAt)
+	var messageID *string
+	if c.MessageID != "" {
+		messageID = &c.MessageID
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO confirmations (id, conversation_id, message_id, call_id, action, parameters, explanation,
+			status, note, state, created_at, resolved_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
+		c.Status, c.Note, rawJSON(c.State), c.CreatedAt, c.ResolvedAt)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation or message not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "confirmation already exists")
+	case err != nil:
+		return fmt.Errorf("create confirmation: %w", err)
+	}
+	return nil
+}
+
+func validConfirmStatus(s string) bool {
+	return s == datachat.ConfirmPending || s == datachat.ConfirmApproved || s == datachat.ConfirmDeclined
+}
+
+const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
+	explanation, status, note, state, created_at, resolved_at`
+
+func scanConfirmation(row pgx.Row) (*datachat.Confirmation, error) {
+	var c datachat.Confirmation
+	if err := row.Scan(&c.ID, &c.ConversationID, &c.MessageID, &c.CallID, &c.Action, scanRawJSON{&c.Parameters},
+		&c.Explanation, &c.Status, &c.Note, scanRawJSON{&c.State}, &c.CreatedAt, &c.ResolvedAt); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PendingConfirmation returns the conversation's pending confirmation (the
+// latest, should there be several); ENOTFOUND if there is none.
+func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error) {
+	c, err := scanConfirmation(s.pool.QueryRow(ctx, `SELECT `+confirmationColumns+` FROM confirmations
+		WHERE conversation_id = $1 AND status = 'pending'
+		ORDER BY created_at DESC, row_seq DESC LIMIT 1`, conversationID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get pending confirmation", "no pending confirmation")
+	}
+	return c, nil
+}
+
+// ResolveConfirmation moves a pending confirmation to status, approved or
+// declined (else EINVALID); ECONFLICT if it was already resolved, ENOTFOUND if
+// it does not exist. Of concurrent calls exactly one succeeds: the UPDATE
+// re-checks status = 'pending' once the row lock is released.
+func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error) {
+	if status != datachat.ConfirmApproved && status != datachat.ConfirmDeclined {
+		return nil, datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q: want %s or %s",
+			status, datachat.ConfirmApproved, datachat.ConfirmDeclined)
+	}
+	c, err := scanConfirmation(s.pool.QueryRow(ctx, `
+		UPDATE confirmations SET status = $1, note = $2, resolved_at = $3
+		WHERE id = $4 AND status = 'pending'
+		RETURNING `+confirmationColumns, status, note, now(), id))
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("resolve confirmation: %w", err)
+	}
+	var cur string
+	err = s.pool.QueryRow(ctx, `SELECT status FROM confirmations WHERE id = $1`, id).Scan(&cur)
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "resolve confirmation", "confirmation not found")
+	}
+	return nil, datachat.Errorf(datachat.ECONFLICT, "confirmation already %s", cur)
+}

@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat"
+)
+
+// CreateConversation stores c; ENOTFOUND if its user does not exist.
+func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	fillTime(&c.CreatedAt)
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	fillTime(&c.UpdatedAt)
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
+		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "conversation already exists")
+	case err != nil:
+		return fmt.Errorf("create conversation: %w", err)
+	}
+	return nil
+}
+
+const conversationColumns = `id, user_id, title, created_at, updated_at`
+
+func scanConversation(row pgx.Row) (*datachat.Conversation, error) {
+	var c datachat.Conversation
+	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Conversation returns the user's conversation; ENOTFOUND if there is none or
+// it belongs to another user.
+func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error) {
+	c, err := scanConversation(s.pool.QueryRow(ctx,
+		`SELECT `+conversationColumns+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
+	}
+	return c, nil
+}
+
+// Conversations lists a user's conversations, most recently updated first.
+func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+conversationColumns+` FROM conversations
+		WHERE user_id = $1 ORDER BY updated_at DESC, row_seq DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Conversation, error) {
+		return scanConversation(row)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	return nonNil(list), nil
+}
+
+// RenameConversation sets the title and bumps UpdatedAt.
+func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (*datachat.Conversation, error) {
+	c, err := scanConversation(s.pool.QueryRow(ctx, `
+		UPDATE conversations SET title = $1, updated_at = GREATEST(updated_at, $2)
+		WHERE id = $3 AND user_id = $4
+		RETURNING `+conversationColumns, title, now(), id, userID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
+	}
+	return c, nil
+}
+
+// DeleteConversation removes a conversation and, by cascade, everything in it.
+func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	return mustAffect(tag, "conversation not found")
+}
+
+// CreateMessage stores m and bumps the conversation's UpdatedAt; ENOTFOUND if
+// the conversation does not exist.
+func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
+	if m.ID == "" {
+		m.ID = newID()
+	}
+	fillTime(&m.CreatedAt)
+	if m.UpdatedAt.IsZero() {
+		m.UpdatedAt = m.CreatedAt
+	}
+	fillTime(&m.UpdatedAt)
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
+			m.CreatedAt, m.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE conversations SET updated_at = GREATEST(updated_at, $1) WHERE id = $2`,
+			m.CreatedAt, m.ConversationID)
+		return err
+	})
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
+	case err != nil:
+		return fmt.Errorf("create message: %w", err)
+	}
+	return nil
+}
+
+// UpdateMessage stores m's Content, Status, tokens and Error, and sets its
+// UpdatedAt; ENOTFOUND if there is no such message.
+func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
+	t := now()
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5, updated_at = $6
+		WHERE id = $7`,
+		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, t, m.ID)
+	if err != nil {
+		return fmt.Errorf("update message: %w", err)
+	}
+	if err := mustAffect(tag, "message not found"); err != nil {
+		return err
+	}
+	m.UpdatedAt = t
+	return nil
+}
+
+// Messages returns a conversation's messages oldest first, each with its tool
+// calls ordered by Seq.
+func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
+	msgs := []*datachat.Message{}
+	// One snapshot for both queries.
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at
+			FROM messages WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
+		if err != nil {
+			return err
+		}
+		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Message, error) {
+			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
+			err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
+				&m.InputTokens, &m.OutputTokens, &m.Error, &m.CreatedAt, &m.UpdatedAt)
+			return m, err
+		})
+		if err != nil || len(list) == 0 {
+			return err
+		}
+		msgs = list
+		byID := make(map[string]*datachat.Message, len(msgs))
+		for _, m := range msgs {
+			byID[m.ID] = m
+		}
+		rows, err = tx.Query(ctx, `
+			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
+			FROM tool_calls t JOIN messages m ON m.id = t.message_id
+			WHERE m.conversation_id = $1 ORDER BY t.message_id, t.seq, t.row_seq`, conversationID)
+		if err != nil {
+			return err
+		}
+		calls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (datachat.ToolCall, error) {
+			var tc datachat.ToolCall
+			err := row.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, scanRawJSON{&tc.Args},
+				&tc.OK, &tc.Result, &tc.Error, &tc.StartedAt, &tc.DurationMS)
+			return tc, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, tc := range calls {
+			if m := byID[tc.MessageID]; m != nil {
+				m.ToolCalls = append(m.ToolCalls, tc)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// InterruptStreaming marks every message left streaming as interrupted and
+// returns how many there were.
+func (s *Store) InterruptStreaming(ctx context.Context) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2 WHERE status = $3`,
+		datachat.StatusInterrupted, now(), datachat.StatusStreaming)
+	if err != nil {
+		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// CreateToolCall stores one tool round of a message; ENOTFOUND if the message
+// does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
+func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
+	if err := checkJSON("tool call args", tc.Args); err != nil {
+		return err
+	}
+	if tc.ID == "" {
+		tc.ID = newID()
+	}
+	fillTime(&tc.StartedAt)
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
+		tc.StartedAt, tc.DurationMS)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "message not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "tool call already exists")
+	case err != nil:
+		return fmt.Errorf("create tool call: %w", err)
+	}
+	return nil
+}

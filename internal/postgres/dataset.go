@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat"
+)
+
+// CreateDataset stores d; ENOTFOUND if the conversation does not exist,
+// ECONFLICT if it already has a dataset with d's Name.
+func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
+	if d.ID == "" {
+		d.ID = newID()
+	}
+	fillTime(&d.CreatedAt)
+	cols, err := marshalJSON(d.Columns)
+	if err != nil {
+		return fmt.Errorf("create dataset: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, d.CreatedAt)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "a dataset named %q already exists in this conversation", d.Name)
+	case err != nil:
+		return fmt.Errorf("create dataset: %w", err)
+	}
+	return nil
+}
+
+const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at`
+
+func scanDataset(row pgx.Row) (*datachat.Dataset, error) {
+	var d datachat.Dataset
+	if err := row.Scan(&d.ID, &d.ConversationID, &d.Name, &d.Source, &d.Format, &d.Path,
+		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, &d.CreatedAt); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Datasets lists a conversation's datasets in the order they were added.
+func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+datasetColumns+` FROM datasets
+		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list datasets: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
+		return scanDataset(row)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list datasets: %w", err)
+	}
+	return nonNil(list), nil
+}
+
+// Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
+func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datachat.Dataset, error) {
+	d, err := scanDataset(s.pool.QueryRow(ctx, `SELECT `+datasetColumns+` FROM datasets
+		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
+	}
+	return d, nil
+}
+
+// DeleteDataset deletes a dataset of the conversation; ENOTFOUND if there is none.
+func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM datasets WHERE id = $1 AND conversation_id = $2`, id, conversationID)
+	if err != nil {
+		return fmt.Errorf("delete dataset: %w", err)
+	}
+	return mustAffect(tag, "dataset not found")
+}
+
+// CreateDocument stores a document and its chunks in one transaction, filling
+// in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
+// the conversation does not exist. Chunks are written with COPY.
+func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
+	if d.ID == "" {
+		d.ID = newID()
+	}
+	fillTime(&d.CreatedAt)
+	if d.Chunks == 0 {
+		d.Chunks = len(chunks)
+	}
+	meta, err := marshalJSON(d.Metadata)
+	if err != nil {
+		return fmt.Errorf("create document: %w", err)
+	}
+	for _, c := range chunks {
+		if c.ID == "" {
+			c.ID = newID()
+		}
+		c.DocumentID = d.ID
+	}
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO documents (id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			d.ID, d.ConversationID, d.Name, d.MediaType, d.Pages, d.Chunks, d.Bytes, meta, d.CreatedAt)
+		if err != nil || len(chunks) == 0 {
+			return err
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
+			[]string{"id", "document_id", "seq", "page", "heading", "start_pos", "end_pos", "text"},
+			pgx.CopyFromSlice(len(chunks), func(i int) ([]any, error) {
+				c := chunks[i]
+				return []any{c.ID, c.DocumentID, c.Seq, c.Page, c.Heading, c.Start, c.End, c.Text}, nil
+			}))
+		return err
+	})
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "document or chunk already exists")
+	case err != nil:
+		return fmt.Errorf("create document: %w", err)
+	}
+	return nil
+}
+
+const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`
+
+func scanDocument(row pgx.Row) (*datachat.Document, error) {
+	var d datachat.Document
+	if err := row.Scan(&d.ID, &d.ConversationID, &d.Name, &d.MediaType, &d.Pages, &d.Chunks, &d.Bytes,
+		scanJSON{&d.Metadata}, &d.CreatedAt); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Documents lists a conversation's documents in the order they were added.
+func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+documentColumns+` FROM documents
+		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Document, error) {
+		return scanDocument(row)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	return nonNil(list), nil
+}
+
+// Document returns a document of the conversation; ENOTFOUND if there is none.
+func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
+	d, err := scanDocument(s.pool.QueryRow(ctx, `SELECT `+documentColumns+` FROM documents
+		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get document", "document not found")
+	}
+	return d, nil
+}
+
+// Chunks returns every chunk of a conversation's documents, document by
+// document in the order they were added, each document's chunks by Seq.
+func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.Chunk, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT c.id, c.document_id, c.seq, c.page, c.heading, c.start_pos, c.end_pos, c.text
+		FROM chunks c JOIN documents d ON d.id = c.document_id
+		WHERE d.conversation_id = $1
+		ORDER BY d.created_at, d.row_seq, c.seq, c.row_seq`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Chunk, error) {
+		var c datachat.Chunk
+		err := row.Scan(&c.ID, &c.DocumentID, &c.Seq, &c.Page, &c.Heading, &c.Start, &c.End, &c.Text)
+		return &c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list chunks: %w", err)
+	}
+	return nonNil(list), nil
+}
+
+// DeleteDocument deletes a document of the conversation and its chunks;
+// ENOTFOUND if there is none.
+func (s *Store) DeleteDocument(ctx context.Context, conversationID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM documents WHERE id = $1 AND conversation_id = $2`, id, conversationID)
+	if err != nil {
+		return fmt.Errorf("delete document: %w", err)
+	}
+	return mustAffect(tag, "document not found")
+}

@@ -1,0 +1,209 @@
+// Package postgres implements [datachat.Store] on PostgreSQL through pgx
+// (pgxpool).
+//
+// Tables live in the first schema of the connection's search_path, so one
+// database can hold several datachat instances (or test runs), each with
+// ?search_path=NAME in its URL. Open a store with [Open], then bring its
+// schema up to date with [Store.Migrate]; [Store.PendingMigrations] reports
+// what Migrate would apply.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"datachat"
+)
+
+var _ datachat.Store = (*Store)(nil)
+
+// Store is a [datachat.Store] on a PostgreSQL database. It is safe for
+// concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database at url (postgres://… or a key=value DSN;
+// pool settings such as pool_max_conns are accepted) and checks that it
+// answers. It does not migrate: call [Store.Migrate].
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The error can quote the URL, password included: leave it out.
+		return nil, errors.New("open postgres: invalid database URL")
+	}
+	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		// Scan timestamps in UTC, whatever the session's time zone.
+		conn.TypeMap().RegisterType(&pgtype.Type{
+			Name:  "timestamptz",
+			OID:   pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
+		})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres %s: %w", cfg.ConnConfig.Host, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// tx runs fn in a transaction, committed when fn returns nil.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// newID returns a new UUIDv7, time-ordered.
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// now returns the current time as it is stored.
+func now() time.Time { return normTime(time.Now()) }
+
+// normTime returns t as it is stored: UTC, truncated to the microsecond.
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// fillTime sets a zero *t to now and normalises any other.
+func fillTime(t *time.Time) {
+	if t.IsZero() {
+		*t = now()
+		return
+	}
+	*t = normTime(*t)
+}
+
+// normTimePtr normalises a nullable time.
+func normTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := normTime(*t)
+	return &n
+}
+
+// rawJSON binds caller-given JSON bytes to a json column, NULL when empty.
+func rawJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// scanRawJSON scans a json column (or NULL) into a json.RawMessage, keeping
+// its bytes.
+type scanRawJSON struct{ p *json.RawMessage }
+
+func (s scanRawJSON) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*s.p = nil
+	case string:
+		*s.p = json.RawMessage(v)
+	case []byte:
+		*s.p = append(json.RawMessage(nil), v...)
+	default:
+		return fmt.Errorf("scan JSON: got %T, want text", src)
+	}
+	return nil
+}
+
+// checkJSON returns EINVALID when b is neither empty nor valid JSON.
+func checkJSON(what string, b json.RawMessage) error {
+	if len(b) > 0 && !json.Valid(b) {
+		return datachat.Errorf(datachat.EINVALID, "%s is not valid JSON", what)
+	}
+	return nil
+}
+
+// marshalJSON marshals v for a jsonb column.
+func marshalJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// scanJSON unmarshals a jsonb column into v (left as is when NULL).
+type scanJSON struct{ v any }
+
+func (s scanJSON) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("scan JSON: got %T, want text", src)
+	}
+	return json.Unmarshal(b, s.v)
+}
+
+// PostgreSQL error codes (SQLSTATE).
+const (
+	foreignKeyViolation = "23503"
+	uniqueViolation     = "23505"
+)
+
+func sqlState(err error) string {
+	var e *pgconn.PgError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// isForeignKey reports whether err is a foreign key violation: a row referring
+// to a parent that does not exist.
+func isForeignKey(err error) bool { return sqlState(err) == foreignKeyViolation }
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool { return sqlState(err) == uniqueViolation }
+
+// notFoundIfNoRows turns pgx.ErrNoRows into ENOTFOUND with msg and wraps any
+// other error with op.
+func notFoundIfNoRows(err error, op, msg string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// mustAffect returns ENOTFOUND with msg when tag affected no row.
+func mustAffect(tag pgconn.CommandTag, msg string) error {
+	if tag.RowsAffected() == 0 {
+		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat"
+	"datachat/internal/postgres"
+	"datachat/internal/storetest"
+)
+
+// testURL returns the database the tests may use. Without one they are
+// skipped, except in CI, where skipping them would hide a broken setup.
+func testURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("DATACHAT_TEST_POSTGRES_URL")
+	if u != "" {
+		return u
+	}
+	const how = "set DATACHAT_TEST_POSTGRES_URL=postgres://… (see .ci/run; " +
+		"internal/postgres/testdata/start-test-cluster.sh starts a throwaway cluster and prints its URL)"
+	if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
+		t.Fatalf("CI is set but DATACHAT_TEST_POSTGRES_URL is not: the PostgreSQL store must be tested in CI; %s", how)
+	}
+	t.Skipf("PostgreSQL tests skipped: %s", how)
+	return ""
+}
+
+// newSchema creates an empty schema with a random name, dropped when the test
+// ends, and returns the test URL with search_path set to it: every test gets
+// its own tables, so runs never collide.
+func newSchema(t *testing.T) string {
+	t.Helper()
+	base := testURL(t)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "datachat_test_" + hex.EncodeToString(b)
+
+	exec := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(t.Context(), "CREATE SCHEMA "+name); err != nil {
+		t.Fatalf("create schema %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return withSearchPath(t, base, name)
+}
+
+// withSearchPath adds search_path to a URL or a key=value DSN.
+func withSearchPath(t *testing.T, dsn, schema string) string {
+	t.Helper()
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return dsn + " search_path=" + schema
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("DATACHAT_TEST_POSTGRES_URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// mustOpen opens and migrates a store on dsn, closed when the test ends.
+func mustOpen(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	testURL(t)
+	storetest.Run(t, func(t *testing.T) datachat.Store {
+		return mustOpen(t, newSchema(t))
+	})
+}
+
+func TestMigrate(t *testing.T) {
+	ctx := t.Context()
+	s, err := postgres.Open(ctx, newSchema(t))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	pending, err := s.PendingMigrations(ctx)
+	if err != nil {
+		t.Fatalf("PendingMigrations: %v", err)
+	}
+	if len(pending) == 0 || pending[0] != "0001_init.sql" || !slices.IsSorted(pending) {
+		t.Fatalf("PendingMigrations of a new schema: got %v, want every migration from 0001_init.sql, sorted", pending)
+	}
+	for range 2 { // the second run finds nothing to do
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+		pending, err = s.PendingMigrations(ctx)
+		if err != nil {
+			t.Fatalf("PendingMigrations: %v", err)
+		}
+		if len(pending) != 0 {
+			t.Fatalf("PendingMigrations after Migrate: got %v, want none", pending)
+		}
+	}
+	if _, err := s.EnsureUser(ctx, "alice"); err != nil {
+		t.Fatalf("EnsureUser after Migrate: %v", err)
+	}
+}
+
+// TestMigrateConcurrent migrates one new schema from several stores at once,
+// as processes starting together would.
+func TestMigrateConcurrent(t *testing.T) {
+	dsn := newSchema(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := postgres.Open(t.Context(), dsn)
+			if err != nil {
+				t.Errorf("Open: %v", err)
+				return
+			}
+			defer s.Close()
+			if err := s.Migrate(t.Context()); err != nil {
+				t.Errorf("Migrate: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestTakeRequestAcrossStores races two pools on one schema, as two processes
+// sharing the database would: the limit holds across both.
+func TestTakeRequestAcrossStores(t *testing.T) {
+	dsn := newSchema(t)
+	stores := []*postgres.Store{mustOpen(t, dsn), mustOpen(t, dsn)}
+	u, err := stores[0].EnsureUser(t.Context(), "alice")
+	if err != nil {
+		t.Fatalf("EnsureUser: %v", err)
+	}
+	const n, limit = 50, 10
+	now := time.Now()
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ok, _, err := stores[i%2].TakeRequest(t.Context(), u.ID, now, time.Minute, limit)
+			if err != nil {
+				t.Errorf("TakeRequest: %v", err)
+			}
+			if ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != limit {
+		t.Errorf("TakeRequest over two stores: got %d admitted, want exactly %d of %d", got, limit, n)
+	}
+}
+
+// TestOpenError needs no database: a connection failure is an error that
+// does not repeat the password.
+func TestOpenError(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, dsn := range []string{
+		"postgres://user:s3cret@127.0.0.1:1/db?connect_timeout=2&sslmode=disable",
+		"postgres://user:s3cret@[bad",
+	} {
+		s, err := postgres.Open(ctx, dsn)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q): got nil error, want one", dsn)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open error: got %q, which shows the password", err)
+		}
+	}
+}

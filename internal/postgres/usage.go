@@ -1,0 +1,105 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat"
+)
+
+// RecordUsage stores the token usage of one turn; ENOTFOUND if the user does
+// not exist. Usage is kept when its conversation is deleted.
+func (s *Store) RecordUsage(ctx context.Context, u *datachat.Usage) error {
+	if u.ID == "" {
+		u.ID = newID()
+	}
+	fillTime(&u.CreatedAt)
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
+			input_tokens, output_tokens, success, estimated, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
+		u.InputTokens, u.OutputTokens, u.Success, u.Estimated, u.CreatedAt)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "usage already recorded")
+	case err != nil:
+		return fmt.Errorf("record usage: %w", err)
+	}
+	return nil
+}
+
+// TokensSince sums a user's input and output tokens recorded at or after since.
+func (s *Store) TokensSince(ctx context.Context, userID string, since time.Time) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `
+		SELECT COALESCE(SUM(input_tokens + output_tokens), 0)::bigint FROM token_usage
+		WHERE user_id = $1 AND created_at >= $2`, userID, normTime(since)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sum tokens: %w", err)
+	}
+	return n, nil
+}
+
+// TakeRequest admits one request for the user if fewer than limit were
+// admitted in the window (now-window, now], and records it. The count and the
+// insert run in one transaction holding the user's rate_limiters row FOR
+// UPDATE: exact across goroutines and processes. When refused it returns how
+// long until the oldest counted request leaves the window. A limit or window
+// of zero or less turns the limit off: every request is admitted and nothing
+// is recorded.
+func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (bool, time.Duration, error) {
+	if limit <= 0 || window <= 0 {
+		return true, 0, nil
+	}
+	now = normTime(now)
+	start := now.Add(-window)
+	var (
+		ok    bool
+		retry time.Duration
+	)
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx,
+			`INSERT INTO rate_limiters (user_id) VALUES ($1) ON CONFLICT (user_id) DO NOTHING`, userID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx,
+			`SELECT 1 FROM rate_limiters WHERE user_id = $1 FOR UPDATE`, userID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx,
+			`DELETE FROM rate_limit_events WHERE user_id = $1 AND at <= $2`, userID, start); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx,
+			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = $1 AND at > $2 AND at <= $3`,
+			userID, start, now).Scan(&n); err != nil {
+			return err
+		}
+		if n < limit {
+			ok = true
+			_, err := tx.Exec(ctx, `INSERT INTO rate_limit_events (user_id, at) VALUES ($1, $2)`, userID, now)
+			return err
+		}
+		// A slot frees when enough of the oldest counted requests leave the
+		// window for the count to drop below limit.
+		var oldest time.Time
+		if err := tx.QueryRow(ctx, `
+			SELECT at FROM rate_limit_events WHERE user_id = $1 AND at > $2 AND at <= $3
+			ORDER BY at LIMIT 1 OFFSET $4`, userID, start, now, n-limit).Scan(&oldest); err != nil {
+			return err
+		}
+		retry = oldest.Add(window).Sub(now)
+		return nil
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("take request: %w", err)
+	}
+	return ok, retry, nil
+}

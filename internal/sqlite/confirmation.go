@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"datachat"
+)
+
+// CreateConfirmation stores c, pending unless c.Status says otherwise;
+// ENOTFOUND if its conversation (or its message, when set) does not exist.
+func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
+	if err := checkJSON("confirmation parameters", c.Parameters); err != nil {
+		return err
+	}
+	if err := checkJSON("confirmation state", c.State); err != nil {
+		return err
+	}
+	if c.Status == "" {
+		c.Status = datachat.ConfirmPending
+	}
+	if !validConfirmStatus(c.Status) {
+		return datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q", c.Status)
+	}
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	fillTime(&c.CreatedAt)
+	c.ResolvedAt = normTimePtr(c.ResolvedAt)
+	var messageID any
+	if c.MessageID != "" {
+		messageID = c.MessageID
+	}
+	_, err := s.write.ExecContext(ctx, `
+		INSERT INTO confirmations (id, conversation_id, message_id, call_id, action, parameters, explanation,
+			status, note, state, created_at, resolved_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
+		c.Status, c.Note, rawJSON(c.State), ts(c.CreatedAt), tsPtr(c.ResolvedAt))
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation or message not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "confirmation already exists")
+	case err != nil:
+		return fmt.Errorf("create confirmation: %w", err)
+	}
+	return nil
+}
+
+func validConfirmStatus(s string) bool {
+	return s == datachat.ConfirmPending || s == datachat.ConfirmApproved || s == datachat.ConfirmDeclined
+}
+
+const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
+	explanation, status, note, state, created_at, resolved_at`
+
+func scanConfirmation(sc interface{ Scan(...any) error }) (*datachat.Confirmation, error) {
+	var c datachat.Confirmation
+	if err := sc.Scan(&c.ID, &c.ConversationID, &c.MessageID, &c.CallID, &c.Action, scanRawJSON{&c.Parameters},
+		&c.Explanation, &c.Status, &c.Note, scanRawJSON{&c.State}, scanTime{&c.CreatedAt},
+		scanNullTime{&c.ResolvedAt}); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// PendingConfirmation returns the conversation's pending confirmation (the
+// latest, should there be several); ENOTFOUND if there is none.
+func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error) {
+	c, err := scanConfirmation(s.read.QueryRowContext(ctx, `SELECT `+confirmationColumns+` FROM confirmations
+		WHERE conversation_id = ? AND status = 'pending'
+		ORDER BY created_at DESC, rowid DESC LIMIT 1`, conversationID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get pending confirmation", "no pending confirmation")
+	}
+	return c, nil
+}
+
+// ResolveConfirmation moves a pending confirmation to status, approved or
+// declined (else EINVALID); ECONFLICT if it was already resolved, ENOTFOUND if
+// it does not exist.
+func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error) {
+	if status != datachat.ConfirmApproved && status != datachat.ConfirmDeclined {
+		return nil, datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q: want %s or %s",
+			status, datachat.ConfirmApproved, datachat.ConfirmDeclined)
+	}
+	var c *datachat.Confirmation
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		c, err = scanConfirmation(tx.QueryRowContext(ctx, `
+			UPDATE confirmations SET status = ?, note = ?, resolved_at = ?
+			WHERE id = ? AND status = 'pending'
+			RETURNING `+confirmationColumns, status, note, ts(now()), id))
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var cur string
+		err = tx.QueryRowContext(ctx, `SELECT status FROM confirmations WHERE id = ?`, id).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return datachat.Errorf(datachat.ENOTFOUND, "confirmation not found")
+		}
+		if err != nil {
+			return err
+		}
+		return datachat.Errorf(datachat.ECONFLICT, "confirmation already %s", cur)
+	})
+	if err != nil {
+		if datachat.ErrorCode(err) != datachat.EINTERNAL {
+			return nil, err
+		}
+		return nil, fmt.Errorf("resolve confirmation: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,246 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"datachat"
+)
+
+// CreateConversation stores c; ENOTFOUND if its user does not exist.
+func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
+	if c.ID == "" {
+		c.ID = newID()
+	}
+	fillTime(&c.CreatedAt)
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	fillTime(&c.UpdatedAt)
+	_, err := s.write.ExecContext(ctx, `
+		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		c.ID, c.UserID, c.Title, ts(c.CreatedAt), ts(c.UpdatedAt))
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "conversation already exists")
+	case err != nil:
+		return fmt.Errorf("create conversation: %w", err)
+	}
+	return nil
+}
+
+const conversationColumns = `id, user_id, title, created_at, updated_at`
+
+func scanConversation(sc interface{ Scan(...any) error }) (*datachat.Conversation, error) {
+	var c datachat.Conversation
+	if err := sc.Scan(&c.ID, &c.UserID, &c.Title, scanTime{&c.CreatedAt}, scanTime{&c.UpdatedAt}); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Conversation returns the user's conversation; ENOTFOUND if there is none or
+// it belongs to another user.
+func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error) {
+	c, err := scanConversation(s.read.QueryRowContext(ctx,
+		`SELECT `+conversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
+	}
+	return c, nil
+}
+
+// Conversations lists a user's conversations, most recently updated first.
+func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+conversationColumns+` FROM conversations
+		WHERE user_id = ? ORDER BY updated_at DESC, rowid DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	list := []*datachat.Conversation{}
+	for rows.Next() {
+		c, err := scanConversation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list conversations: %w", err)
+		}
+		list = append(list, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	return list, nil
+}
+
+// RenameConversation sets the title and bumps UpdatedAt.
+func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (*datachat.Conversation, error) {
+	c, err := scanConversation(s.write.QueryRowContext(ctx, `
+		UPDATE conversations SET title = ?, updated_at = MAX(updated_at, ?)
+		WHERE id = ? AND user_id = ?
+		RETURNING `+conversationColumns, title, ts(now()), id, userID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
+	}
+	return c, nil
+}
+
+// DeleteConversation removes a conversation and, by cascade, everything in it.
+func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM conversations WHERE id = ? AND user_id = ?`, id, userID)
+	if err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	return mustAffect(res, "delete conversation", "conversation not found")
+}
+
+// CreateMessage stores m and bumps the conversation's UpdatedAt; ENOTFOUND if
+// the conversation does not exist.
+func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
+	if m.ID == "" {
+		m.ID = newID()
+	}
+	fillTime(&m.CreatedAt)
+	if m.UpdatedAt.IsZero() {
+		m.UpdatedAt = m.CreatedAt
+	}
+	fillTime(&m.UpdatedAt)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
+			ts(m.CreatedAt), ts(m.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
+			ts(m.CreatedAt), m.ConversationID)
+		return err
+	})
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
+	case err != nil:
+		return fmt.Errorf("create message: %w", err)
+	}
+	return nil
+}
+
+// UpdateMessage stores m's Content, Status, tokens and Error, and sets its
+// UpdatedAt; ENOTFOUND if there is no such message.
+func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
+	t := now()
+	res, err := s.write.ExecContext(ctx, `
+		UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?, updated_at = ?
+		WHERE id = ?`,
+		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, ts(t), m.ID)
+	if err != nil {
+		return fmt.Errorf("update message: %w", err)
+	}
+	if err := mustAffect(res, "update message", "message not found"); err != nil {
+		return err
+	}
+	m.UpdatedAt = t
+	return nil
+}
+
+// Messages returns a conversation's messages oldest first, each with its tool
+// calls ordered by Seq.
+func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
+	msgs := []*datachat.Message{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `
+			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at
+			FROM messages WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		byID := map[string]*datachat.Message{}
+		for rows.Next() {
+			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
+			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
+				&m.InputTokens, &m.OutputTokens, &m.Error, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}); err != nil {
+				return err
+			}
+			msgs = append(msgs, m)
+			byID[m.ID] = m
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		rows, err = tx.QueryContext(ctx, `
+			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
+			FROM tool_calls t JOIN messages m ON m.id = t.message_id
+			WHERE m.conversation_id = ? ORDER BY t.message_id, t.seq, t.rowid`, conversationID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var tc datachat.ToolCall
+			if err := rows.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, scanRawJSON{&tc.Args},
+				&tc.OK, &tc.Result, &tc.Error, scanTime{&tc.StartedAt}, &tc.DurationMS); err != nil {
+				return err
+			}
+			if m := byID[tc.MessageID]; m != nil {
+				m.ToolCalls = append(m.ToolCalls, tc)
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// InterruptStreaming marks every message left streaming as interrupted and
+// returns how many there were.
+func (s *Store) InterruptStreaming(ctx context.Context) (int, error) {
+	res, err := s.write.ExecContext(ctx,
+		`UPDATE messages SET status = ?, updated_at = ? WHERE status = ?`,
+		datachat.StatusInterrupted, ts(now()), datachat.StatusStreaming)
+	if err != nil {
+		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
+	}
+	return int(n), nil
+}
+
+// CreateToolCall stores one tool round of a message; ENOTFOUND if the message
+// does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
+func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
+	if err := checkJSON("tool call args", tc.Args); err != nil {
+		return err
+	}
+	if tc.ID == "" {
+		tc.ID = newID()
+	}
+	fillTime(&tc.StartedAt)
+	_, err := s.write.ExecContext(ctx, `
+		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), boolInt(tc.OK), tc.Result, tc.Error,
+		ts(tc.StartedAt), tc.DurationMS)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "message not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "tool call already exists")
+	case err != nil:
+		return fmt.Errorf("create tool call: %w", err)
+	}
+	return nil
+}

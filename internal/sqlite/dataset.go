@@ -1,0 +1,220 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"datachat"
+)
+
+// CreateDataset stores d; ENOTFOUND if the conversation does not exist,
+// ECONFLICT if it already has a dataset with d's Name.
+func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
+	if d.ID == "" {
+		d.ID = newID()
+	}
+	fillTime(&d.CreatedAt)
+	cols, err := marshalJSON(d.Columns)
+	if err != nil {
+		return fmt.Errorf("create dataset: %w", err)
+	}
+	_, err = s.write.ExecContext(ctx, `
+		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, ts(d.CreatedAt))
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "a dataset named %q already exists in this conversation", d.Name)
+	case err != nil:
+		return fmt.Errorf("create dataset: %w", err)
+	}
+	return nil
+}
+
+const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at`
+
+func scanDataset(sc interface{ Scan(...any) error }) (*datachat.Dataset, error) {
+	var d datachat.Dataset
+	if err := sc.Scan(&d.ID, &d.ConversationID, &d.Name, &d.Source, &d.Format, &d.Path,
+		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, scanTime{&d.CreatedAt}); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Datasets lists a conversation's datasets in the order they were added.
+func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+datasetColumns+` FROM datasets
+		WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list datasets: %w", err)
+	}
+	defer rows.Close()
+	list := []*datachat.Dataset{}
+	for rows.Next() {
+		d, err := scanDataset(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list datasets: %w", err)
+		}
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list datasets: %w", err)
+	}
+	return list, nil
+}
+
+// Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
+func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datachat.Dataset, error) {
+	d, err := scanDataset(s.read.QueryRowContext(ctx, `SELECT `+datasetColumns+` FROM datasets
+		WHERE id = ? AND conversation_id = ?`, id, conversationID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
+	}
+	return d, nil
+}
+
+// DeleteDataset deletes a dataset of the conversation; ENOTFOUND if there is none.
+func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM datasets WHERE id = ? AND conversation_id = ?`, id, conversationID)
+	if err != nil {
+		return fmt.Errorf("delete dataset: %w", err)
+	}
+	return mustAffect(res, "delete dataset", "dataset not found")
+}
+
+// CreateDocument stores a document and its chunks in one transaction, filling
+// in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
+// the conversation does not exist.
+func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
+	if d.ID == "" {
+		d.ID = newID()
+	}
+	fillTime(&d.CreatedAt)
+	if d.Chunks == 0 {
+		d.Chunks = len(chunks)
+	}
+	meta, err := marshalJSON(d.Metadata)
+	if err != nil {
+		return fmt.Errorf("create document: %w", err)
+	}
+	for _, c := range chunks {
+		if c.ID == "" {
+			c.ID = newID()
+		}
+		c.DocumentID = d.ID
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO documents (id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, d.ConversationID, d.Name, d.MediaType, d.Pages, d.Chunks, d.Bytes, meta, ts(d.CreatedAt))
+		if err != nil || len(chunks) == 0 {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `
+			INSERT INTO chunks (id, document_id, seq, page, heading, start_pos, end_pos, text)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, c := range chunks {
+			if _, err := stmt.ExecContext(ctx, c.ID, c.DocumentID, c.Seq, c.Page, c.Heading, c.Start, c.End, c.Text); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "document or chunk already exists")
+	case err != nil:
+		return fmt.Errorf("create document: %w", err)
+	}
+	return nil
+}
+
+const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`
+
+func scanDocument(sc interface{ Scan(...any) error }) (*datachat.Document, error) {
+	var d datachat.Document
+	if err := sc.Scan(&d.ID, &d.ConversationID, &d.Name, &d.MediaType, &d.Pages, &d.Chunks, &d.Bytes,
+		scanJSON{&d.Metadata}, scanTime{&d.CreatedAt}); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Documents lists a conversation's documents in the order they were added.
+func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+documentColumns+` FROM documents
+		WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	defer rows.Close()
+	list := []*datachat.Document{}
+	for rows.Next() {
+		d, err := scanDocument(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list documents: %w", err)
+		}
+		list = append(list, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	return list, nil
+}
+
+// Document returns a document of the conversation; ENOTFOUND if there is none.
+func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
+	d, err := scanDocument(s.read.QueryRowContext(ctx, `SELECT `+documentColumns+` FROM documents
+		WHERE id = ? AND conversation_id = ?`, id, conversationID))
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get document", "document not found")
+	}
+	return d, nil
+}
+
+// Chunks returns every chunk of a conversation's documents, document by
+// document in the order they were added, each document's chunks by Seq.
+func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.Chunk, error) {
+	rows, err := s.read.QueryContext(ctx, `
+		SELECT c.id, c.document_id, c.seq, c.page, c.heading, c.start_pos, c.end_pos, c.text
+		FROM chunks c JOIN documents d ON d.id = c.document_id
+		WHERE d.conversation_id = ?
+		ORDER BY d.created_at, d.rowid, c.seq, c.rowid`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list chunks: %w", err)
+	}
+	defer rows.Close()
+	list := []*datachat.Chunk{}
+	for rows.Next() {
+		var c datachat.Chunk
+		if err := rows.Scan(&c.ID, &c.DocumentID, &c.Seq, &c.Page, &c.Heading, &c.Start, &c.End, &c.Text); err != nil {
+			return nil, fmt.Errorf("list chunks: %w", err)
+		}
+		list = append(list, &c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list chunks: %w", err)
+	}
+	return list, nil
+}
+
+// DeleteDocument deletes a document of the conversation and its chunks;
+// ENOTFOUND if there is none.
+func (s *Store) DeleteDocument(ctx context.Context, conversationID, id string) error {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM documents WHERE id = ? AND conversation_id = ?`, id, conversationID)
+	if err != nil {
+		return fmt.Errorf("delete document: %w", err)
+	}
+	return mustAffect(res, "delete document", "document not found")
+}

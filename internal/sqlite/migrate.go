@@ -1,0 +1,112 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"slices"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+// migrations returns the embedded migration file names, in the order they
+// apply (by name: 0001_init.sql, 0002_….sql, …).
+func migrations() ([]string, error) {
+	names, err := fs.Glob(migrationFS, "migration/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range names {
+		names[i] = n[len("migration/"):]
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    TEXT PRIMARY KEY,
+	applied_at TEXT NOT NULL
+)`
+
+// Migrate applies the embedded migrations not yet recorded in
+// schema_migrations, each in its own transaction, in name order. It is safe to
+// run concurrently from several processes: each file is applied under the
+// database's write lock and skipped if another process applied it first.
+func (s *Store) Migrate(ctx context.Context) error {
+	names, err := migrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := s.write.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	for _, name := range names {
+		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx,
+				`SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			body, err := migrationFS.ReadFile("migration/" + name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx,
+				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, ts(now()))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// PendingMigrations returns the names of the embedded migrations that
+// [Store.Migrate] would apply; none means the schema is current.
+func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
+	names, err := migrations()
+	if err != nil {
+		return nil, fmt.Errorf("pending migrations: %w", err)
+	}
+	var exists int
+	if err := s.read.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("pending migrations: %w", err)
+	}
+	if exists == 0 {
+		return names, nil
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("pending migrations: %w", err)
+	}
+	defer rows.Close()
+	applied := map[string]bool{}
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("pending migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending migrations: %w", err)
+	}
+	pending := []string{}
+	for _, n := range names {
+		if !applied[n] {
+			pending = append(pending, n)
+		}
+	}
+	return pending, nil
+}

@@ -1,0 +1,360 @@
+// Package sqlite implements [datachat.Store] on an SQLite file through
+// modernc.org/sqlite, pure Go.
+//
+// A [Store] holds two connection pools on the same file: a single-connection
+// writer pool, whose transactions begin with BEGIN IMMEDIATE, and a reader
+// pool. Every write in the process therefore queues on one connection instead
+// of failing with SQLITE_BUSY, while reads run concurrently under WAL. Writers
+// in other processes sharing the file wait on busy_timeout.
+//
+// Open a store with [Open], then bring its schema up to date with
+// [Store.Migrate]; [Store.PendingMigrations] reports what Migrate would apply.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"datachat"
+)
+
+// BusyTimeout is how long a connection waits for a lock held by another
+// process before failing with SQLITE_BUSY.
+const BusyTimeout = 10 * time.Second
+
+var _ datachat.Store = (*Store)(nil)
+
+// Store is a [datachat.Store] on one SQLite file. It is safe for concurrent use.
+type Store struct {
+	path  string
+	write *sql.DB // one connection; transactions BEGIN IMMEDIATE
+	read  *sql.DB // query_only connections
+}
+
+// Open opens (creating if needed) the SQLite database at path, a file name,
+// and checks that it answers. It does not migrate: call [Store.Migrate].
+// In-memory databases are refused, since the two pools would each see their
+// own.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
+		return nil, fmt.Errorf("open sqlite: %q: want the path of a database file", path)
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+	}
+
+	// busy_timeout comes first so that switching to WAL already waits for a
+	// lock held by another process.
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+
+	wq := cloneValues(q)
+	wq.Set("_txlock", "immediate")
+	write, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	// The writer connects first: it creates the file and switches it to WAL
+	// before any read-only connection opens it.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+
+	rq := cloneValues(q)
+	rq.Set("_query_only", "1")
+	read, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	n := max(4, runtime.NumCPU())
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	if err := read.PingContext(ctx); err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return &Store{path: path, write: write, read: read}, nil
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v))
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping sqlite %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// writeTx runs fn in a write transaction on the writer connection. fn must not
+// use s.write itself: with one connection that would wait forever.
+func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// readTx runs fn in a read transaction, so that its queries see one snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() // read-only: nothing to undo
+	return fn(tx)
+}
+
+// queryer is what *sql.DB and *sql.Tx have in common.
+type queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// newID returns a new UUIDv7, time-ordered.
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// timeLayout is the stored form of every timestamp: UTC, fixed width, so
+// timestamps compare as strings.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// now returns the current time as it is stored.
+func now() time.Time { return normTime(time.Now()) }
+
+// normTime returns t as it is stored: UTC, truncated to the microsecond.
+func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// fillTime sets a zero *t to now and normalises any other.
+func fillTime(t *time.Time) {
+	if t.IsZero() {
+		*t = now()
+		return
+	}
+	*t = normTime(*t)
+}
+
+// normTimePtr normalises a nullable time.
+func normTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := normTime(*t)
+	return &n
+}
+
+// ts is a time argument: ts(t) binds t in the stored form.
+type ts time.Time
+
+func (t ts) Value() (driver.Value, error) {
+	return normTime(time.Time(t)).Format(timeLayout), nil
+}
+
+// tsPtr binds a nullable time.
+func tsPtr(t *time.Time) driver.Valuer {
+	if t == nil {
+		return nullValue{}
+	}
+	return ts(*t)
+}
+
+type nullValue struct{}
+
+func (nullValue) Value() (driver.Value, error) { return nil, nil }
+
+// scanTime scans a stored timestamp into *t.
+type scanTime struct{ t *time.Time }
+
+func (s scanTime) Scan(src any) error {
+	str, ok, err := textOf(src)
+	if err != nil || !ok {
+		if err == nil {
+			err = errors.New("timestamp is NULL")
+		}
+		return err
+	}
+	t, err := time.Parse(timeLayout, str)
+	if err != nil {
+		return fmt.Errorf("parse timestamp %q: %w", str, err)
+	}
+	*s.t = t
+	return nil
+}
+
+// scanNullTime scans a nullable stored timestamp into *p.
+type scanNullTime struct{ p **time.Time }
+
+func (s scanNullTime) Scan(src any) error {
+	if src == nil {
+		*s.p = nil
+		return nil
+	}
+	var t time.Time
+	if err := (scanTime{&t}).Scan(src); err != nil {
+		return err
+	}
+	*s.p = &t
+	return nil
+}
+
+func textOf(src any) (string, bool, error) {
+	switch v := src.(type) {
+	case nil:
+		return "", false, nil
+	case string:
+		return v, true, nil
+	case []byte:
+		return string(v), true, nil
+	default:
+		return "", false, fmt.Errorf("got %T, want text", src)
+	}
+}
+
+// rawJSON binds caller-given JSON bytes as TEXT, NULL when empty.
+func rawJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// scanRawJSON scans TEXT (or NULL) into a json.RawMessage.
+type scanRawJSON struct{ p *json.RawMessage }
+
+func (s scanRawJSON) Scan(src any) error {
+	str, ok, err := textOf(src)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		*s.p = nil
+		return nil
+	}
+	*s.p = json.RawMessage(str)
+	return nil
+}
+
+// checkJSON returns EINVALID when b is neither empty nor valid JSON.
+func checkJSON(what string, b json.RawMessage) error {
+	if len(b) > 0 && !json.Valid(b) {
+		return datachat.Errorf(datachat.EINVALID, "%s is not valid JSON", what)
+	}
+	return nil
+}
+
+// marshalJSON marshals v for a TEXT column.
+func marshalJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// scanJSON unmarshals a TEXT column into v (left as is when NULL).
+type scanJSON struct{ v any }
+
+func (s scanJSON) Scan(src any) error {
+	str, ok, err := textOf(src)
+	if err != nil || !ok {
+		return err
+	}
+	return json.Unmarshal([]byte(str), s.v)
+}
+
+// errorCode returns the extended SQLite result code of err, or 0.
+func errorCode(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code()
+	}
+	return 0
+}
+
+// isForeignKey reports whether err is a foreign key violation: a row referring
+// to a parent that does not exist.
+func isForeignKey(err error) bool {
+	return errorCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
+	c := errorCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// notFoundIfNoRows turns sql.ErrNoRows into ENOTFOUND with msg and wraps any
+// other error with op.
+func notFoundIfNoRows(err error, op, msg string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// mustAffect returns ENOTFOUND with msg when res affected no row.
+func mustAffect(res sql.Result, op, msg string) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if n == 0 {
+		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

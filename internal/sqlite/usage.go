@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"datachat"
+)
+
+// RecordUsage stores the token usage of one turn; ENOTFOUND if the user does
+// not exist. Usage is kept when its conversation is deleted.
+func (s *Store) RecordUsage(ctx context.Context, u *datachat.Usage) error {
+	if u.ID == "" {
+		u.ID = newID()
+	}
+	fillTime(&u.CreatedAt)
+	_, err := s.write.ExecContext(ctx, `
+		INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
+			input_tokens, output_tokens, success, estimated, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
+		u.InputTokens, u.OutputTokens, boolInt(u.Success), boolInt(u.Estimated), ts(u.CreatedAt))
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "usage already recorded")
+	case err != nil:
+		return fmt.Errorf("record usage: %w", err)
+	}
+	return nil
+}
+
+// TokensSince sums a user's input and output tokens recorded at or after since.
+func (s *Store) TokensSince(ctx context.Context, userID string, since time.Time) (int64, error) {
+	var n int64
+	err := s.read.QueryRowContext(ctx, `
+		SELECT COALESCE(SUM(input_tokens + output_tokens), 0) FROM token_usage
+		WHERE user_id = ? AND created_at >= ?`, userID, ts(since)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sum tokens: %w", err)
+	}
+	return n, nil
+}
+
+// TakeRequest admits one request for the user if fewer than limit were
+// admitted in the window (now-window, now], and records it. The check and the
+// insert run in one BEGIN IMMEDIATE transaction, which holds the database's
+// write lock: exact across goroutines and processes. When refused it returns
+// how long until the oldest counted request leaves the window. A limit or
+// window of zero or less turns the limit off: every request is admitted and
+// nothing is recorded.
+func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (bool, time.Duration, error) {
+	if limit <= 0 || window <= 0 {
+		return true, 0, nil
+	}
+	now = normTime(now)
+	start := now.Add(-window)
+	var (
+		ok    bool
+		retry time.Duration
+	)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`DELETE FROM rate_limit_events WHERE user_id = ? AND at <= ?`, userID, ts(start)); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx,
+			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = ? AND at > ? AND at <= ?`,
+			userID, ts(start), ts(now)).Scan(&n); err != nil {
+			return err
+		}
+		if n < limit {
+			ok = true
+			_, err := tx.ExecContext(ctx, `INSERT INTO rate_limit_events (user_id, at) VALUES (?, ?)`, userID, ts(now))
+			return err
+		}
+		// A slot frees when enough of the oldest counted requests leave the
+		// window for the count to drop below limit.
+		var oldest time.Time
+		if err := tx.QueryRowContext(ctx, `
+			SELECT at FROM rate_limit_events WHERE user_id = ? AND at > ? AND at <= ?
+			ORDER BY at LIMIT 1 OFFSET ?`, userID, ts(start), ts(now), n-limit).Scan(scanTime{&oldest}); err != nil {
+			return err
+		}
+		retry = oldest.Add(window).Sub(now)
+		return nil
+	})
+	if err != nil {
+		return false, 0, fmt.Errorf("take request: %w", err)
+	}
+	return ok, retry, nil
+}

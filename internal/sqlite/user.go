@@ -1,0 +1,153 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"datachat"
+)
+
+// lastUsedGranularity is how stale a key's last_used_at may get before
+// Authenticate writes it again: one write a minute per key, not per request.
+const lastUsedGranularity = time.Minute
+
+// EnsureUser returns the user with this name, creating it if needed.
+func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, error) {
+	if name == "" {
+		return nil, datachat.Errorf(datachat.EINVALID, "user name is empty")
+	}
+	u, err := s.userByName(ctx, s.read, name)
+	if err == nil || datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		return u, err
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO users (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+			newID(), name, ts(now()))
+		if err != nil {
+			return err
+		}
+		u, err = s.userByName(ctx, tx, name)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ensure user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+func (s *Store) userByName(ctx context.Context, q queryer, name string) (*datachat.User, error) {
+	var u datachat.User
+	err := q.QueryRowContext(ctx, `SELECT id, name, created_at FROM users WHERE name = ?`, name).
+		Scan(&u.ID, &u.Name, scanTime{&u.CreatedAt})
+	if err != nil {
+		return nil, notFoundIfNoRows(err, "get user", "user not found")
+	}
+	return &u, nil
+}
+
+// CreateAPIKey stores k; ENOTFOUND if its user does not exist, ECONFLICT if a
+// key with the same hash does.
+func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
+	if k.Hash == "" {
+		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
+	}
+	if k.ID == "" {
+		k.ID = newID()
+	}
+	fillTime(&k.CreatedAt)
+	k.LastUsedAt, k.RevokedAt = normTimePtr(k.LastUsedAt), normTimePtr(k.RevokedAt)
+	_, err := s.write.ExecContext(ctx, `
+		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.UserID, k.Prefix, k.Hash, ts(k.CreatedAt), tsPtr(k.LastUsedAt), tsPtr(k.RevokedAt))
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "API key already exists")
+	case err != nil:
+		return fmt.Errorf("create API key: %w", err)
+	}
+	return nil
+}
+
+// APIKeys lists every key, revoked ones included, oldest first.
+func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
+	rows, err := s.read.QueryContext(ctx, `
+		SELECT k.id, k.user_id, u.name, k.prefix, k.hash, k.created_at, k.last_used_at, k.revoked_at
+		FROM api_keys k JOIN users u ON u.id = k.user_id
+		ORDER BY k.created_at, k.rowid`)
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	defer rows.Close()
+	keys := []*datachat.APIKey{}
+	for rows.Next() {
+		var k datachat.APIKey
+		if err := rows.Scan(&k.ID, &k.UserID, &k.UserName, &k.Prefix, &k.Hash,
+			scanTime{&k.CreatedAt}, scanNullTime{&k.LastUsedAt}, scanNullTime{&k.RevokedAt}); err != nil {
+			return nil, fmt.Errorf("list API keys: %w", err)
+		}
+		keys = append(keys, &k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list API keys: %w", err)
+	}
+	return keys, nil
+}
+
+// CountAPIKeys counts keys that are not revoked.
+func (s *Store) CountAPIKeys(ctx context.Context) (int, error) {
+	var n int
+	if err := s.read.QueryRowContext(ctx,
+		`SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count API keys: %w", err)
+	}
+	return n, nil
+}
+
+// RevokeAPIKey revokes a key; revoking a revoked key changes nothing.
+func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
+	res, err := s.write.ExecContext(ctx,
+		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, ts(now()), id)
+	if err != nil {
+		return fmt.Errorf("revoke API key: %w", err)
+	}
+	return mustAffect(res, "revoke API key", "API key not found")
+}
+
+// Authenticate returns the user owning the unrevoked key with this hash and
+// records its use (at most once a minute per key, to spare the writer).
+func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, error) {
+	if hash == "" {
+		return nil, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
+	}
+	var (
+		u        datachat.User
+		keyID    string
+		lastUsed *time.Time
+	)
+	err := s.read.QueryRowContext(ctx, `
+		SELECT u.id, u.name, u.created_at, k.id, k.last_used_at
+		FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.hash = ? AND k.revoked_at IS NULL`, hash).
+		Scan(&u.ID, &u.Name, scanTime{&u.CreatedAt}, &keyID, scanNullTime{&lastUsed})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	t := now()
+	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
+		if _, err := s.write.ExecContext(ctx,
+			`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil {
+			return nil, fmt.Errorf("authenticate: record use: %w", err)
+		}
+	}
+	return &u, nil
+}
