@@ -1,0 +1,50 @@
+// Command datachat is a self-hosted server for chatting with your data.
+//
+//	datachat serve                         web UI + API
+//	datachat sql --data FILE "SELECT …"    the sandboxed SQL engine, no LLM
+//	datachat keys create --user NAME       API keys (also list, revoke)
+//	datachat migrate                       apply database migrations
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m := NewMain()
+	if err := m.ParseFlags(ctx, os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "datachat:", err)
+		os.Exit(2)
+	}
+	if err := m.Run(ctx); err != nil {
+		m.Close()
+		fmt.Fprintln(os.Stderr, "datachat:", err)
+		os.Exit(1)
+	}
+	if m.Command == "serve" {
+		<-ctx.Done()
+		stop() // a second signal kills the process at once
+		m.Logger.Info("shutting down", slog.Duration("grace", shutdownGrace))
+	}
+	if err := m.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "datachat:", err)
+		os.Exit(1)
+	}
+}
+
+// shutdownGrace bounds how long serve waits for requests and turns in flight.
+const shutdownGrace = 20 * time.Second

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"datachat"
+	"datachat/internal/config"
+	"datachat/internal/postgres"
+	"datachat/internal/server"
+	"datachat/internal/sqlite"
+)
+
+// Main is the program: ParseFlags reads the command line and configuration, Run
+// carries out the command (for serve: starts serving and returns), Close stops
+// everything. Tests run it in-process on 127.0.0.1:0.
+type Main struct {
+	Command string
+	Args    []string // the command's arguments after its flags
+
+	ConfigPath string
+	Config     *config.Config
+	Env        config.Lookup
+	Stdout     io.Writer
+	Stderr     io.Writer
+	Logger     *slog.Logger
+
+	Store    datachat.Store
+	Server   *server.Server
+	listener net.Listener
+	served   chan error
+	closers  []func() error
+}
+
+// NewMain returns a Main reading the process environment and writing to the
+// process's standard streams.
+func NewMain() *Main {
+	return &Main{Env: os.LookupEnv, Stdout: os.Stdout, Stderr: os.Stderr}
+}
+
+const usage = `Usage: datachat [--config FILE] COMMAND [ARGS]
+
+Commands:
+  serve                                   run the web UI and API
+  sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
+                                          run SQL over files in the sandboxed engine
+  keys create --user NAME                 create an API key (printed once)
+  keys list                               list API keys
+  keys revoke ID                          revoke an API key
+  migrate                                 apply pending database migrations
+
+Configuration comes from the environment (see README.md); --config FILE reads
+the same variables from a YAML file, and the environment wins.
+`
+
+// ParseFlags reads the global flags, the command and the configuration.
+func (m *Main) ParseFlags(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("datachat", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() { fmt.Fprint(m.Stderr, usage) }
+	fs.StringVar(&m.ConfigPath, "config", "", "YAML configuration file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return flag.ErrHelp
+	}
+	m.Command, m.Args = fs.Arg(0), fs.Args()[1:]
+	switch m.Command {
+	case "serve", "keys", "migrate":
+	case "help", "-h", "--help":
+		fs.Usage()
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("unknown command %q (see datachat help)", m.Command)
+	}
+	cfg, err := config.Load(m.ConfigPath, m.Env)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	m.Config = cfg
+	m.Logger = newLogger(m.Stderr, cfg)
+	return nil
+}
+
+func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// Run carries out the command.
+func (m *Main) Run(ctx context.Context) error {
+	switch m.Command {
+	case "serve":
+		return m.runServe(ctx)
+	case "keys":
+		return m.runKeys(ctx)
+	case "migrate":
+		return m.runMigrate(ctx)
+	}
+	return fmt.Errorf("unknown command %q", m.Command)
+}
+
+// Close stops the server, waiting up to shutdownGrace for requests in flight,
+// then closes everything Run opened, in reverse order.
+func (m *Main) Close() error {
+	var errs []error
+	if m.Server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		errs = append(errs, m.Server.Shutdown(ctx))
+		cancel()
+		if m.served != nil {
+			errs = append(errs, <-m.served)
+		}
+	}
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		errs = append(errs, m.closers[i]())
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+// Addr returns the address serve listens on (useful with port 0).
+func (m *Main) Addr() string {
+	if m.listener == nil {
+		return ""
+	}
+	return m.listener.Addr().String()
+}
+
+// migrator is what the stores offer besides datachat.Store.
+type migrator interface {
+	datachat.Store
+	PendingMigrations(ctx context.Context) ([]string, error)
+	Migrate(ctx context.Context) error
+}
+
+// openStore opens the configured database and applies pending migrations.
+func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
+	cfg := m.Config
+	var (
+		st  migrator
+		err error
+	)
+	if config.IsPostgres(cfg.DatabaseURL) {
+		if st, err = postgres.Open(ctx, cfg.DatabaseURL); err != nil {
+			return nil, fmt.Errorf("DATACHAT_DATABASE_URL: %w", err)
+		}
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("DATACHAT_DATA_DIR: %w", err)
+		}
+		if st, err = sqlite.Open(ctx, filepath.Join(cfg.DataDir, "datachat.db")); err != nil {
+			return nil, err
+		}
+	}
+	pending, err := st.PendingMigrations(ctx)
+	if err == nil && len(pending) > 0 {
+		if err = st.Migrate(ctx); err == nil {
+			m.Logger.Info("migrations applied", slog.Any("migrations", pending))
+		}
+	}
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate database: %w", err)
+	}
+	m.Store = st
+	m.closers = append(m.closers, st.Close)
+	return st, nil
+}
+
+func (m *Main) runServe(ctx context.Context) error {
+	if len(m.Args) > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", m.Args)
+	}
+	st, err := m.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	if n, err := st.InterruptStreaming(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		m.Logger.Warn("messages interrupted by the last shutdown", slog.Int("count", n))
+	}
+	ln, err := net.Listen("tcp", m.Config.Addr)
+	if err != nil {
+		return fmt.Errorf("DATACHAT_ADDR: %w", err)
+	}
+	m.listener = ln
+	m.Server = &server.Server{Store: st, Logger: m.Logger}
+	if err := m.firstKey(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	m.served = make(chan error, 1)
+	go func() { m.served <- m.Server.Serve(ln) }()
+	m.Logger.Info("serving", slog.String("addr", m.Addr()))
+	return nil
+}
+
+// firstKey creates a key for user admin when there are none, and prints a login
+// URL with it once. The key rides in the URL fragment, so it never reaches a log.
+func (m *Main) firstKey(ctx context.Context) error {
+	n, err := m.Store.CountAPIKeys(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	key, err := m.createKey(ctx, "admin")
+	if err != nil {
+		return err
+	}
+	host := m.Addr()
+	if h, port, err := net.SplitHostPort(host); err == nil && (h == "" || h == "0.0.0.0" || h == "::") {
+		host = net.JoinHostPort("127.0.0.1", port)
+	}
+	fmt.Fprintf(m.Stdout, "No API keys yet: created one for user admin. Sign in at\n\n  http://%s/#key=%s\n\nThis is shown once; create more with `datachat keys create --user NAME`.\n", host, key)
+	return nil
+}
+
+func (m *Main) createKey(ctx context.Context, user string) (string, error) {
+	u, err := m.Store.EnsureUser(ctx, user)
+	if err != nil {
+		return "", err
+	}
+	secret, hash, prefix := datachat.NewAPIKeySecret()
+	if err := m.Store.CreateAPIKey(ctx, &datachat.APIKey{UserID: u.ID, Hash: hash, Prefix: prefix}); err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+func (m *Main) runMigrate(ctx context.Context) error {
+	if _, err := m.openStore(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(m.Stderr, "database schema is current")
+	return nil
+}
+
+func (m *Main) runKeys(ctx context.Context) error {
+	if len(m.Args) == 0 {
+		return errors.New("keys: want create --user NAME, list, or revoke ID")
+	}
+	sub, args := m.Args[0], m.Args[1:]
+	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	user := fs.String("user", "", "user name")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if _, err := m.openStore(ctx); err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
+		name := strings.TrimSpace(*user)
+		if name == "" || fs.NArg() > 0 {
+			return errors.New("keys create: want --user NAME")
+		}
+		key, err := m.createKey(ctx, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(m.Stdout, key)
+		fmt.Fprintf(m.Stderr, "created an API key for user %s; it is shown only once\n", name)
+		return nil
+	case "list":
+		keys, err := m.Store.APIKeys(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tUSER\tPREFIX\tCREATED\tLAST USED\tREVOKED")
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.UserName, k.Prefix,
+				k.CreatedAt.Format(time.RFC3339), timeOrDash(k.LastUsedAt), timeOrDash(k.RevokedAt))
+		}
+		return tw.Flush()
+	case "revoke":
+		if fs.NArg() != 1 {
+			return errors.New("keys revoke: want the key's ID (see keys list)")
+		}
+		if err := m.Store.RevokeAPIKey(ctx, fs.Arg(0)); err != nil {
+			return fmt.Errorf("keys revoke: %s", datachat.ErrorMessage(err))
+		}
+		fmt.Fprintf(m.Stderr, "revoked key %s\n", fs.Arg(0))
+		return nil
+	}
+	return fmt.Errorf("keys: unknown subcommand %q: want create, list or revoke", sub)
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"datachat"
+)
+
+const maxTitleChars = 200
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Title *string `json:"title"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &req); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
+	title := "New conversation"
+	if req.Title != nil {
+		t, err := cleanTitle(*req.Title)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		title = t
+	}
+	c := &datachat.Conversation{UserID: UserFrom(r.Context()).ID, Title: title}
+	if err := s.Store.CreateConversation(r.Context(), c); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func cleanTitle(t string) (string, error) {
+	t = strings.TrimSpace(t)
+	switch {
+	case t == "":
+		return "", datachat.Errorf(datachat.EINVALID, "title must not be empty.")
+	case !utf8.ValidString(t):
+		return "", datachat.Errorf(datachat.EINVALID, "title must be valid UTF-8.")
+	case utf8.RuneCountInString(t) > maxTitleChars:
+		return "", datachat.Errorf(datachat.EINVALID, "title must be at most %d characters.", maxTitleChars)
+	}
+	return t, nil
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.Store.Conversations(r.Context(), UserFrom(r.Context()).ID)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if cs == nil {
+		cs = []*datachat.Conversation{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversations": cs})
+}
+
+// conversationDetail is a conversation with its messages (each with its status and
+// tool rounds) and the pending confirmation, if any.
+type conversationDetail struct {
+	*datachat.Conversation
+	Messages            []*datachat.Message    `json:"messages"`
+	PendingConfirmation *datachat.Confirmation `json:"pending_confirmation"`
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	c, err := s.Store.Conversation(ctx, UserFrom(ctx).ID, r.PathValue("id"))
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	msgs, err := s.Store.Messages(ctx, c.ID)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	if msgs == nil {
+		msgs = []*datachat.Message{}
+	}
+	d := conversationDetail{Conversation: c, Messages: msgs}
+	switch p, err := s.Store.PendingConfirmation(ctx, c.ID); {
+	case err == nil:
+		d.PendingConfirmation = p
+	case datachat.ErrorCode(err) != datachat.ENOTFOUND:
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Title string `json:"title"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	title, err := cleanTitle(req.Title)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	c, err := s.Store.RenameConversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id"), title)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	if err := s.Store.DeleteConversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id")); err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

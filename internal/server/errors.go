@@ -1,0 +1,94 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"datachat"
+)
+
+// statuses maps each error code to its HTTP status: the one place that does.
+var statuses = map[string]int{
+	datachat.EINVALID:      http.StatusBadRequest,
+	datachat.EUNAUTHORIZED: http.StatusUnauthorized,
+	datachat.ENOTFOUND:     http.StatusNotFound,
+	datachat.ECONFLICT:     http.StatusConflict,
+	datachat.ERATELIMIT:    http.StatusTooManyRequests,
+	datachat.EPROVIDER:     http.StatusBadGateway,
+	datachat.EBUSY:         http.StatusServiceUnavailable,
+	datachat.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// ErrorStatus returns the HTTP status for an error's code.
+func ErrorStatus(err error) int {
+	if st, ok := statuses[datachat.ErrorCode(err)]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
+}
+
+// RetryAfterError is an error that tells the client when to try again.
+type RetryAfterError interface {
+	RetryAfter() time.Duration
+}
+
+// error writes err as {"error":{"message","type"}}. Internal errors are logged
+// with their detail and answered with "Internal error." only.
+func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
+	code := datachat.ErrorCode(err)
+	if code == datachat.EINTERNAL {
+		s.logger(r).Error("internal error", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	}
+	var ra RetryAfterError
+	if errors.As(err, &ra) {
+		secs := int(ra.RetryAfter().Round(time.Second) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	}
+	writeJSON(w, ErrorStatus(err), map[string]any{
+		"error": map[string]string{"message": datachat.ErrorMessage(err), "type": code},
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// maxJSONBody caps request bodies of JSON endpoints.
+const maxJSONBody = 1 << 20
+
+// decodeJSON reads a JSON request body into v, refusing unknown fields, trailing
+// data and bodies over maxJSONBody with EINVALID errors a client can act on.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
+			return datachat.Errorf(datachat.EINVALID, "Content-Type must be application/json, got %q.", mt)
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
+		case errors.Is(err, io.EOF):
+			return datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
+		default:
+			return datachat.Errorf(datachat.EINVALID, "Request body is not valid JSON: %v.", err)
+		}
+	}
+	if dec.More() {
+		return datachat.Errorf(datachat.EINVALID, "Request body has data after the JSON object.")
+	}
+	return nil
+}
