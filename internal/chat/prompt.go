@@ -1,0 +1,138 @@
+package chat
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"datachat"
+)
+
+// PromptData is what the system prompt is built from, fresh every turn.
+type PromptData struct {
+	Datasets      []*datachat.Dataset // this conversation's only
+	Excerpts      []datachat.Source   // relevant document chunks, cited as [n]
+	HasDocuments  bool
+	ConfirmAlways bool // DATACHAT_CONFIRM_SQL=always
+}
+
+// DefaultTemplate is the built-in system prompt (spec 000 and 004). A file at
+// CHAT_DEFAULT_SYSTEM_PROMPT_PATH replaces it; it is a text/template over
+// PromptData with the functions schema and excerpts.
+const DefaultTemplate = `You are a data analyst assistant. Help users understand and explore their data.
+
+{{if .Datasets -}}
+## Datasets
+These tables are loaded in this conversation (and only these):
+{{schema .Datasets}}
+{{- else -}}
+## Datasets
+No datasets are loaded yet. If the user's message contains a URL of a Parquet or CSV file, load it with the load_dataset tool before answering. Otherwise, tell the user to add a dataset (upload a Parquet or CSV file, or paste its URL) and answer what you can without data.
+{{- end}}
+
+## How to query
+- Use the execute_sql tool. The SQL dialect is DuckDB: standard SQL plus DuckDB functions (date_trunc, strftime, regexp_matches, list and struct functions, QUALIFY, PIVOT, GROUP BY ALL). Quote identifiers that are not lower-case words with double quotes, strings with single quotes.
+- Use the table names exactly as given above.
+- When unsure about the data (column values, types, spelling of categories), explore it first with a small query before answering.
+- Always put LIMIT 1000 (or less) on queries that return rows.
+- One statement per query; queries are read-only.
+- If a query fails, read the error, fix the query and try again; after 3 failed attempts, explain the error to the user instead.
+- If the user's message contains a URL of a Parquet or CSV file that is not loaded, load it with load_dataset before answering.
+- Base every number in your answer on a query result; never guess values.
+
+## When to ask first
+If the user's intent or an action's parameters are ambiguous (which column, which period, which filter, whether to include or exclude something), do not guess: call request_confirmation with the action (execute_sql or load_dataset), the parameters you would use, and an explanation of your assumption, and wait for the answer.
+{{- if .ConfirmAlways}} Every execute_sql call is shown to the user for approval before it runs.{{end}}
+{{if .HasDocuments}}
+## Documents
+Relevant excerpts from the user's documents are below, numbered. Cite them in your answer as [n] where you use them. Use the search_documents tool to look for more.
+{{excerpts .Excerpts}}
+{{- end}}
+
+Answer concisely and helpfully, in Markdown.`
+
+// ParseTemplate parses a system prompt template.
+func ParseTemplate(text string) (*template.Template, error) {
+	return template.New("system").Funcs(template.FuncMap{
+		"schema":   schemaText,
+		"excerpts": excerptsText,
+	}).Option("missingkey=error").Parse(text)
+}
+
+var defaultTemplate = template.Must(ParseTemplate(DefaultTemplate))
+
+// SystemPrompt renders the system prompt; a nil t means DefaultTemplate.
+func SystemPrompt(t *template.Template, d PromptData) (string, error) {
+	if t == nil {
+		t = defaultTemplate
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("system prompt template: %w", err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// schemaText describes each dataset: table name, source, row count, and each
+// column with its friendly type and a few sample values.
+func schemaText(datasets []*datachat.Dataset) string {
+	var b strings.Builder
+	for _, d := range datasets {
+		fmt.Fprintf(&b, "\nTable %s (from %s, %d rows):\n", d.Name, d.Source, d.RowCount)
+		for _, c := range d.Columns {
+			fmt.Fprintf(&b, "- %s: %s", quoteIdent(c.Name), c.Type)
+			if len(c.Samples) > 0 {
+				fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// quoteIdent quotes a column name the way SQL needs it when it is not a plain
+// lower-case identifier.
+func quoteIdent(name string) string {
+	plain := name != ""
+	for i, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+func excerptsText(sources []datachat.Source) string {
+	var b strings.Builder
+	for i, s := range sources {
+		fmt.Fprintf(&b, "\n[%d] %s\n%s\n", i+1, citation(s), strings.TrimSpace(s.Text))
+	}
+	return b.String()
+}
+
+// citation names where a source comes from: "report.pdf, page 4".
+func citation(s datachat.Source) string {
+	name, _ := s.Metadata["document"].(string)
+	if name == "" {
+		name = "document"
+	}
+	switch p := s.Metadata["page"].(type) {
+	case int:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, p)
+		}
+	case float64:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, int(p))
+		}
+	}
+	if h, _ := s.Metadata["heading"].(string); h != "" {
+		return fmt.Sprintf("%s, section %q", name, h)
+	}
+	return name
+}
