@@ -55,7 +55,7 @@ func (s *Server) Handler() http.Handler {
 	s.closingOnce.Do(func() { s.closing = make(chan struct{}) })
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return s.withRequestID(s.withLogging(s.withRecover(mux)))
+	return s.withRequestID(s.withLogging(s.withRecover(s.withJSONFallback(mux))))
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
@@ -70,10 +70,39 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /ws", s.auth(s.serveWS))
 	mux.Handle("POST /chat/query", s.auth(s.chatQuery))
 
-	mux.Handle("/api/", s.auth(func(w http.ResponseWriter, r *http.Request) {
-		s.error(w, r, datachat.Errorf(datachat.ENOTFOUND, "No route for %s %s.", r.Method, r.URL.Path))
-	}))
 }
+
+// withJSONFallback answers requests that match no route in JSON: 404, or 405
+// with the Allow header when only the method is wrong.
+func (s *Server) withJSONFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &headerProbe{header: http.Header{}}
+		mux.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": map[string]string{
+				"message": fmt.Sprintf("Method %s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, probe.header.Get("Allow")),
+				"type":    datachat.EINVALID,
+			}})
+			return
+		}
+		s.error(w, r, datachat.Errorf(datachat.ENOTFOUND, "No route for %s %s.", r.Method, r.URL.Path))
+	})
+}
+
+// headerProbe captures what the mux would answer for an unmatched request.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
