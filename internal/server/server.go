@@ -15,6 +15,7 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/web"
 )
 
 // Server serves datachat's HTTP API.
@@ -60,6 +61,10 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
+	page := web.Handler()
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET /index.html", page)
+	mux.Handle("GET /assets/", page)
 
 	mux.Handle("POST /api/conversations", s.auth(s.createConversation))
 	mux.Handle("GET /api/conversations", s.auth(s.listConversations))

@@ -1,0 +1,204 @@
+// Messages: user bubbles and assistant answers. An assistant answer is a list
+// of parts in the order they streamed: Markdown text, tool cards, more text.
+
+import { h, icon, clear, renderTree, formatCount } from './dom.js';
+import { parseMarkdown, textOf } from './markdown.js';
+import { createToolCard, sourceLabel } from './cards.js';
+import { parseSourcesText } from './table.js';
+
+const STATUS_LABELS = {
+  cancelled: 'Stopped',
+  interrupted: 'Interrupted',
+  error: 'Failed',
+  awaiting_confirmation: 'Waiting for your approval',
+  streaming: 'Still being written',
+};
+
+export function userMessage(text) {
+  return h('article.msg.user', { testid: 'message-user' }, h('div.bubble', null, text));
+}
+
+/** errorBlock shows a chat_error: message, reason and suggested action. */
+export function errorBlock(ev) {
+  return h('div.chat-error', { testid: 'chat-error', role: 'alert' },
+    h('span.chat-error-icon', null, icon('alert', 18)),
+    h('div', null,
+      h('div.chat-error-msg', null, String(ev.message || 'Something went wrong.')),
+      ev.reason ? h('div.chat-error-reason', null, String(ev.reason)) : null,
+      ev.suggested_action ? h('div.chat-error-action', null, h('strong', null, 'What to do: '), String(ev.suggested_action)) : null));
+}
+
+export class AssistantView {
+  /**
+   * @param {object} ctx
+   * @param {(anchor: Element, source: object, n: number) => void} ctx.showSource
+   * @param {() => void} [ctx.onDatasetLoaded]
+   * @param {() => void} [ctx.onReview] reopen the pending confirmation
+   */
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.parts = []; // {kind:'md', text, el} | {kind:'card', card}
+    this.cards = new Map();
+    this.sources = [];
+    this.sourceMap = new Map(); // citation number → source (reopened answers)
+    this.renderQueued = false;
+    this.partsEl = h('div.parts');
+    this.typing = h('div.typing', { 'aria-label': 'Thinking' }, h('span'), h('span'), h('span'));
+    this.extra = h('div.msg-extra');
+    this.foot = h('div.msg-foot');
+    this.el = h('article.msg.assistant', { testid: 'message-assistant', dataset: { status: 'streaming' } },
+      h('div.avatar', { 'aria-hidden': 'true' }, 'dc'),
+      h('div.msg-body', null, this.partsEl, this.typing, this.extra, this.foot));
+  }
+
+  setWaiting(on) {
+    this.typing.hidden = !on;
+  }
+
+  lastMD() {
+    const last = this.parts[this.parts.length - 1];
+    if (last && last.kind === 'md') return last;
+    const part = { kind: 'md', text: '', el: h('div.md') };
+    this.parts.push(part);
+    this.partsEl.append(part.el);
+    return part;
+  }
+
+  appendToken(token) {
+    this.setWaiting(false);
+    this.lastMD().text += token;
+    this.queueRender();
+  }
+
+  queueRender() {
+    if (this.renderQueued) return;
+    this.renderQueued = true;
+    requestAnimationFrame(() => {
+      this.renderQueued = false;
+      this.renderText();
+    });
+  }
+
+  renderText() {
+    for (const p of this.parts) {
+      if (p.kind !== 'md') continue;
+      if (p.rendered === p.text && p.renderedSources === this.sources) continue;
+      clear(p.el).append(renderTree(parseMarkdown(p.text), (n) => this.cite(n)));
+      p.rendered = p.text;
+      p.renderedSources = this.sources;
+    }
+  }
+
+  cite(n) {
+    const src = this.sources[n - 1] || this.sourceMap.get(n);
+    if (!src) return h('sup.cite-missing', { title: 'Source not available for this answer' }, `[${n}]`);
+    const b = h('button.cite', { type: 'button', title: sourceLabel(src), 'aria-label': `Source ${n}: ${sourceLabel(src)}` }, String(n));
+    b.addEventListener('click', (e) => {
+      e.stopPropagation();
+      this.ctx.showSource(b, src, n);
+    });
+    return h('sup.cite-wrap', null, b);
+  }
+
+  toolStart(ev) {
+    this.setWaiting(false);
+    const card = createToolCard(ev.tool, ev.args, { onDatasetLoaded: this.ctx.onDatasetLoaded });
+    this.cards.set(ev.id, card);
+    this.parts.push({ kind: 'card', card });
+    this.partsEl.append(card.el);
+    this.setWaiting(true);
+  }
+
+  toolResult(ev) {
+    let card = this.cards.get(ev.id);
+    if (!card) {
+      this.toolStart({ id: ev.id, tool: ev.tool, args: {} });
+      card = this.cards.get(ev.id);
+    }
+    card.setResult(ev);
+  }
+
+  /** complete applies chat_complete: status, usage, sources. */
+  complete(ev) {
+    this.setWaiting(false);
+    if (Array.isArray(ev.sources)) this.sources = ev.sources;
+    this.setStatus(ev.status || 'complete');
+    this.setUsage(ev.input_tokens, ev.output_tokens, ev.total_tokens);
+    this.renderText();
+    this.ensureNotEmpty();
+  }
+
+  error(ev) {
+    this.setWaiting(false);
+    this.setStatus('error', false);
+    this.extra.append(errorBlock(ev));
+    this.renderText();
+  }
+
+  setStatus(status, badge = true) {
+    this.el.dataset.status = status;
+    const old = this.foot.querySelector('.status-badge');
+    if (old) old.remove();
+    const label = STATUS_LABELS[status];
+    if (badge && label && status !== 'awaiting_confirmation') this.foot.prepend(h(`span.status-badge.s-${status}`, null, label));
+  }
+
+  setUsage(input, output, total) {
+    const i = Number(input) || 0;
+    const o = Number(output) || 0;
+    const t = Number(total) || i + o;
+    const old = this.foot.querySelector('.usage');
+    if (old) old.remove();
+    if (!t) return;
+    this.foot.append(h('span.usage', { testid: 'usage', title: 'Tokens used by this answer (every model call of the turn)' },
+      `${formatCount(t)} tokens`, h('span.usage-detail', null, ` · ${formatCount(i)} in · ${formatCount(o)} out`)));
+  }
+
+  /** awaiting marks the answer as waiting for approval, with a way back to the dialog. */
+  awaiting() {
+    this.setWaiting(false);
+    this.setStatus('awaiting_confirmation');
+    if (this.awaitEl) this.awaitEl.remove();
+    this.awaitEl = h('div.awaiting', null, icon('alert', 16), h('span', null, 'Waiting for your approval.'),
+      h('button.btn.small', { type: 'button', onclick: () => this.ctx.onReview && this.ctx.onReview() }, 'Review'));
+    this.extra.append(this.awaitEl);
+  }
+
+  clearAwaiting() {
+    if (this.awaitEl) this.awaitEl.remove();
+    this.awaitEl = null;
+    if (this.el.dataset.status === 'awaiting_confirmation') this.setStatus('streaming');
+  }
+
+  ensureNotEmpty() {
+    if (!this.parts.length && !this.extra.childNodes.length && this.el.dataset.status === 'complete') {
+      this.partsEl.append(h('p.muted', null, '(no answer)'));
+    }
+  }
+
+  text() {
+    return this.parts.filter((p) => p.kind === 'md').map((p) => textOf(parseMarkdown(p.text))).join('\n\n');
+  }
+
+  /** fromStored rebuilds an answer from a stored message (reopened conversation). */
+  static fromStored(msg, ctx) {
+    const v = new AssistantView(ctx);
+    v.setWaiting(false);
+    for (const tc of msg.tool_calls || []) {
+      if (tc.tool === 'search_documents') for (const [n, s] of parseSourcesText(tc.result)) v.sourceMap.set(n, s);
+      const card = createToolCard(tc.tool, tc.args, ctx);
+      card.setStored(tc);
+      v.parts.push({ kind: 'card', card });
+      v.partsEl.append(card.el);
+    }
+    if (msg.content) v.lastMD().text = msg.content;
+    v.renderText();
+    const status = msg.status || 'complete';
+    if (status === 'awaiting_confirmation') v.awaiting();
+    else v.setStatus(status);
+    if (msg.error) v.extra.append(errorBlock({ message: msg.error }));
+    v.setUsage(msg.input_tokens, msg.output_tokens);
+    if (!msg.content && !(msg.tool_calls || []).length && status === 'complete') v.ensureNotEmpty();
+    return v;
+  }
+}

@@ -1,0 +1,249 @@
+// The data panel: a conversation's datasets and documents, added by URL,
+// file picker or drag and drop, with upload progress.
+
+import { h, icon, clear, append, formatBytes, formatCount } from './dom.js';
+import { listOf } from './api.js';
+
+const DATASET_EXT = /\.(csv|tsv|parquet|pq)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
+const DOCUMENT_EXT = /\.(pdf|docx|md|markdown|html?|txt|text)$/i;
+
+/** kindOfFile routes a dropped file: 'dataset', 'document' or null. */
+export function kindOfFile(name) {
+  if (DATASET_EXT.test(name)) return 'dataset';
+  if (DOCUMENT_EXT.test(name)) return 'document';
+  return null;
+}
+
+export class DataPanel {
+  /**
+   * @param {object} o
+   * @param {() => import('./api.js').Api} o.api returns the signed-in API client
+   * @param {() => Promise<string>} o.ensureConversation returns the open conversation's id, creating one if needed
+   * @param {(counts: {datasets: number, documents: number}) => void} o.onChange
+   */
+  constructor({ api, ensureConversation, onChange }) {
+    this.getApi = api;
+    this.ensureConversation = ensureConversation;
+    this.onChange = onChange;
+    this.convId = null;
+    this.datasets = [];
+    this.documents = [];
+    this.gen = 0;
+
+    this.dsList = document.getElementById('dataset-list');
+    this.docList = document.getElementById('document-list');
+    this.dsStatus = document.getElementById('dataset-status');
+    this.docStatus = document.getElementById('document-status');
+    this.urlForm = document.getElementById('dataset-url-form');
+    this.urlInput = document.getElementById('dataset-url');
+
+    this.urlForm.addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.addURL();
+    });
+    const dsInput = document.getElementById('dataset-upload');
+    dsInput.addEventListener('change', () => {
+      const files = [...dsInput.files];
+      dsInput.value = '';
+      this.uploadAll(files, 'dataset');
+    });
+    const docInput = document.getElementById('document-upload');
+    docInput.addEventListener('change', () => {
+      const files = [...docInput.files];
+      docInput.value = '';
+      this.uploadAll(files, 'document');
+    });
+    for (const [zone, kind] of [[document.getElementById('dataset-drop'), 'dataset'], [document.getElementById('document-drop'), 'document']]) {
+      zone.addEventListener('dragover', (e) => {
+        e.preventDefault();
+        e.stopPropagation();
+        zone.classList.add('over');
+      });
+      zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+      zone.addEventListener('drop', (e) => {
+        e.preventDefault();
+        e.stopPropagation();
+        zone.classList.remove('over');
+        document.body.classList.remove('dragging');
+        this.uploadAll([...(e.dataTransfer?.files || [])], kind);
+      });
+    }
+  }
+
+  get api() {
+    return this.getApi();
+  }
+
+  /** load shows a conversation's data (null: none open). */
+  async load(convId) {
+    const gen = ++this.gen;
+    this.convId = convId;
+    this.datasets = [];
+    this.documents = [];
+    this.setStatus(this.dsStatus, '');
+    this.setStatus(this.docStatus, '');
+    this.render();
+    if (!convId) return;
+    try {
+      const [ds, docs] = await Promise.all([
+        this.api.get(`/api/conversations/${encodeURIComponent(convId)}/datasets`),
+        this.api.get(`/api/conversations/${encodeURIComponent(convId)}/documents`),
+      ]);
+      if (gen !== this.gen) return;
+      this.datasets = listOf(ds, 'datasets');
+      this.documents = listOf(docs, 'documents');
+      this.render();
+    } catch (err) {
+      if (gen !== this.gen) return;
+      this.setStatus(this.dsStatus, err.message, 'error');
+    }
+  }
+
+  /** refresh reloads the lists of the open conversation (e.g. after load_dataset). */
+  refresh() {
+    if (this.convId) this.load(this.convId);
+  }
+
+  base() {
+    return `/api/conversations/${encodeURIComponent(this.convId)}`;
+  }
+
+  setStatus(el, text, kind = '') {
+    clear(el);
+    el.className = `panel-status ${kind}`;
+    if (text) append(el, [kind === 'error' ? icon('alert', 15) : null, h('span', null, text)]);
+  }
+
+  async addURL() {
+    const url = this.urlInput.value.trim();
+    if (!url) {
+      this.urlInput.focus();
+      return;
+    }
+    const btn = this.urlForm.querySelector('button');
+    btn.disabled = true;
+    this.setStatus(this.dsStatus, 'Loading the dataset…', 'busy');
+    try {
+      await this.ensureConversation();
+      const ds = await this.api.post(`${this.base()}/datasets`, { url });
+      this.urlInput.value = '';
+      this.datasets = [...this.datasets.filter((d) => d.id !== ds.id), ds];
+      this.setStatus(this.dsStatus, `Added table ${ds.name}.`, 'ok');
+      this.render();
+    } catch (err) {
+      this.setStatus(this.dsStatus, err.message, 'error');
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  /** uploadAll uploads files one after another; kind null routes each by extension. */
+  async uploadAll(files, kind) {
+    for (const f of files) {
+      const k = kind || kindOfFile(f.name);
+      if (!k) {
+        this.setStatus(this.dsStatus, `${f.name}: not a dataset (CSV, TSV, Parquet) or document (PDF, DOCX, Markdown, HTML, text).`, 'error');
+        continue;
+      }
+      await this.upload(f, k);
+    }
+  }
+
+  async upload(file, kind) {
+    const status = kind === 'dataset' ? this.dsStatus : this.docStatus;
+    const bar = h('div.progress-bar');
+    const label = h('span.progress-label', null, `Uploading ${file.name}…`);
+    const pct = h('span.progress-pct', null, '0%');
+    const cancel = h('button.icon-btn.small', { type: 'button', title: 'Cancel upload', 'aria-label': 'Cancel upload' }, icon('close', 14));
+    const prog = h('div.progress', { role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': '0', 'aria-label': `Uploading ${file.name}` },
+      h('div.progress-top', null, label, pct, cancel), h('div.progress-track', null, bar));
+    clear(status);
+    status.className = 'panel-status';
+    status.append(prog);
+    try {
+      await this.ensureConversation();
+      const up = this.api.upload(`${this.base()}/${kind === 'dataset' ? 'datasets' : 'documents'}`, file, (sent, total) => {
+        const p = total ? Math.min(100, Math.round((sent / total) * 100)) : 0;
+        bar.style.width = `${p}%`;
+        pct.textContent = `${p}%`;
+        prog.setAttribute('aria-valuenow', String(p));
+        if (p >= 100) {
+          label.textContent = kind === 'dataset' ? `Reading ${file.name}…` : `Indexing ${file.name}…`;
+          prog.classList.add('processing');
+        }
+      });
+      cancel.addEventListener('click', () => up.abort());
+      const item = await up.promise;
+      if (kind === 'dataset') {
+        this.datasets = [...this.datasets.filter((d) => d.id !== item.id), item];
+        this.setStatus(status, `Added table ${item.name}.`, 'ok');
+      } else {
+        this.documents = [...this.documents.filter((d) => d.id !== item.id), item];
+        this.setStatus(status, `Added ${item.name}.`, 'ok');
+      }
+      this.render();
+    } catch (err) {
+      this.setStatus(status, `${file.name}: ${err.message}`, 'error');
+    }
+  }
+
+  async remove(kind, item, li) {
+    li.classList.add('removing');
+    const status = kind === 'dataset' ? this.dsStatus : this.docStatus;
+    try {
+      await this.api.del(`${this.base()}/${kind === 'dataset' ? 'datasets' : 'documents'}/${encodeURIComponent(item.id)}`);
+      if (kind === 'dataset') this.datasets = this.datasets.filter((d) => d.id !== item.id);
+      else this.documents = this.documents.filter((d) => d.id !== item.id);
+      this.setStatus(status, `Removed ${item.name}.`, 'ok');
+      this.render();
+    } catch (err) {
+      li.classList.remove('removing');
+      this.setStatus(status, err.message, 'error');
+    }
+  }
+
+  render() {
+    clear(this.dsList);
+    clear(this.docList);
+    const none = !this.convId;
+    document.getElementById('datapanel').classList.toggle('no-conv', none);
+    if (!this.datasets.length) this.dsList.append(h('li.empty-item', null, 'No datasets yet. Add a CSV or Parquet file, or ask with a link to one.'));
+    for (const d of this.datasets) {
+      const cols = d.columns || [];
+      const li = h('li.item.dataset-item', { testid: 'dataset-item', dataset: { id: d.id, name: d.name } });
+      append(li, [
+        h('div.item-head', null,
+          h('span.item-icon', null, icon('table', 16)),
+          h('div.item-main', null,
+            h('div.item-name', { title: d.name }, d.name),
+            h('div.item-meta', null, [
+              `${formatCount(d.row_count)} rows`,
+              `${cols.length} column${cols.length === 1 ? '' : 's'}`,
+              d.bytes ? formatBytes(d.bytes) : null,
+            ].filter(Boolean).join(' · '))),
+          h('button.icon-btn.small.remove', { type: 'button', title: `Remove ${d.name}`, 'aria-label': `Remove dataset ${d.name}`, onclick: () => this.remove('dataset', d, li) }, icon('trash', 15))),
+        d.source && d.source !== d.name ? h('div.item-source', { title: d.source }, d.source) : null,
+        h('details.columns', null,
+          h('summary', null, 'Columns'),
+          h('ul.col-list', null, cols.map((c) => h('li', null, h('span.col-name', null, c.name), h('span.col-type', { title: c.sql_type || '' }, c.type))))),
+      ]);
+      this.dsList.append(li);
+    }
+    if (!this.documents.length) this.docList.append(h('li.empty-item', null, 'No documents yet. Add PDF, Word, Markdown, HTML or text files to cite.'));
+    for (const d of this.documents) {
+      const li = h('li.item.document-item', { testid: 'document-item', dataset: { id: d.id } });
+      li.append(h('div.item-head', null,
+        h('span.item-icon', null, icon('file', 16)),
+        h('div.item-main', null,
+          h('div.item-name', { title: d.name }, d.name),
+          h('div.item-meta', null, [
+            d.pages ? `${formatCount(d.pages)} page${d.pages === 1 ? '' : 's'}` : null,
+            d.chunks !== undefined ? `${formatCount(d.chunks)} excerpt${d.chunks === 1 ? '' : 's'}` : null,
+            d.bytes ? formatBytes(d.bytes) : null,
+          ].filter(Boolean).join(' · '))),
+        h('button.icon-btn.small.remove', { type: 'button', title: `Remove ${d.name}`, 'aria-label': `Remove document ${d.name}`, onclick: () => this.remove('document', d, li) }, icon('trash', 15))));
+      this.docList.append(li);
+    }
+    this.onChange({ datasets: this.datasets.length, documents: this.documents.length });
+  }
+}

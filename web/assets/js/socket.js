@@ -1,0 +1,138 @@
+// The chat WebSocket of one conversation: {"type","data"} messages, automatic
+// reconnection with exponential backoff and jitter, and a small queue for what
+// is sent while (re)connecting.
+
+export const BACKOFF_MS = [400, 1000, 2000, 4000, 8000, 15000];
+
+/** backoffDelay is the wait before reconnect attempt n (0-based), with ±20 % jitter. */
+export function backoffDelay(attempt, random = Math.random) {
+  const base = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/** socketURL builds the same-origin ws:// or wss:// URL of a conversation. */
+export function socketURL(loc, conversationId, key) {
+  const proto = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  const q = new URLSearchParams({ conversation_id: conversationId, api_key: key });
+  return `${proto}//${loc.host}/ws?${q}`;
+}
+
+export class ChatSocket {
+  /**
+   * @param {object} o
+   * @param {string} o.url
+   * @param {(type: string, data: any) => void} o.onEvent
+   * @param {(state: 'connecting'|'open'|'reconnecting'|'closed', info?: {attempt: number, delay: number, reopened: boolean}) => void} o.onState
+   * @param {(failures: number) => void} [o.onFailing] called after repeated failed connects (to check the key)
+   */
+  constructor({ url, onEvent, onState, onFailing }) {
+    this.url = url;
+    this.onEvent = onEvent;
+    this.onState = onState;
+    this.onFailing = onFailing || (() => {});
+    this.ws = null;
+    this.queue = [];
+    this.attempt = 0;
+    this.failures = 0;
+    this.closed = false;
+    this.everOpened = false;
+    this.timer = null;
+  }
+
+  connect() {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.onState(this.everOpened || this.attempt ? 'reconnecting' : 'connecting', { attempt: this.attempt, delay: 0, reopened: false });
+    let ws;
+    try {
+      ws = new WebSocket(this.url);
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    let opened = false;
+    ws.onopen = () => {
+      if (this.ws !== ws) return;
+      opened = true;
+      const reopened = this.everOpened;
+      this.everOpened = true;
+      this.attempt = 0;
+      this.failures = 0;
+      this.onState('open', { attempt: 0, delay: 0, reopened });
+      const q = this.queue.splice(0);
+      for (const m of q) ws.send(m);
+    };
+    ws.onmessage = (e) => {
+      if (this.ws !== ws) return;
+      let msg;
+      try {
+        msg = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      if (msg && typeof msg.type === 'string') this.onEvent(msg.type, msg.data ?? {});
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      if (this.closed) return;
+      if (!opened) {
+        this.failures++;
+        if (this.failures >= 2) this.onFailing(this.failures);
+      }
+      this.scheduleReconnect();
+    };
+    ws.onerror = () => {}; // onclose follows
+  }
+
+  scheduleReconnect() {
+    if (this.closed) return;
+    const delay = backoffDelay(this.attempt);
+    this.onState('reconnecting', { attempt: this.attempt + 1, delay, reopened: false });
+    this.attempt++;
+    this.timer = setTimeout(() => this.connect(), delay);
+  }
+
+  /** reconnectNow skips the backoff wait (e.g. when the page becomes visible). */
+  reconnectNow() {
+    if (this.closed || this.ws) return;
+    this.connect();
+  }
+
+  get isOpen() {
+    return !!this.ws && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * send sends a message now or, while connecting, once the socket opens.
+   * chat_cancel is not queued (a dropped socket cancels the turn anyway).
+   */
+  send(type, data = {}) {
+    const m = JSON.stringify({ type, data });
+    if (this.isOpen) {
+      this.ws.send(m);
+      return true;
+    }
+    if (type === 'chat_cancel') return false;
+    this.queue.push(m);
+    if (!this.ws) this.reconnectNow();
+    return true;
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.queue = [];
+    if (this.ws) {
+      const ws = this.ws;
+      this.ws = null;
+      try {
+        ws.close(1000);
+      } catch {
+        /* already closed */
+      }
+    }
+    this.onState('closed');
+  }
+}

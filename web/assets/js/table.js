@@ -1,0 +1,187 @@
+// Result tables without the DOM: cell formatting, sorting and CSV export.
+// A result is DESIGN.md's shape: {columns:[{name, type, sql_type}], rows:[[…]]}.
+// Rows are arrays; DECIMAL, big integers, NaN and ±Inf arrive as strings; dates
+// and timestamps as ISO 8601 strings; BLOB as base64.
+
+export const NUMERIC_TYPES = new Set(['integer', 'float', 'decimal']);
+export const TIME_TYPES = new Set(['date', 'timestamp']);
+
+/** isNumericType reports whether a column type holds numbers. */
+export function isNumericType(type) {
+  return NUMERIC_TYPES.has(String(type || '').toLowerCase());
+}
+
+/** toNumber turns a cell into a number, or null (strings such as "12.50" too). */
+export function toNumber(v) {
+  if (v === null || v === undefined || v === '') return null;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : null;
+}
+
+/**
+ * formatCell gives the text shown for a cell. null is "NULL"; lists, structs
+ * and maps are JSON; floats keep at most 6 decimals; everything else is as sent.
+ */
+export function formatCell(v, type) {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'object') return JSON.stringify(v);
+  if (typeof v === 'number' && String(type).toLowerCase() === 'float' && !Number.isInteger(v)) {
+    return String(Number(v.toFixed(6)));
+  }
+  return String(v);
+}
+
+/** compareCells orders two cells of one column; nulls always sort last. */
+export function compareCells(a, b, type) {
+  const an = a === null || a === undefined;
+  const bn = b === null || b === undefined;
+  if (an || bn) return an && bn ? 0 : an ? 1 : -1;
+  const t = String(type || '').toLowerCase();
+  if (isNumericType(t)) {
+    if (t === 'integer' && typeof a === 'string' && typeof b === 'string' && /^-?\d+$/.test(a) && /^-?\d+$/.test(b)) {
+      const x = BigInt(a);
+      const y = BigInt(b);
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    const x = toNumber(a);
+    const y = toNumber(b);
+    if (x === null || y === null) return String(a).localeCompare(String(b)); // NaN, Inf as text
+    return x - y;
+  }
+  if (typeof a === 'boolean' || typeof b === 'boolean') return Number(a) - Number(b);
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'object' || typeof b === 'object') return JSON.stringify(a).localeCompare(JSON.stringify(b));
+  if (TIME_TYPES.has(t) || t === 'time') return a < b ? -1 : a > b ? 1 : 0; // ISO strings sort as text
+  return String(a).localeCompare(String(b), undefined, { numeric: true, sensitivity: 'base' });
+}
+
+/**
+ * sortRows returns the rows sorted by one column (a stable sort; nulls last in
+ * both directions). dir is 'asc' or 'desc'.
+ */
+export function sortRows(rows, col, type, dir = 'asc') {
+  const sign = dir === 'desc' ? -1 : 1;
+  return rows
+    .map((r, i) => [r, i])
+    .sort(([a, i], [b, j]) => {
+      const x = a[col];
+      const y = b[col];
+      const xn = x === null || x === undefined;
+      const yn = y === null || y === undefined;
+      if (xn || yn) return xn && yn ? i - j : xn ? 1 : -1;
+      return sign * compareCells(x, y, type) || i - j;
+    })
+    .map(([r]) => r);
+}
+
+/** nextSort cycles a header's sort: none → asc → desc → none. */
+export function nextSort(current, col) {
+  if (!current || current.col !== col) return { col, dir: 'asc' };
+  if (current.dir === 'asc') return { col, dir: 'desc' };
+  return null;
+}
+
+function csvField(v) {
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  return /[",\r\n]/.test(s) || /^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/**
+ * toCSV writes RFC 4180 CSV: a header row, CRLF line ends, fields quoted when
+ * they hold a comma, quote, line break or edge spaces; nulls are empty fields.
+ * Values are written exactly as the result holds them.
+ */
+export function toCSV(columns, rows) {
+  const lines = [columns.map((c) => csvField(c.name)).join(',')];
+  for (const r of rows) lines.push(columns.map((_, i) => csvField(r[i])).join(','));
+  return lines.join('\r\n') + '\r\n';
+}
+
+/** csvFileName names a download after the query's first table, if any. */
+export function csvFileName(sql) {
+  const m = /\bfrom\s+("?)([A-Za-z_][A-Za-z0-9_]*)\1/i.exec(String(sql || ''));
+  return `${m ? m[2] : 'result'}.csv`;
+}
+
+/**
+ * parseResultText tries to read a stored tool result (the text the model
+ * received) as a result shape; returns null when it is not one.
+ */
+export function parseResultText(text) {
+  if (typeof text !== 'string') return null;
+  const t = text.trim();
+  if (!t.startsWith('{')) return null;
+  try {
+    const v = JSON.parse(t);
+    if (v && Array.isArray(v.columns) && Array.isArray(v.rows)) return v;
+  } catch {
+    /* not JSON */
+  }
+  return null;
+}
+
+/**
+ * parsePipeResult reads the text an execute_sql call gave the model (a header
+ * of names, one " | "-separated line per row, then "(N rows…)") back into a
+ * result shape with guessed column types. Returns null when the text is not
+ * such a table (a value holding " | " makes the rows ragged: then too).
+ */
+export function parsePipeResult(text) {
+  if (typeof text !== 'string') return null;
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  while (lines.length && lines[lines.length - 1].trim() === '') lines.pop();
+  if (lines.length < 2) return null;
+  const foot = /^\((\d+) rows?(;[^)]*)?\)$/.exec(lines[lines.length - 1].trim());
+  if (!foot) return null;
+  const names = lines[0].split(' | ');
+  const body = lines.slice(1, -1);
+  const rows = [];
+  for (const l of body) {
+    const cells = l.split(' | ');
+    if (cells.length !== names.length) return null;
+    rows.push(cells.map((c) => (c === 'NULL' ? null : c)));
+  }
+  const columns = names.map((name, i) => {
+    const vals = rows.map((r) => r[i]).filter((v) => v !== null);
+    let type = 'text';
+    if (vals.length && vals.every((v) => /^-?\d+$/.test(v))) type = 'integer';
+    else if (vals.length && vals.every((v) => /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v))) type = 'float';
+    else if (vals.length && vals.every((v) => /^\d{4}-\d{2}-\d{2}$/.test(v))) type = 'date';
+    else if (vals.length && vals.every((v) => /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}/.test(v))) type = 'timestamp';
+    else if (vals.length && vals.every((v) => v === 'true' || v === 'false')) type = 'boolean';
+    return { name, type, sql_type: '' };
+  });
+  for (const r of rows) {
+    columns.forEach((c, i) => {
+      if (r[i] === null) return;
+      if (c.type === 'integer' && Math.abs(Number(r[i])) <= Number.MAX_SAFE_INTEGER) r[i] = Number(r[i]);
+      else if (c.type === 'float') r[i] = Number(r[i]);
+      else if (c.type === 'boolean') r[i] = r[i] === 'true';
+    });
+  }
+  const rowCount = parseInt(foot[1], 10);
+  return { columns, rows, row_count: rowCount, truncated: /more rows exist/.test(foot[2] || ''), partial: rows.length < rowCount };
+}
+
+/**
+ * parseSourcesText reads the text a search_documents call gave the model
+ * ("[n] document, page p" then the excerpt, blocks separated by a blank line)
+ * into sources keyed by their number, for citations of reopened answers.
+ */
+export function parseSourcesText(text) {
+  const out = new Map();
+  if (typeof text !== 'string') return out;
+  for (const block of text.replace(/\r\n?/g, '\n').split(/\n\s*\n(?=\[\d+\] )/)) {
+    const m = /^\[(\d+)\] ([^\n]*)\n?([\s\S]*)$/.exec(block.trim());
+    if (!m) continue;
+    const head = m[2];
+    const pm = /^(.*), page (\d+)$/.exec(head);
+    const sm = /^(.*), section "(.*)"$/.exec(head);
+    const metadata = pm ? { document: pm[1], page: Number(pm[2]) } : sm ? { document: sm[1], heading: sm[2] } : { document: head };
+    out.set(Number(m[1]), { id: '', text: m[3].trim(), metadata });
+  }
+  return out;
+}

@@ -1,0 +1,34 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { backoffDelay, socketURL, BACKOFF_MS } from '../../assets/js/socket.js';
+import { kindOfFile } from '../../assets/js/panel.js';
+import { listOf } from '../../assets/js/api.js';
+
+test('socketURL follows the page protocol and escapes its parameters', () => {
+  assert.equal(socketURL({ protocol: 'http:', host: '127.0.0.1:8080' }, 'c 1', 'k&y'), 'ws://127.0.0.1:8080/ws?conversation_id=c+1&api_key=k%26y');
+  assert.equal(socketURL({ protocol: 'https:', host: 'data.example' }, 'c', 'k'), 'wss://data.example/ws?conversation_id=c&api_key=k');
+});
+
+test('backoff grows, caps and jitters by ±20 %', () => {
+  assert.equal(backoffDelay(0, () => 0.5), BACKOFF_MS[0]);
+  assert.equal(backoffDelay(3, () => 0.5), BACKOFF_MS[3]);
+  assert.equal(backoffDelay(99, () => 0.5), BACKOFF_MS[BACKOFF_MS.length - 1]);
+  assert.equal(backoffDelay(2, () => 0), Math.round(BACKOFF_MS[2] * 0.8));
+  assert.equal(backoffDelay(2, () => 1), Math.round(BACKOFF_MS[2] * 1.2));
+});
+
+test('dropped files are routed by extension', () => {
+  assert.equal(kindOfFile('sales.csv'), 'dataset');
+  assert.equal(kindOfFile('x.parquet'), 'dataset');
+  assert.equal(kindOfFile('x.csv.gz'), 'dataset');
+  assert.equal(kindOfFile('Report.PDF'), 'document');
+  assert.equal(kindOfFile('notes.md'), 'document');
+  assert.equal(kindOfFile('a.docx'), 'document');
+  assert.equal(kindOfFile('image.png'), null);
+});
+
+test('listOf accepts arrays and wrapped lists', () => {
+  assert.deepEqual(listOf([1], 'x'), [1]);
+  assert.deepEqual(listOf({ datasets: [2] }, 'datasets'), [2]);
+  assert.deepEqual(listOf(null, 'datasets'), []);
+});
