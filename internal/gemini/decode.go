@@ -1,0 +1,99 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"datachat"
+	"datachat/internal/llm"
+)
+
+// decoder turns the events of a streamGenerateContent answer into model events.
+// Gemini repeats usageMetadata on every event with growing counts: the last
+// one is the answer's usage.
+type decoder struct {
+	newID  func() string
+	calls  int
+	finish string // Gemini's finishReason or promptFeedback.blockReason
+	usage  *datachat.TokenCount
+}
+
+// feed decodes one SSE data field.
+func (d *decoder) feed(data []byte) ([]datachat.ModelEvent, error) {
+	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
+		return nil, nil
+	}
+	var r generateResponse
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream event: %w", err))
+	}
+	if r.Error != nil {
+		return nil, mapError(0, nil, data)
+	}
+	if u := r.UsageMetadata; u != nil {
+		d.usage = &datachat.TokenCount{Input: u.PromptTokenCount, Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+	}
+	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" && len(r.Candidates) == 0 {
+		d.finish = "SAFETY"
+	}
+	var events []datachat.ModelEvent
+	for _, c := range r.Candidates {
+		if c.Index != 0 {
+			continue
+		}
+		if c.Content != nil {
+			for _, p := range c.Content.Parts {
+				switch {
+				case p.FunctionCall != nil:
+					if p.FunctionCall.Name == "" {
+						return events, llm.MalformedError(provider, fmt.Errorf("function call without a name"))
+					}
+					args := objectOrEmpty(p.FunctionCall.Args)
+					if !json.Valid(args) || bytes.TrimSpace(args)[0] != '{' {
+						return events, llm.MalformedError(provider, fmt.Errorf("function call %s: args are not a JSON object", p.FunctionCall.Name))
+					}
+					var compact bytes.Buffer
+					_ = json.Compact(&compact, args)
+					id := p.FunctionCall.ID
+					if id == "" {
+						id = d.newID()
+					}
+					d.calls++
+					events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{
+						ID: id, Name: p.FunctionCall.Name, Args: compact.Bytes(), Signature: p.ThoughtSignature,
+					}})
+				case p.Thought:
+					// Thought summaries are not part of the answer.
+				case p.Text != "":
+					events = append(events, datachat.ModelEvent{Text: p.Text})
+				}
+			}
+		}
+		if c.FinishReason != "" {
+			d.finish = c.FinishReason
+		}
+	}
+	return events, nil
+}
+
+// end returns the normalized finish reason, or llm.ErrIncomplete when the stream
+// ended without one (Gemini has no end marker but the finishReason).
+func (d *decoder) end() (string, error) {
+	switch d.finish {
+	case "":
+		return "", llm.ErrIncomplete
+	case "STOP":
+		if d.calls > 0 {
+			return llm.FinishToolCalls, nil
+		}
+		return llm.FinishStop, nil
+	case "MAX_TOKENS":
+		return llm.FinishLength, nil
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
+		return llm.FinishContentFilter, nil
+	default:
+		return strings.ToLower(d.finish), nil
+	}
+}

@@ -1,0 +1,240 @@
+// Package gemini is the chat model and embedder for Google's Gemini API,
+// speaking its REST protocol (v1beta streamGenerateContent with alt=sse, and
+// batchEmbedContents). The conversions between datachat's model types and the
+// wire format are pure functions; internal/llm does the calling.
+package gemini
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"datachat"
+	"datachat/internal/llm"
+)
+
+// Defaults.
+const (
+	DefaultBaseURL        = "https://generativelanguage.googleapis.com"
+	DefaultModel          = "gemini-2.5-flash"
+	DefaultEmbeddingModel = "text-embedding-004"
+	apiVersion            = "v1beta"
+	maxEmbedBatch         = 100 // batchEmbedContents' limit
+)
+
+var provider = llm.Provider{Name: "gemini", KeyVar: "GEMINI_API_KEY", URLVar: "GEMINI_BASE_URL"}
+
+// Options configure a [Client]. Zero values take the defaults; zero durations
+// take spec 002's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
+// negative ones turn that timeout off.
+type Options struct {
+	APIKey            string
+	BaseURL           string // GEMINI_BASE_URL; the API version is added unless the URL ends with one
+	Model             string // CHAT_MODEL
+	EmbeddingModel    string // EMBEDDING_MODEL
+	HTTPClient        *http.Client
+	ConnectTimeout    time.Duration
+	WriteTimeout      time.Duration
+	StreamIdleTimeout time.Duration
+	RetryDelay        time.Duration
+	Logger            *slog.Logger
+}
+
+// Client is a Gemini chat model ([Client.Stream]) and embedder
+// ([Client.Embed]). It is safe for concurrent use.
+type Client struct {
+	opts Options
+	base string // ends with the API version, e.g. https://…/v1beta
+	llm  *llm.Client
+}
+
+// New returns a Client for opts.
+func New(opts Options) *Client {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	if opts.Model == "" {
+		opts.Model = DefaultModel
+	}
+	if opts.EmbeddingModel == "" {
+		opts.EmbeddingModel = DefaultEmbeddingModel
+	}
+	return &Client{
+		opts: opts,
+		base: versionedBase(opts.BaseURL),
+		llm: llm.NewClient(llm.Config{
+			Provider:          provider,
+			HTTPClient:        opts.HTTPClient,
+			ConnectTimeout:    opts.ConnectTimeout,
+			WriteTimeout:      opts.WriteTimeout,
+			StreamIdleTimeout: opts.StreamIdleTimeout,
+			RetryDelay:        opts.RetryDelay,
+			Logger:            opts.Logger,
+			Secrets:           []string{opts.APIKey},
+			ErrorFromResponse: mapError,
+		}),
+	}
+}
+
+// Name returns "gemini".
+func (c *Client) Name() string { return provider.Name }
+
+// ModelName returns the chat model used when a request names none.
+func (c *Client) ModelName() string { return c.opts.Model }
+
+// EmbeddingModelName returns the embedding model.
+func (c *Client) EmbeddingModelName() string { return c.opts.EmbeddingModel }
+
+// Stream sends req to streamGenerateContent and calls emit for each text
+// delta and function call, then the finish reason and one Usage event. Errors
+// are *datachat.ProviderError (auth also for Gemini's 400 API_KEY_INVALID,
+// context_too_large for "input token count … exceeds the maximum"), an error
+// from emit, or one wrapping ctx.Err().
+func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit func(datachat.ModelEvent) error) error {
+	if err := c.configured(); err != nil {
+		return err
+	}
+	model := modelName(req.Model, c.opts.Model)
+	wire, err := toRequest(req)
+	if err != nil {
+		return llm.RequestError(provider, err)
+	}
+	body, err := json.Marshal(wire)
+	if err != nil {
+		return fmt.Errorf("gemini: encode request: %w", err)
+	}
+	r := llm.Request{
+		URL:      c.base + "/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse",
+		Header:   c.header(),
+		Body:     body,
+		Model:    model,
+		Messages: len(req.Messages),
+		Tools:    len(req.Tools),
+	}
+	return c.llm.Stream(ctx, r, emit, func(body io.Reader, out *llm.Output) error {
+		return decodeStream(body, out, newCallID)
+	})
+}
+
+// decodeStream reads an SSE answer into out.
+func decodeStream(body io.Reader, out *llm.Output, newID func() string) error {
+	d := &decoder{newID: newID}
+	events := llm.NewSSEReader(body)
+	for {
+		ev, err := events.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		out.Chunk(ev.Data)
+		got, derr := d.feed(ev.Data)
+		if d.usage != nil {
+			out.SetUsage(*d.usage)
+		}
+		for _, e := range got {
+			if err := out.Emit(e); err != nil {
+				return err
+			}
+		}
+		if derr != nil {
+			return derr
+		}
+	}
+	reason, err := d.end()
+	if err != nil {
+		return err
+	}
+	return out.Finish(reason)
+}
+
+// Embed returns one vector per text from batchEmbedContents, in order.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := c.configured(); err != nil {
+		return nil, err
+	}
+	model := modelName("", c.opts.EmbeddingModel)
+	vectors := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += maxEmbedBatch {
+		batch := texts[start:min(start+maxEmbedBatch, len(texts))]
+		wire := embedRequest{Requests: make([]embedContentRequest, len(batch))}
+		for i, t := range batch {
+			wire.Requests[i] = embedContentRequest{Model: "models/" + model, Content: content{Parts: []part{{Text: t}}}}
+		}
+		body, err := json.Marshal(wire)
+		if err != nil {
+			return nil, fmt.Errorf("gemini: encode embedding request: %w", err)
+		}
+		r := llm.Request{
+			URL:    c.base + "/models/" + url.PathEscape(model) + ":batchEmbedContents",
+			Header: c.header(), Body: body, Model: model, Messages: len(batch),
+		}
+		err = c.llm.Do(ctx, r, func(b []byte) error {
+			var resp embedResponse
+			if err := json.Unmarshal(b, &resp); err != nil {
+				return llm.MalformedError(provider, fmt.Errorf("decode embeddings: %w", err))
+			}
+			if len(resp.Embeddings) != len(batch) {
+				return llm.MalformedError(provider, fmt.Errorf("got %d embeddings for %d texts", len(resp.Embeddings), len(batch)))
+			}
+			for _, e := range resp.Embeddings {
+				vectors = append(vectors, e.Values)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return vectors, nil
+}
+
+func (c *Client) configured() error {
+	if c.opts.APIKey == "" && strings.TrimRight(c.opts.BaseURL, "/") == DefaultBaseURL {
+		return llm.NotConfiguredError(provider, "No Gemini API key is set")
+	}
+	return nil
+}
+
+func (c *Client) header() http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if c.opts.APIKey != "" {
+		h.Set("x-goog-api-key", c.opts.APIKey)
+	}
+	return h
+}
+
+// versionedBase appends the API version to a base URL that names none.
+func versionedBase(base string) string {
+	base = strings.TrimRight(base, "/")
+	last := base[strings.LastIndex(base, "/")+1:]
+	if strings.HasPrefix(last, "v1") && !strings.Contains(last, ".") {
+		return base
+	}
+	return base + "/" + apiVersion
+}
+
+func modelName(requested, fallback string) string {
+	m := requested
+	if m == "" {
+		m = fallback
+	}
+	return strings.TrimPrefix(m, "models/")
+}
+
+// newCallID names a function call: Gemini's calls carry no id, but datachat's
+// tool rounds and the follow-up functionResponse need one.
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}

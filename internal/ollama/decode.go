@@ -1,0 +1,97 @@
+package ollama
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"datachat"
+	"datachat/internal/llm"
+)
+
+// decoder turns the NDJSON lines of an /api/chat answer into model events.
+// Tool calls arrive whole, arguments as an object; the answer is complete only
+// with the final done:true line, which carries the usage.
+type decoder struct {
+	newID  func() string
+	calls  int
+	done   bool
+	finish string
+	usage  *datachat.TokenCount
+}
+
+// feed decodes one line.
+func (d *decoder) feed(line []byte) ([]datachat.ModelEvent, error) {
+	var r chatResponse
+	if err := json.Unmarshal(line, &r); err != nil {
+		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream line: %w", err))
+	}
+	if r.Error != nil {
+		return nil, mapError(0, nil, line)
+	}
+	var events []datachat.ModelEvent
+	if m := r.Message; m != nil {
+		if m.Content != "" {
+			events = append(events, datachat.ModelEvent{Text: m.Content})
+		}
+		for _, tc := range m.ToolCalls {
+			if tc.Function.Name == "" {
+				return events, llm.MalformedError(provider, fmt.Errorf("tool call without a name"))
+			}
+			args, err := argsObject(tc.Function.Arguments)
+			if err != nil {
+				return events, llm.MalformedError(provider, fmt.Errorf("tool call %s: %w", tc.Function.Name, err))
+			}
+			id := tc.ID
+			if id == "" {
+				id = d.newID()
+			}
+			d.calls++
+			events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{ID: id, Name: tc.Function.Name, Args: args}})
+		}
+	}
+	if r.Done {
+		d.done = true
+		d.finish = r.DoneReason
+		d.usage = &datachat.TokenCount{Input: r.PromptEvalCount, Output: r.EvalCount}
+	}
+	return events, nil
+}
+
+// argsObject returns a call's arguments as a compact JSON object. Ollama sends
+// an object; a JSON string holding one (the OpenAI way) is accepted too.
+func argsObject(raw json.RawMessage) (json.RawMessage, error) {
+	raw = objectOrEmpty(raw)
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		raw = objectOrEmpty(json.RawMessage(s))
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil || compact.Bytes()[0] != '{' {
+		return nil, fmt.Errorf("arguments are not a JSON object: %.100q", raw)
+	}
+	return compact.Bytes(), nil
+}
+
+// end returns the normalized finish reason, or llm.ErrIncomplete when the
+// stream ended without its done:true line (a connection reset mid-answer that
+// the ollama/api client would report as success).
+func (d *decoder) end() (string, error) {
+	if !d.done {
+		return "", llm.ErrIncomplete
+	}
+	switch {
+	case d.calls > 0:
+		return llm.FinishToolCalls, nil
+	case d.finish == "" || d.finish == "stop":
+		return llm.FinishStop, nil
+	case d.finish == "length":
+		return llm.FinishLength, nil
+	default:
+		return strings.ToLower(d.finish), nil
+	}
+}

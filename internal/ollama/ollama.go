@@ -1,0 +1,230 @@
+// Package ollama is the chat model and embedder for Ollama's native API:
+// /api/chat streamed as NDJSON with tools, and /api/embed. The conversions
+// between datachat's model types and the wire format are pure functions;
+// internal/llm does the calling.
+package ollama
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"datachat"
+	"datachat/internal/llm"
+)
+
+// Defaults.
+const (
+	DefaultHost           = "http://127.0.0.1:11434"
+	DefaultModel          = "llama3.1"
+	DefaultEmbeddingModel = "nomic-embed-text"
+	defaultPort           = "11434"
+	maxEmbedBatch         = 256
+)
+
+var provider = llm.Provider{Name: "ollama", URLVar: "OLLAMA_HOST"}
+
+// Options configure a [Client]. Zero values take the defaults; zero durations
+// take spec 002's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
+// negative ones turn that timeout off.
+type Options struct {
+	Host              string // OLLAMA_HOST: "host", "host:port" or a URL
+	Model             string // CHAT_MODEL
+	EmbeddingModel    string // EMBEDDING_MODEL
+	NumCtx            int    // OLLAMA_NUM_CTX; 0 keeps the model's own
+	APIKey            string // for Ollama Cloud or an authenticating proxy; optional
+	HTTPClient        *http.Client
+	ConnectTimeout    time.Duration
+	WriteTimeout      time.Duration
+	StreamIdleTimeout time.Duration
+	RetryDelay        time.Duration
+	Logger            *slog.Logger
+}
+
+// Client is an Ollama chat model ([Client.Stream]) and embedder
+// ([Client.Embed]). It is safe for concurrent use.
+type Client struct {
+	opts Options
+	base string
+	llm  *llm.Client
+}
+
+// New returns a Client for opts.
+func New(opts Options) *Client {
+	if opts.Model == "" {
+		opts.Model = DefaultModel
+	}
+	if opts.EmbeddingModel == "" {
+		opts.EmbeddingModel = DefaultEmbeddingModel
+	}
+	return &Client{
+		opts: opts,
+		base: HostURL(opts.Host),
+		llm: llm.NewClient(llm.Config{
+			Provider:          provider,
+			HTTPClient:        opts.HTTPClient,
+			ConnectTimeout:    opts.ConnectTimeout,
+			WriteTimeout:      opts.WriteTimeout,
+			StreamIdleTimeout: opts.StreamIdleTimeout,
+			RetryDelay:        opts.RetryDelay,
+			Logger:            opts.Logger,
+			Secrets:           []string{opts.APIKey},
+			ErrorFromResponse: mapError,
+		}),
+	}
+}
+
+// HostURL turns an OLLAMA_HOST value into a base URL, as the ollama command
+// does: scheme http and port 11434 unless given; an empty host is
+// 127.0.0.1, and so is 0.0.0.0 (a listen address).
+func HostURL(host string) string {
+	host = strings.TrimSpace(host)
+	if host == "" {
+		return DefaultHost
+	}
+	scheme := "http"
+	if s, rest, ok := strings.Cut(host, "://"); ok {
+		scheme, host = s, rest
+	}
+	host, path, _ := strings.Cut(host, "/")
+	port := defaultPort
+	if scheme == "https" {
+		port = "443"
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		host, port = h, p
+	}
+	if host == "" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: strings.TrimRight("/"+path, "/")}
+	return u.String()
+}
+
+// Name returns "ollama".
+func (c *Client) Name() string { return provider.Name }
+
+// ModelName returns the chat model used when a request names none.
+func (c *Client) ModelName() string { return c.opts.Model }
+
+// EmbeddingModelName returns the embedding model.
+func (c *Client) EmbeddingModelName() string { return c.opts.EmbeddingModel }
+
+// Host returns the base URL requests go to.
+func (c *Client) Host() string { return c.base }
+
+// Stream sends req to /api/chat and calls emit for each text delta and tool
+// call, then the finish reason and one Usage event (prompt_eval_count,
+// eval_count). A stream that ends without its done:true line is an error
+// (connection kind). Errors are *datachat.ProviderError (context_too_large for
+// errors about the context length), an error from emit, or one wrapping
+// ctx.Err().
+func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit func(datachat.ModelEvent) error) error {
+	model := req.Model
+	if model == "" {
+		model = c.opts.Model
+	}
+	wire, err := toRequest(req, model, c.opts.NumCtx)
+	if err != nil {
+		return llm.RequestError(provider, err)
+	}
+	body, err := json.Marshal(wire)
+	if err != nil {
+		return fmt.Errorf("ollama: encode request: %w", err)
+	}
+	h := c.header()
+	h.Set("Accept", "application/x-ndjson")
+	r := llm.Request{
+		URL: c.base + "/api/chat", Header: h, Body: body,
+		Model: model, Messages: len(req.Messages), Tools: len(req.Tools),
+	}
+	return c.llm.Stream(ctx, r, emit, func(body io.Reader, out *llm.Output) error {
+		return decodeStream(body, out, newCallID)
+	})
+}
+
+// decodeStream reads an NDJSON answer into out.
+func decodeStream(body io.Reader, out *llm.Output, newID func() string) error {
+	d := &decoder{newID: newID}
+	lines := llm.NewNDJSONReader(body)
+	for !d.done {
+		line, err := lines.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		out.Chunk(line)
+		got, derr := d.feed(line)
+		if d.usage != nil {
+			out.SetUsage(*d.usage)
+		}
+		for _, e := range got {
+			if err := out.Emit(e); err != nil {
+				return err
+			}
+		}
+		if derr != nil {
+			return derr
+		}
+	}
+	reason, err := d.end()
+	if err != nil {
+		return err
+	}
+	return out.Finish(reason)
+}
+
+// Embed returns one vector per text from /api/embed, in order.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	model := c.opts.EmbeddingModel
+	vectors := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += maxEmbedBatch {
+		batch := texts[start:min(start+maxEmbedBatch, len(texts))]
+		body, err := json.Marshal(embedRequest{Model: model, Input: batch})
+		if err != nil {
+			return nil, fmt.Errorf("ollama: encode embedding request: %w", err)
+		}
+		r := llm.Request{URL: c.base + "/api/embed", Header: c.header(), Body: body, Model: model, Messages: len(batch)}
+		err = c.llm.Do(ctx, r, func(b []byte) error {
+			var resp embedResponse
+			if err := json.Unmarshal(b, &resp); err != nil {
+				return llm.MalformedError(provider, fmt.Errorf("decode embeddings: %w", err))
+			}
+			if len(resp.Embeddings) != len(batch) {
+				return llm.MalformedError(provider, fmt.Errorf("got %d embeddings for %d texts", len(resp.Embeddings), len(batch)))
+			}
+			vectors = append(vectors, resp.Embeddings...)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return vectors, nil
+}
+
+func (c *Client) header() http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if c.opts.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	return h
+}
+
+// newCallID names a tool call that came without an id (Ollama before 0.12).
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,294 @@
+package ollama
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"datachat"
+	"datachat/internal/llm"
+	"datachat/internal/llmtest"
+)
+
+func TestSuite(t *testing.T) {
+	llmtest.RunModelSuite(t, llmtest.Suite{
+		Protocol: llmtest.Ollama,
+		New: func(s llmtest.ClientSettings) llmtest.Model {
+			return New(Options{
+				APIKey: s.APIKey, Host: s.BaseURL,
+				StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger,
+			})
+		},
+	})
+}
+
+// serveFile answers every request with a recorded body, byte for byte.
+func serveFile(t *testing.T, name string, status int, contentType string) (*Client, *atomic.Int32) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if r.URL.Path != "/api/chat" {
+			t.Errorf("path: got %s", r.URL.Path)
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(status)
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), &calls
+}
+
+func TestRecordedStreams(t *testing.T) {
+	tests := []struct {
+		file   string
+		text   string
+		calls  []datachat.ModelToolCall
+		finish string
+		usage  datachat.TokenCount
+	}{
+		{
+			file: "ollama_chat_stream_text.ndjson", text: "Okay, here we go!\n\n1, 2, 3, 4, 5\n",
+			finish: "stop", usage: datachat.TokenCount{Input: 16, Output: 22},
+		},
+		{
+			// Ollama Cloud: thinking chunks (not text), then one whole call.
+			file:   "ollama_chat_stream_tool_call.ndjson",
+			calls:  []datachat.ModelToolCall{{ID: "call_wi63dj03", Name: "weather", Args: json.RawMessage(`{"location":"Florence, Italy"}`)}},
+			finish: "tool_calls", usage: datachat.TokenCount{Input: 142, Output: 42},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, _ := serveFile(t, tt.file, 200, "application/x-ndjson")
+			evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if evs.Text() != tt.text {
+				t.Errorf("text: got %q, want %q", evs.Text(), tt.text)
+			}
+			if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, tt.calls) && (len(calls) > 0 || len(tt.calls) > 0) {
+				t.Errorf("calls:\ngot  %+v\nwant %+v", calls, tt.calls)
+			}
+			if err := evs.CheckEnd(); err != nil {
+				t.Error(err)
+			}
+			if evs.Finish() != tt.finish || *evs.Usage() != tt.usage {
+				t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), tt.finish, tt.usage)
+			}
+		})
+	}
+}
+
+// The ollama/api client returns no error when the connection goes away
+// before the final done:true line; this client must.
+func TestRecordedStreamCutBeforeDone(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("testdata", "ollama_chat_stream_text.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(body, []byte("\n"))
+	cut := bytes.Join(lines[:5], nil)
+	for _, reset := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.Write(cut)
+			if reset {
+				rc := http.NewResponseController(w)
+				rc.Flush()
+				conn, _, _ := rc.Hijack()
+				conn.Close()
+			}
+		}))
+		evs, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, RetryDelay: time.Millisecond}), &datachat.ModelRequest{})
+		srv.Close()
+		var pe *datachat.ProviderError
+		if !errors.As(err, &pe) || pe.Kind != datachat.ProviderConnection {
+			t.Errorf("reset %v: got %v, want a connection error", reset, err)
+		}
+		if evs.Text() != "Okay, here we go" {
+			t.Errorf("reset %v: text %q", reset, evs.Text())
+		}
+	}
+}
+
+func TestRecordedError(t *testing.T) {
+	c, calls := serveFile(t, "ollama_error_400_tools_unsupported.json", 400, "application/json; charset=utf-8")
+	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	var pe *datachat.ProviderError
+	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderBadRequest || pe.Status != 400 ||
+		!strings.Contains(pe.Reason, "does not support tools") || !strings.Contains(pe.SuggestedAction, "supports tools") {
+		t.Fatalf("got %#v", err)
+	}
+	if calls.Load() != 1 {
+		t.Errorf("got %d requests, want 1", calls.Load())
+	}
+}
+
+func TestMapError(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		body   string
+		kind   string
+	}{
+		{400, `{"error":"the input length exceeds the context length"}`, datachat.ProviderContextTooLarge},
+		{500, `{"error":"prompt is too long; exceeded max context length by 20 tokens"}`, datachat.ProviderContextTooLarge},
+		{404, `{"error":"model \"llama3.1\" not found, try pulling it first"}`, datachat.ProviderBadRequest},
+		{401, `{"error":"unauthorized"}`, datachat.ProviderAuth},
+		{503, `{"error":"server busy, please try again.  maximum pending requests exceeded"}`, datachat.ProviderUnavailable},
+		{429, `{"error":"too many requests"}`, datachat.ProviderRateLimited},
+		{0, `{"error":"an error was encountered while running the model: unexpected EOF"}`, datachat.ProviderUnavailable},
+		{500, `{"error":"context canceled"}`, datachat.ProviderUnavailable},
+	} {
+		pe := mapError(tt.status, nil, []byte(tt.body))
+		if pe.Kind != tt.kind || pe.Reason == "" || pe.SuggestedAction == "" {
+			t.Errorf("%d %s: got %#v, want kind %s", tt.status, tt.body, pe, tt.kind)
+		}
+	}
+	if pe := mapError(404, nil, []byte(`{"error":"model \"x\" not found, try pulling it first"}`)); !strings.Contains(pe.SuggestedAction, "ollama pull") {
+		t.Errorf("model not found action: %q", pe.SuggestedAction)
+	}
+}
+
+// The recorded follow-up request of a client that sent a tool result,
+// rebuilt from datachat's model types: the same JSON except that client's own
+// max_tokens field, which is not an /api/chat parameter.
+func TestRequestMatchesRecording(t *testing.T) {
+	req := &datachat.ModelRequest{
+		System: "You are a helpful assistant",
+		Messages: []datachat.ModelMessage{
+			{Role: datachat.ModelRoleUser, Content: "What's the weather in Florence,Italy?"},
+			{Role: datachat.ModelRoleAssistant, Content: "User asks current weather in Florence, Italy. Use function.", ToolCalls: []datachat.ModelToolCall{
+				{ID: "0", Name: "weather", Args: json.RawMessage(`{"location":"Florence, Italy"}`)},
+			}},
+			{Role: datachat.ModelRoleTool, ToolCallID: "0", ToolName: "weather", Content: "40 C"},
+		},
+		Tools: []datachat.ToolSpec{{Name: "weather", Description: "Get weather information for a location",
+			Parameters: json.RawMessage(`{"properties":{"location":{"description":"the city","type":"string"}},"required":["location"],"type":"object"}`)}},
+	}
+	wire, err := toRequest(req, "gpt-oss:120b-cloud", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(wire)
+	var got, want map[string]any
+	json.Unmarshal(b, &got)
+	raw, err := os.ReadFile(filepath.Join("testdata", "ollama_chat_tool_result_followup.request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(raw, &want)
+	delete(want, "max_tokens")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %s\nwant %s", b, raw)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	temp := 0.7
+	wire, _ := toRequest(&datachat.ModelRequest{Temperature: &temp, MaxOutputTokens: 512}, "m", 8192)
+	b, _ := json.Marshal(wire.Options)
+	if string(b) != `{"temperature":0.7,"num_ctx":8192,"num_predict":512}` {
+		t.Errorf("options: got %s", b)
+	}
+	srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{llmtest.Texts("ok")}})
+	if _, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, NumCtx: 4096}), &datachat.ModelRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := srv.ChatRequests()[0].Body["options"].(map[string]any)
+	if n, _ := opts["num_ctx"].(json.Number); n != "4096" {
+		t.Errorf("num_ctx sent: %v", srv.ChatRequests()[0].Body)
+	}
+}
+
+func TestHostURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                           "http://127.0.0.1:11434",
+		"127.0.0.1":                  "http://127.0.0.1:11434",
+		"0.0.0.0:11434":              "http://127.0.0.1:11434",
+		"gpu-box:8080":               "http://gpu-box:8080",
+		"http://localhost:11434/":    "http://localhost:11434",
+		"https://ollama.com":         "https://ollama.com:443",
+		"http://proxy:80/ollama":     "http://proxy:80/ollama",
+		"[::1]:11434":                "http://[::1]:11434",
+		" http://127.0.0.1:9999 ":    "http://127.0.0.1:9999",
+		"https://example.com:8443/x": "https://example.com:8443/x",
+	} {
+		if got := HostURL(in); got != want {
+			t.Errorf("%q: got %s, want %s", in, got, want)
+		}
+	}
+	if c := New(Options{}); c.Name() != "ollama" || c.ModelName() != "llama3.1" || c.EmbeddingModelName() != "nomic-embed-text" || c.Host() != "http://127.0.0.1:11434" {
+		t.Errorf("defaults: %s %s %s %s", c.Name(), c.ModelName(), c.EmbeddingModelName(), c.Host())
+	}
+}
+
+func TestArgumentsAsString(t *testing.T) {
+	var evs llmtest.Events
+	out := llm.NewOutput(context.Background(), func(ev datachat.ModelEvent) error { evs = append(evs, ev); return nil })
+	body := `{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"{\"a\": 1}"}}]},"done":false}
+{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}
+`
+	if err := decodeStream(strings.NewReader(body), out, func() string { return "gen" }); err != nil {
+		t.Fatal(err)
+	}
+	calls := evs.ToolCalls()
+	if len(calls) != 1 || string(calls[0].Args) != `{"a":1}` || calls[0].ID != "gen" {
+		t.Errorf("got %+v", calls)
+	}
+}
+
+func TestEmbedError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":"the input length exceeds the context length"}`)
+	}))
+	defer srv.Close()
+	_, err := New(Options{Host: srv.URL}).Embed(context.Background(), []string{"long"})
+	var pe *datachat.ProviderError
+	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderContextTooLarge {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func FuzzDecodeStream(f *testing.F) {
+	for _, name := range []string{"ollama_chat_stream_text.ndjson", "ollama_chat_stream_tool_call.ndjson"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("{\"error\":\"boom\"}\n"))
+	f.Add([]byte("{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":\"\\\"x\\\"\"}}]},\"done\":true}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out := llm.NewOutput(context.Background(), func(ev datachat.ModelEvent) error {
+			if ev.ToolCall != nil && !json.Valid(ev.ToolCall.Args) {
+				t.Fatalf("invalid args %q", ev.ToolCall.Args)
+			}
+			return nil
+		})
+		err := decodeStream(bytes.NewReader(data), out, func() string { return "call_x" })
+		var pe *datachat.ProviderError
+		if err != nil && !errors.Is(err, llm.ErrIncomplete) && !errors.As(err, &pe) && !errors.Is(err, llm.ErrLineTooLong) {
+			t.Fatalf("unexpected error type %T: %v", err, err)
+		}
+	})
+}
