@@ -125,7 +125,7 @@ type Dataset struct {
 	ConversationID string    `json:"conversation_id"`
 	Name           string    `json:"name"`   // table name
 	Source         string    `json:"source"` // file name or URL
-	Format         string    `json:"format"` // parquet (stored form)
+	Format         string    `json:"format"` // what came in: parquet, csv or tsv (stored as Parquet)
 	Path           string    `json:"-"`      // stored file, relative to the data directory
 	Columns        []Column  `json:"columns"`
 	RowCount       int64     `json:"row_count"`

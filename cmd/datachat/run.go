@@ -201,7 +201,22 @@ func (m *Main) runServe(ctx context.Context) error {
 		return fmt.Errorf("DATACHAT_ADDR: %w", err)
 	}
 	m.listener = ln
-	m.Server = &server.Server{Store: st, Logger: m.Logger}
+	ws, err := m.newWorkspace(st, m.Config.DataDir)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	runner, err := m.newRunner(st, ws)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	m.Server = &server.Server{
+		Store: st, Logger: m.Logger, Workspace: ws, Chat: runner,
+		AllowedMetadataKeys: m.Config.AllowedMetadataKeys,
+		MaxDocumentBytes:    m.Config.MaxDocumentBytes,
+		MaxDatasetBytes:     m.Config.MaxDatasetBytes,
+	}
 	if err := m.firstKey(ctx); err != nil {
 		ln.Close()
 		return err

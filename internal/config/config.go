@@ -113,7 +113,7 @@ func Load(path string, env Lookup) (*Config, error) {
 		GeminiBaseURL:        p.url("GEMINI_BASE_URL", ""),
 		OpenAIAPIKey:         p.str("OPENAI_API_KEY", ""),
 		OpenAIBaseURL:        p.url("OPENAI_BASE_URL", ""),
-		OllamaHost:           p.url("OLLAMA_HOST", "http://127.0.0.1:11434"),
+		OllamaHost:           p.str("OLLAMA_HOST", "http://127.0.0.1:11434"),
 		OllamaNumCtx:         p.integer("OLLAMA_NUM_CTX", 0, 0),
 		ChatModel:            p.str("CHAT_MODEL", ""),
 		ContextWindow:        p.integer("LLM_CONTEXT_WINDOW", 0, 1),

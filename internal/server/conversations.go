@@ -118,7 +118,7 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
-	if err := s.Store.DeleteConversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id")); err != nil {
+	if err := s.Workspace.DeleteConversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id")); err != nil {
 		s.error(w, r, err)
 		return
 	}

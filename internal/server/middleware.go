@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/llm"
 )
 
 type ctxKey int
@@ -27,9 +28,10 @@ func RequestID(ctx context.Context) string {
 	return id
 }
 
-// WithRequestID returns ctx carrying a request id.
+// WithRequestID returns ctx carrying a request id, for our logs and the LLM
+// clients' logs alike.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey, id)
+	return llm.WithRequestID(context.WithValue(ctx, requestIDKey, id), id)
 }
 
 // UserFrom returns the authenticated user of a request's context.

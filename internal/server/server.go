@@ -15,6 +15,7 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/workspace"
 	"datachat/web"
 )
 
@@ -23,7 +24,11 @@ type Server struct {
 	Store  datachat.Store
 	Logger *slog.Logger
 
-	Chat *chat.Runner
+	Chat      *chat.Runner
+	Workspace *workspace.Workspace
+
+	MaxDatasetBytes  int64 // largest upload accepted
+	MaxDocumentBytes int64
 
 	// AllowedMetadataKeys are the metadata filter keys clients may use.
 	AllowedMetadataKeys []string
@@ -71,6 +76,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/conversations/{id}", s.auth(s.getConversation))
 	mux.Handle("PATCH /api/conversations/{id}", s.auth(s.renameConversation))
 	mux.Handle("DELETE /api/conversations/{id}", s.auth(s.deleteConversation))
+
+	mux.Handle("POST /api/conversations/{id}/datasets", s.auth(s.createDataset))
+	mux.Handle("GET /api/conversations/{id}/datasets", s.auth(s.listDatasets))
+	mux.Handle("DELETE /api/conversations/{id}/datasets/{dataset_id}", s.auth(s.deleteDataset))
+	mux.Handle("POST /api/conversations/{id}/sql", s.auth(s.runSQL))
 
 	mux.Handle("GET /ws", s.auth(s.serveWS))
 	mux.Handle("POST /chat/query", s.auth(s.chatQuery))

@@ -7,12 +7,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"datachat"
+	"datachat/internal/dataset"
+	"datachat/internal/duckdb"
 	"datachat/internal/sqlite"
+	"datachat/internal/workspace"
 )
 
 // testServer is a Server over a fresh SQLite store with users alice and bob.
@@ -34,7 +39,19 @@ func newTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ts := &testServer{Server: &Server{Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := t.TempDir()
+	engine, err := duckdb.New(duckdb.Options{Timeout: 10 * time.Second, MemoryLimit: 512 << 20, TempDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &workspace.Workspace{Store: st, Loader: loader, Engine: engine, Logger: logger}
+	ts := &testServer{Server: &Server{Store: st, Logger: logger, Workspace: ws, MaxDatasetBytes: 64 << 20, MaxDocumentBytes: 64 << 20}}
 	key := func(name string) (string, string) {
 		u, err := st.EnsureUser(ctx, name)
 		if err != nil {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"datachat"
+	"datachat/internal/chat"
+	"datachat/internal/config"
+	"datachat/internal/dataset"
+	"datachat/internal/duckdb"
+	"datachat/internal/gemini"
+	"datachat/internal/ollama"
+	"datachat/internal/openai"
+	"datachat/internal/workspace"
+)
+
+// newWorkspace builds the SQL engine, the dataset loader and the workspace over
+// st, keeping files under dataDir.
+func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Workspace, error) {
+	cfg := m.Config
+	tmp := filepath.Join(dataDir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("DATACHAT_DATA_DIR: %w", err)
+	}
+	engine, err := duckdb.New(duckdb.Options{
+		Timeout:     cfg.QueryTimeout,
+		MemoryLimit: cfg.QueryMemory,
+		Threads:     cfg.QueryThreads,
+		TempDir:     tmp,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start SQL engine: %w", err)
+	}
+	m.closers = append(m.closers, engine.Close)
+	loader, err := dataset.New(dataset.Options{
+		Dir:          filepath.Join(dataDir, "datasets"),
+		MaxBytes:     cfg.MaxDatasetBytes,
+		AllowPrivate: cfg.AllowPrivateAll,
+		AllowNets:    cfg.AllowPrivateCIDRs,
+		MemoryLimit:  cfg.QueryMemory,
+		Threads:      cfg.QueryThreads,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dataset loader: %w", err)
+	}
+	return &workspace.Workspace{Store: st, Loader: loader, Engine: engine, Logger: m.Logger}, nil
+}
+
+// newRunner builds the chat runner with the configured provider, or none.
+func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error) {
+	cfg := m.Config
+	provider := cfg.Provider(ollamaAnswers)
+	r := &chat.Runner{
+		Store:           st,
+		Data:            data,
+		Provider:        provider,
+		ModelID:         cfg.Model(provider),
+		Window:          cfg.Window(provider),
+		MaxOutputTokens: cfg.ChatMaxTokens,
+		Temperature:     cfg.ChatTemperature,
+		MaxContextDocs:  cfg.ChatMaxContextDocs,
+		MaxQueryChars:   cfg.MaxQueryChars,
+		ConfirmAlways:   cfg.ConfirmSQL == "always",
+		Streaming:       cfg.EnableStreaming,
+		RateLimitRPM:    cfg.RateLimitRPM,
+		TokensPerDay:    cfg.TokensPerDay,
+		Logger:          m.Logger,
+	}
+	if cfg.SystemPromptPath != "" {
+		b, err := os.ReadFile(cfg.SystemPromptPath)
+		if err != nil {
+			return nil, fmt.Errorf("CHAT_DEFAULT_SYSTEM_PROMPT_PATH: %w", err)
+		}
+		t, err := chat.ParseTemplate(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("CHAT_DEFAULT_SYSTEM_PROMPT_PATH: %w", err)
+		}
+		r.Template = t
+	}
+	model, err := m.newModel(provider)
+	if err != nil {
+		return nil, err
+	}
+	r.Model = model
+	if model == nil {
+		m.Logger.Warn("no LLM provider configured: chat answers with an error until GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST is set")
+	} else {
+		m.Logger.Info("LLM provider", slog.String("provider", provider), slog.String("model", r.ModelID), slog.Int("context_window", r.Window))
+	}
+	return r, nil
+}
+
+// chatModel is a provider client: a model that can also embed.
+type chatModel interface {
+	chat.Model
+	chat.Embedder
+}
+
+func (m *Main) newModel(provider string) (chatModel, error) {
+	cfg := m.Config
+	model := cfg.Model(provider)
+	switch provider {
+	case config.Gemini:
+		return gemini.New(gemini.Options{
+			APIKey: cfg.GeminiAPIKey, BaseURL: cfg.GeminiBaseURL, Model: model,
+			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
+			Logger: m.Logger,
+		}), nil
+	case config.OpenAI:
+		return openai.New(openai.Options{
+			APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL, Model: model,
+			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
+			Logger: m.Logger,
+		}), nil
+	case config.Ollama:
+		return ollama.New(ollama.Options{
+			Host: cfg.OllamaHost, Model: model, NumCtx: cfg.OllamaNumCtx,
+			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
+			Logger: m.Logger,
+		}), nil
+	}
+	return nil, nil
+}
+
+// ollamaAnswers reports whether something listens at an Ollama host, for
+// choosing a provider when no key is set.
+func ollamaAnswers(host string) bool {
+	u, err := url.Parse(ollama.HostURL(host))
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+

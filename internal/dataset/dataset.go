@@ -1,0 +1,230 @@
+// Package dataset takes datasets in, from an upload or a URL, and stores each as
+// a Parquet file with its schema: Parquet files are validated (DuckDB reads
+// every page; page checksums are verified) and kept, CSV/TSV files (any common
+// text encoding, gzip/zstd/bzip2-compressed or not) are read with DuckDB's
+// sniffer and written as Parquet. URLs are fetched with internal addresses
+// refused at dial time.
+package dataset
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"datachat"
+)
+
+// Options configure a [Loader]. Zero values take the defaults shown.
+type Options struct {
+	Dir      string // where stored datasets go (required)
+	MaxBytes int64  // largest download or upload, and largest decompressed CSV ×4; 2 GiB
+	// AllowPrivate allows URLs on any address; AllowNets allows only these
+	// networks besides public addresses (tests: 127.0.0.1/32). See
+	// [ParseAllowPrivate].
+	AllowPrivate   bool
+	AllowNets      []netip.Prefix
+	ConnectTimeout time.Duration // TCP connect and TLS handshake; 10s
+	HeaderTimeout  time.Duration // until the response headers, and the longest silence while downloading; 30s
+	FetchTimeout   time.Duration // a whole download; 10m
+	MemoryLimit    int64         // DuckDB memory while converting and validating; 1 GiB
+	Threads        int           // DuckDB threads while converting; the number of cores
+}
+
+// Loader ingests datasets. It is safe for concurrent use.
+type Loader struct {
+	opts   Options
+	tmpDir string
+	client *http.Client
+}
+
+// Stored is a dataset written to the dataset directory.
+type Stored struct {
+	Path         string            // the Parquet file, relative to Options.Dir
+	Name         string            // table name from the file name (TableName with nothing taken)
+	Source       string            // the file name or the URL
+	SourceFormat string            // what came in: "parquet", "csv" or "tsv" (the stored form is always Parquet)
+	Encoding     string            // a CSV's text encoding, when it was not UTF-8 (transcoded)
+	Columns      []datachat.Column // with friendly types and a few sample values
+	RowCount     int64
+	Bytes        int64 // size of the stored Parquet file
+}
+
+// Dataset returns s as a datachat.Dataset with the given table name, Format
+// "parquet" and Path still relative to Options.Dir (ID, ConversationID and
+// CreatedAt are left to the caller).
+func (s *Stored) Dataset(name string) *datachat.Dataset {
+	return &datachat.Dataset{
+		Name:     name,
+		Source:   s.Source,
+		Format:   "parquet",
+		Path:     s.Path,
+		Columns:  s.Columns,
+		RowCount: s.RowCount,
+		Bytes:    s.Bytes,
+	}
+}
+
+// New returns a Loader storing datasets in opts.Dir (created if needed).
+func New(opts Options) (*Loader, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("dataset: Options.Dir is required")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 2 << 30
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 10 * time.Second
+	}
+	if opts.HeaderTimeout <= 0 {
+		opts.HeaderTimeout = 30 * time.Second
+	}
+	if opts.FetchTimeout <= 0 {
+		opts.FetchTimeout = 10 * time.Minute
+	}
+	if opts.MemoryLimit <= 0 {
+		opts.MemoryLimit = 1 << 30
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = runtime.NumCPU()
+	}
+	l := &Loader{opts: opts, tmpDir: filepath.Join(dir, ".tmp")}
+	if err := os.MkdirAll(l.tmpDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create dataset directory: %w", err)
+	}
+	l.client = l.newClient()
+	return l, nil
+}
+
+// Dir returns the absolute dataset directory; a Stored.Path is relative to it.
+func (l *Loader) Dir() string { return l.opts.Dir }
+
+// Ingest stores a dataset read from r (an upload), named filename. r is
+// streamed to disk, never held in memory; past MaxBytes the upload fails.
+//
+// Errors: EINVALID naming the file and what is wrong (too large, not Parquet or
+// CSV, unreadable); nothing is left behind on error.
+func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) (*Stored, error) {
+	name := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
+	if name == "." || name == "/" {
+		name = "upload"
+	}
+	tmp, n, err := l.spool(ctxReader{ctx, r}, name)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	defer os.Remove(tmp)
+	return l.store(ctx, tmp, n, name, name)
+}
+
+// Remove deletes a stored dataset file, given its Stored.Path.
+func (l *Loader) Remove(rel string) error {
+	p := filepath.Join(l.opts.Dir, filepath.Clean("/"+rel))
+	if filepath.Dir(p) != l.opts.Dir {
+		return fmt.Errorf("remove dataset: %q is not a stored dataset", rel)
+	}
+	if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove dataset: %w", err)
+	}
+	return nil
+}
+
+// ctxReader stops reading when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// store turns the spooled file tmp (n bytes) into a stored Parquet dataset.
+func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source string) (_ *Stored, err error) {
+	if n == 0 {
+		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
+	}
+	id := newID()
+	final := filepath.Join(l.opts.Dir, id+".parquet")
+	work := filepath.Join(l.tmpDir, id)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, fmt.Errorf("create work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	defer func() {
+		if err != nil {
+			os.Remove(final)
+		}
+	}()
+
+	in, err := decompress(ctx, tmp, work, name, 4*l.opts.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	st := &Stored{Path: id + ".parquet", Name: TableName(name, nil), Source: source}
+	db, err := l.openDuckDB(work)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+
+	kind, err := sniffKind(in, name)
+	if err != nil {
+		return nil, err
+	}
+	out := filepath.Join(work, "out.parquet")
+	switch kind {
+	case "parquet":
+		st.SourceFormat = "parquet"
+		if err := l.storeParquet(ctx, db, in, out, name); err != nil {
+			return nil, err
+		}
+	default:
+		enc, delim, err := l.storeCSV(ctx, db, in, out, work, name)
+		if err != nil {
+			return nil, err
+		}
+		st.SourceFormat, st.Encoding = "csv", enc
+		if delim == "\t" || delim == "\\t" {
+			st.SourceFormat = "tsv"
+		}
+	}
+	if err := describe(ctx, db, out, st); err != nil {
+		return nil, datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, duckMessage(err, out, name))
+	}
+	if err := os.Rename(out, final); err != nil {
+		return nil, fmt.Errorf("store dataset: %w", err)
+	}
+	fi, err := os.Stat(final)
+	if err != nil {
+		return nil, fmt.Errorf("store dataset: %w", err)
+	}
+	st.Bytes = fi.Size()
+	return st, nil
+}

@@ -1,0 +1,429 @@
+package dataset
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/text/encoding/charmap"
+	xunicode "golang.org/x/text/encoding/unicode"
+
+	"datachat"
+)
+
+func TestTableName(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		taken []string
+		want  string
+	}{
+		{"alltypes_plain.snappy.parquet", nil, "alltypes_plain_snappy"},
+		{"StarWars.csv", nil, "starwars"},
+		{"data.csv.gz", nil, "data"},
+		{"data.tsv.zst", nil, "data"},
+		{"Sales 2024 (final).CSV", nil, "sales_2024_final"},
+		{"2024-sales.parquet", nil, "t_2024_sales"},
+		{"--.csv", nil, "dataset"},
+		{".csv", nil, "dataset"},
+		{"", nil, "dataset"},
+		{"select.csv", nil, "select_data"},
+		{"Table.parquet", nil, "table_data"},
+		{"join.csv", nil, "join_data"},
+		{"tips.csv", []string{"tips"}, "tips_2"},
+		{"tips.csv", []string{"TIPS", "tips_2"}, "tips_3"},
+		{"https://example.com/files/Penguins.csv?raw=1", nil, "penguins"},
+		{"/tmp/up/cabinet-turnover.csv", nil, "cabinet_turnover"},
+		{"données_été.csv", nil, "donn_es__t"},
+		{"名前.csv", nil, "dataset"},
+		{"archive.zip", nil, "archive_zip"},
+	} {
+		if got := TableName(c.in, c.taken); got != c.want {
+			t.Errorf("TableName(%q, %q) = %q, want %q", c.in, c.taken, got, c.want)
+		}
+	}
+}
+
+// TestReservedWords regenerates the reserved word list from DuckDB: every
+// keyword that cannot be an unquoted table name.
+func TestReservedWords(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	rows, err := db.Query("SELECT keyword_name, keyword_category FROM duckdb_keywords()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kw struct{ name, cat string }
+	var kws []kw
+	for rows.Next() {
+		var k kw
+		if err := rows.Scan(&k.name, &k.cat); err != nil {
+			t.Fatal(err)
+		}
+		kws = append(kws, k)
+	}
+	rows.Close()
+	var got []string
+	for _, k := range kws {
+		bad := k.cat == "reserved"
+		if _, err := db.Exec("CREATE VIEW " + k.name + " AS SELECT 1 AS x"); err != nil {
+			bad = true
+		} else {
+			if _, err := db.Exec("SELECT " + k.name + ".x FROM " + k.name + " JOIN " + k.name + " AS b USING (x) WHERE x = 1"); err != nil {
+				bad = true
+			}
+			db.Exec("DROP VIEW " + k.name)
+		}
+		if bad {
+			got = append(got, k.name)
+		}
+	}
+	var want []string
+	for w := range reservedWords {
+		want = append(want, w)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("reserved words differ from DuckDB's:\nDuckDB: %s\nours:   %s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+}
+
+func ingestBytes(t *testing.T, l *Loader, name string, b []byte) (*Stored, error) {
+	t.Helper()
+	return l.Ingest(context.Background(), bytes.NewReader(b), name)
+}
+
+// query reads back a stored dataset with a scratch DuckDB.
+func query(t *testing.T, l *Loader, st *Stored, q string) [][]any {
+	t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p := filepath.Join(l.Dir(), st.Path)
+	q = strings.ReplaceAll(q, "{t}", "read_parquet("+lit(p)+")")
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]any
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, vals)
+	}
+	return out
+}
+
+func columnNames(st *Stored) string {
+	var names []string
+	for _, c := range st.Columns {
+		names = append(names, c.Name+":"+c.Type)
+	}
+	return strings.Join(names, ",")
+}
+
+// TestSharedFiles loads every real file of ../shared/data/{csv,parquet}: each
+// loads with its schema and row count, or fails with a clear error naming it.
+func TestSharedFiles(t *testing.T) {
+	root := sharedData(t)
+	l := mustLoader(t, Options{})
+	want := map[string]struct {
+		rows int64
+		cols int
+		enc  string
+		err  string // substring of the error, for files that must fail
+	}{
+		"csv/tips.csv":                                 {rows: 244, cols: 7},
+		"csv/titanic.csv":                              {rows: 891, cols: 15},
+		"csv/penguins.csv":                             {rows: 344, cols: 7},
+		"csv/flights.csv":                              {rows: 144, cols: 3},
+		"csv/diamonds.csv":                             {rows: 53940, cols: 10},
+		"csv/avengers.csv":                             {rows: 173, cols: 21, enc: "Windows-1252"},
+		"csv/cabinet-turnover.csv":                     {rows: 379, cols: 10},
+		"csv/test_mskanji.csv":                         {rows: 3, cols: 3, enc: "Shift_JIS (CP932)"},
+		"parquet/alltypes_plain.parquet":               {rows: 8, cols: 11},
+		"parquet/alltypes_dictionary.parquet":          {rows: 2, cols: 11},
+		"parquet/alltypes_plain.snappy.parquet":        {rows: 2, cols: 11},
+		"parquet/nested_structs.rust.parquet":          {rows: 1},
+		"parquet/nested_maps.snappy.parquet":           {rows: 6, cols: 3},
+		"parquet/nested_lists.snappy.parquet":          {rows: 3, cols: 2},
+		"parquet/nulls.snappy.parquet":                 {rows: 8, cols: 1},
+		"parquet/int96_from_spark.parquet":             {rows: 6, cols: 1},
+		"parquet/fixed_length_decimal.parquet":         {rows: 24, cols: 1},
+		"parquet/byte_array_decimal.parquet":           {rows: 24, cols: 1},
+		"parquet/binary.parquet":                       {rows: 12, cols: 1},
+		"parquet/byte_stream_split.zstd.parquet":       {rows: 300, cols: 2},
+		"parquet/concatenated_gzip_members.parquet":    {rows: 513, cols: 1},
+		"parquet/delta_length_byte_array.parquet":      {rows: 1000, cols: 1},
+		"parquet/datapage_v2.snappy.parquet":           {rows: 5, cols: 5},
+		"parquet/large_string_map.brotli.parquet":      {rows: 2, cols: 1},
+		"parquet/userdata1.parquet":                    {rows: 1000, cols: 13},
+		"parquet/hadoop_lz4_compressed.parquet":        {err: `Unsupported compression codec "LZ4"`},
+		"parquet/PARQUET-1481.parquet":                 {err: "not a readable Parquet file"},
+		"parquet/datapage_v1-corrupt-checksum.parquet": {err: "fails its checksum"},
+	}
+	seen := 0
+	for _, sub := range []string{"csv", "parquet"} {
+		files, err := os.ReadDir(filepath.Join(root, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			key := sub + "/" + f.Name()
+			t.Run(key, func(t *testing.T) {
+				w, ok := want[key]
+				if !ok {
+					t.Logf("no expectation for %s: it must load or fail clearly", key)
+				}
+				seen++
+				fh, err := os.Open(filepath.Join(root, key))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fh.Close()
+				st, err := l.Ingest(context.Background(), fh, f.Name())
+				if w.err != "" || (!ok && err != nil) {
+					if err == nil {
+						t.Fatalf("loaded %d rows, want an error containing %q", st.RowCount, w.err)
+					}
+					msg := datachat.ErrorMessage(err)
+					if datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(msg, w.err) || !strings.Contains(msg, f.Name()) {
+						t.Errorf("got %v, want EINVALID naming the file and containing %q", err, w.err)
+					}
+					if strings.Contains(msg, l.tmpDir) {
+						t.Errorf("the message shows a temp path: %s", msg)
+					}
+					t.Logf("%s", msg)
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok && (st.RowCount != w.rows || w.cols > 0 && len(st.Columns) != w.cols || st.Encoding != w.enc) {
+					t.Errorf("got %d rows, %d columns, encoding %q; want %d, %d, %q", st.RowCount, len(st.Columns), st.Encoding, w.rows, w.cols, w.enc)
+				}
+				if st.Bytes <= 0 || st.SourceFormat == "" || st.Name == "" {
+					t.Errorf("incomplete: %+v", st)
+				}
+			})
+		}
+	}
+	if seen < len(want) {
+		t.Errorf("saw %d files, want at least %d", seen, len(want))
+	}
+	mustBeClean(t, l)
+}
+
+func TestCSVText(t *testing.T) {
+	l := mustLoader(t, Options{})
+	kanji, err := os.ReadFile("testdata/test_mskanji.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ingestBytes(t, l, "test_mskanji.csv", kanji)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := columnNames(st); got != "名前:text,年齢:integer,住所:text" {
+		t.Errorf("columns: %s", got)
+	}
+	rows := query(t, l, st, `SELECT "名前", "住所" FROM {t} ORDER BY "年齢"`)
+	if len(rows) != 3 || rows[0][0] != "三木英子" || rows[1][1] != "東京" || rows[2][0] != "髙橋淳" {
+		t.Errorf("rows: %v", rows)
+	}
+
+	// cabinet-turnover.csv: BOM, CRLF, all-text columns with two empty names:
+	// DuckDB's sniffer alone would take the header for data.
+	cab, err := os.ReadFile("testdata/cabinet-turnover.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = ingestBytes(t, l, "cabinet-turnover.csv", cab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RowCount != 379 || st.Columns[0].Name != "president" || st.Columns[7].Name != "gender" {
+		t.Errorf("cabinet: %d rows, columns %s", st.RowCount, columnNames(st))
+	}
+
+	// avengers.csv: one Windows-1252 byte in otherwise ASCII text.
+	av, err := os.ReadFile("testdata/avengers.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = ingestBytes(t, l, "avengers.csv", av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = query(t, l, st, `SELECT count(*) FROM {t} WHERE "Notes" LIKE '%theæM''Kra%'`)
+	if st.RowCount != 173 || rows[0][0] != int64(1) {
+		t.Errorf("avengers: %d rows, æ found %v times", st.RowCount, rows[0][0])
+	}
+
+	// Derived variants of tips.csv: other encodings, BOMs, compression, TSV.
+	tips, err := os.ReadFile("testdata/tips.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	latin := []byte("name,city,n\nJosé,Zürich,1\nFrançoise,Besançon,2\nÅsa,Malmö,3\n")
+	latin1, _ := charmap.ISO8859_1.NewEncoder().Bytes(latin)
+	utf16le, _ := xunicode.UTF16(xunicode.LittleEndian, xunicode.UseBOM).NewEncoder().Bytes(latin)
+	utf16beNoBOM, _ := xunicode.UTF16(xunicode.BigEndian, xunicode.IgnoreBOM).NewEncoder().Bytes(latin)
+	utf16leNoBOM, _ := xunicode.UTF16(xunicode.LittleEndian, xunicode.IgnoreBOM).NewEncoder().Bytes(latin)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tips)
+	zw.Close()
+	zs, _ := zstd.NewWriter(nil)
+	zst := zs.EncodeAll(tips, nil)
+	tsv := bytes.ReplaceAll(bytes.ReplaceAll(tips, []byte(","), []byte("\t")), []byte(`"`), nil)
+	for _, c := range []struct {
+		name, enc, format string
+		data              []byte
+		rows              int64
+	}{
+		{"latin1.csv", "Windows-1252", "csv", latin1, 3},
+		{"utf16le.csv", "UTF-16LE", "csv", utf16le, 3},
+		{"utf16be-nobom.csv", "UTF-16BE", "csv", utf16beNoBOM, 3},
+		{"utf16le-nobom.csv", "UTF-16LE", "csv", utf16leNoBOM, 3},
+		{"bom.csv", "", "csv", append([]byte("\xef\xbb\xbf"), latin...), 3},
+		{"tips.csv.gz", "", "csv", gz.Bytes(), 244},
+		{"tips.csv.zst", "", "csv", zst, 244},
+		{"tips.tsv", "", "tsv", tsv, 244},
+		{"tips.parquet", "", "csv", tips, 244}, // content, not extension
+	} {
+		st, err := ingestBytes(t, l, c.name, c.data)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if st.Encoding != c.enc || st.SourceFormat != c.format || st.RowCount != c.rows {
+			t.Errorf("%s: encoding %q format %q rows %d; want %q %q %d", c.name, st.Encoding, st.SourceFormat, st.RowCount, c.enc, c.format, c.rows)
+		}
+		if c.rows == 3 {
+			if got := columnNames(st); got != "name:text,city:text,n:integer" {
+				t.Errorf("%s: columns %s", c.name, got)
+			}
+			rows := query(t, l, st, "SELECT string_agg(name || '/' || city, ' ' ORDER BY n) FROM {t}")
+			if rows[0][0] != "José/Zürich Françoise/Besançon Åsa/Malmö" {
+				t.Errorf("%s: text %q", c.name, rows[0][0])
+			}
+		}
+	}
+	mustBeClean(t, l)
+}
+
+func TestParquetIngest(t *testing.T) {
+	l := mustLoader(t, Options{})
+	// Un-annotated BINARY holding text is stored as VARCHAR.
+	b, _ := os.ReadFile("testdata/alltypes_plain.parquet")
+	st, err := ingestBytes(t, l, "alltypes_plain.parquet", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]string{}
+	for _, c := range st.Columns {
+		types[c.Name] = c.SQLType
+	}
+	if types["string_col"] != "VARCHAR" || types["timestamp_col"] != "TIMESTAMP" || st.RowCount != 8 {
+		t.Errorf("alltypes_plain: %v, %d rows", types, st.RowCount)
+	}
+	// The decompression bomb loads (its metadata is sound); queries over it
+	// meet the engine's memory limit.
+	b, _ = os.ReadFile("testdata/large_string_map.brotli.parquet")
+	st, err = ingestBytes(t, l, "large_string_map.brotli.parquet", b)
+	if err != nil || st.RowCount != 2 {
+		t.Fatalf("bomb: %v %v", st, err)
+	}
+	// Page checksums are verified.
+	b, _ = os.ReadFile("testdata/datapage_v1-corrupt-checksum.parquet")
+	if _, err = ingestBytes(t, l, "datapage_v1-corrupt-checksum.parquet", b); !strings.Contains(datachat.ErrorMessage(err), "checksum") {
+		t.Errorf("corrupt checksum: got %v", err)
+	}
+	// Truncated file.
+	b, _ = os.ReadFile("testdata/alltypes_plain.parquet")
+	if _, err = ingestBytes(t, l, "cut.parquet", b[:len(b)/2]); datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(datachat.ErrorMessage(err), "cut.parquet") {
+		t.Errorf("truncated: got %v", err)
+	}
+	mustBeClean(t, l)
+	entries, _ := os.ReadDir(l.Dir())
+	if len(entries) != 3 { // .tmp and two datasets
+		t.Errorf("dataset directory holds %d entries, want 3", len(entries))
+	}
+}
+
+func TestIngestRefusals(t *testing.T) {
+	l := mustLoader(t, Options{MaxBytes: 1000})
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty.csv", nil, "empty"},
+		{"page.csv", []byte("<!DOCTYPE html><html><body>Not found</body></html>"), "HTML"},
+		{"data.csv", []byte(`{"a": 1}`), "JSON"},
+		{"bin.csv", []byte("a,b\n\x00\x01\x02\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xfe\x01"), "binary"},
+		{"book.xlsx", []byte("PK\x03\x04rest of a zip"), "ZIP"},
+		{"big.csv", bytes.Repeat([]byte("a,b\n"), 300), "larger than"},
+		{"bad.csv.gz", []byte{0x1f, 0x8b, 8, 0, 1, 2, 3}, "decompressed"},
+	} {
+		_, err := ingestBytes(t, l, c.name, c.data)
+		msg := datachat.ErrorMessage(err)
+		if datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(msg, c.want) || !strings.Contains(msg, c.name) {
+			t.Errorf("%s: got %v, want EINVALID naming the file and %q", c.name, err, c.want)
+		}
+	}
+	// A gzip bomb stops at the decompressed limit.
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	zw.Write(bytes.Repeat([]byte("a,b\n"), 10000))
+	zw.Close()
+	if _, err := ingestBytes(t, l, "bomb.csv.gz", gz.Bytes()); !strings.Contains(datachat.ErrorMessage(err), "decompresses to more than") {
+		t.Errorf("gzip bomb: got %v", err)
+	}
+	mustBeClean(t, l)
+	entries, _ := os.ReadDir(l.Dir())
+	if len(entries) != 1 {
+		t.Errorf("dataset directory holds %d entries after refusals, want only .tmp", len(entries))
+	}
+}
+
+func TestRemove(t *testing.T) {
+	l := mustLoader(t, Options{})
+	st, err := ingestBytes(t, l, "a.csv", []byte("x,y\n1,2\n3,4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Remove("../../etc/passwd"); err == nil {
+		if _, serr := os.Stat("/etc/passwd"); serr != nil {
+			t.Fatal("Remove escaped the dataset directory")
+		}
+	}
+	if err := l.Remove(st.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(l.Dir(), st.Path)); !os.IsNotExist(err) {
+		t.Errorf("still there: %v", err)
+	}
+}

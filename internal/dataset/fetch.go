@@ -1,0 +1,345 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"datachat"
+)
+
+// ParseAllowPrivate parses DATACHAT_ALLOW_PRIVATE_URLS: "true"/"1" allows every
+// address, "false"/"0"/"" none, anything else is a comma-separated list of CIDRs
+// (a bare IP counts as a /32 or /128).
+func ParseAllowPrivate(s string) (all bool, nets []netip.Prefix, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1":
+		return true, nil, nil
+	case "false", "0", "":
+		return false, nil, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return false, nil, fmt.Errorf("%q is neither true, false nor a CIDR like 127.0.0.1/32", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		nets = append(nets, p.Masked())
+	}
+	return false, nets, nil
+}
+
+// blockedNets are refused besides what netip's predicates catch (loopback,
+// private, link-local, multicast, unspecified).
+var blockedNets = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8",          // "this network"
+		"100.64.0.0/10",      // carrier-grade NAT (and Alibaba's metadata 100.100.100.200)
+		"192.0.0.0/24",       // IETF protocol assignments (Oracle's metadata 192.0.0.192)
+		"198.18.0.0/15",      // benchmarking
+		"240.0.0.0/4",        // reserved, broadcast
+		"168.63.129.16/32",   // Azure's wire server
+		"fec0::/10",          // site-local (deprecated)
+		"2001::/32",          // Teredo tunnels
+		"100::/64",           // discard
+		"fd00:ec2::254/128",  // AWS metadata over IPv6 (also in fc00::/7)
+		"64:ff9b:1::/48",     // local-use NAT64
+		"::ffff:0:0:0/96",    // SIIT
+		"2001:db8::/32",      // documentation
+		"ff00::/8",           // multicast
+		"169.254.169.254/32", // cloud metadata (also link-local)
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// internalAddr says why an address is refused, or "" if it is public.
+func internalAddr(ip netip.Addr) string {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsPrivate():
+		return "a private address"
+	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast():
+		return "a link-local address"
+	case ip.IsUnspecified():
+		return "an unspecified address"
+	case ip.IsMulticast():
+		return "a multicast address"
+	}
+	for _, p := range blockedNets {
+		if p.Contains(ip) {
+			return "an internal or reserved address"
+		}
+	}
+	if ip.Is6() {
+		// IPv4 addresses inside IPv6 ones: NAT64, 6to4, IPv4-compatible.
+		b := ip.As16()
+		var v4 netip.Addr
+		switch {
+		case netip.MustParsePrefix("64:ff9b::/96").Contains(ip):
+			v4 = netip.AddrFrom4([4]byte(b[12:16]))
+		case netip.MustParsePrefix("2002::/16").Contains(ip):
+			v4 = netip.AddrFrom4([4]byte(b[2:6]))
+		case netip.MustParsePrefix("::/96").Contains(ip):
+			v4 = netip.AddrFrom4([4]byte(b[12:16]))
+		}
+		if v4.IsValid() {
+			if why := internalAddr(v4); why != "" {
+				return why + " (embedded in IPv6)"
+			}
+		}
+	}
+	return ""
+}
+
+// addrError is a connection the dialer refused.
+type addrError struct {
+	addr netip.Addr
+	why  string
+}
+
+func (e *addrError) Error() string {
+	return fmt.Sprintf("refused to connect to %s: %s", e.addr, e.why)
+}
+
+// allowed checks an address about to be dialled.
+func (l *Loader) allowed(ip netip.Addr) error {
+	ip = ip.Unmap()
+	if l.opts.AllowPrivate {
+		return nil
+	}
+	for _, p := range l.opts.AllowNets {
+		if p.Contains(ip) {
+			return nil
+		}
+	}
+	if why := internalAddr(ip); why != "" {
+		return &addrError{addr: ip, why: why}
+	}
+	return nil
+}
+
+// newClient returns the HTTP client for Fetch: every connection, redirects
+// included, is checked at dial time against the address actually dialled (so
+// DNS rebinding cannot slip past a check made earlier), no proxy is used, and
+// at most 5 redirects are followed.
+func (l *Loader) newClient() *http.Client {
+	dialer := &net.Dialer{
+		Timeout:   l.opts.ConnectTimeout,
+		KeepAlive: 30 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("dial %s: %w", address, err)
+			}
+			return l.allowed(ap.Addr())
+		},
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // a proxy would dial on our behalf, past the check
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   l.opts.ConnectTimeout,
+		ResponseHeaderTimeout: l.opts.HeaderTimeout,
+		IdleConnTimeout:       30 * time.Second,
+		MaxIdleConns:          8,
+	}
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxRedirects {
+				return datachat.Errorf(datachat.EINVALID, "too many redirects (more than %d)", maxRedirects)
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return datachat.Errorf(datachat.EINVALID, "redirect to a %s URL refused: only http and https are allowed", req.URL.Scheme)
+			}
+			return nil
+		},
+	}
+}
+
+const maxRedirects = 5
+
+// Fetch downloads a dataset from an http(s) URL and stores it as [Loader.Ingest]
+// does. Internal addresses are refused unless allowed by Options; the size is
+// capped at MaxBytes.
+//
+// Errors: EINVALID for a bad URL, a refused address, an HTTP error status, a
+// file too large or unreadable; ctx's error when it ends first.
+func (l *Loader) Fetch(ctx context.Context, rawURL string) (*Stored, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	switch {
+	case err != nil || u.Scheme == "":
+		return nil, datachat.Errorf(datachat.EINVALID, "%q is not a valid URL", rawURL)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, datachat.Errorf(datachat.EINVALID, "only http and https URLs can be loaded, not %s", u.Scheme)
+	case u.Host == "":
+		return nil, datachat.Errorf(datachat.EINVALID, "%q is not a valid URL: it has no host", rawURL)
+	}
+	parent := ctx
+	ctx, cancelTimeout := context.WithTimeout(ctx, l.opts.FetchTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, datachat.Errorf(datachat.EINVALID, "%q is not a valid URL", rawURL)
+	}
+	req.Header.Set("User-Agent", "datachat/1 (dataset loader)")
+	req.Header.Set("Accept", "text/csv, application/vnd.apache.parquet, application/octet-stream;q=0.9, */*;q=0.5")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, fetchError(ctx, u, err, l.opts.FetchTimeout)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: the server answered %s", redact(u), resp.Status)
+	}
+	if resp.ContentLength > l.opts.MaxBytes {
+		return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: it is %s, over the %s limit", redact(u), size(resp.ContentLength), size(l.opts.MaxBytes))
+	}
+	name := fileNameOf(resp, u)
+	// A server that stops sending is given up on after HeaderTimeout of silence.
+	idle := time.AfterFunc(l.opts.HeaderTimeout, func() { cancel(errIdle) })
+	tmp, n, err := l.spool(idleReader{resp.Body, idle, l.opts.HeaderTimeout}, name)
+	idle.Stop()
+	if err != nil {
+		switch {
+		case parent.Err() != nil:
+			return nil, parent.Err()
+		case context.Cause(ctx) == errIdle:
+			return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: the server sent nothing for %s", redact(u), l.opts.HeaderTimeout)
+		case ctx.Err() != nil:
+			return nil, fetchError(ctx, u, ctx.Err(), l.opts.FetchTimeout)
+		}
+		var de *datachat.Error
+		if errors.As(err, &de) {
+			return nil, err
+		}
+		return nil, datachat.WrapError(datachat.EINVALID, fmt.Sprintf("could not load %s: the download failed", redact(u)), err)
+	}
+	defer os.Remove(tmp)
+	st, err := l.store(ctx, tmp, n, name, redact(u))
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+var errIdle = errors.New("download idle")
+
+// idleReader pushes back a timer at every read that returns data.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+	after time.Duration
+}
+
+func (ir idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.timer.Reset(ir.after)
+	}
+	return n, err
+}
+
+func fetchError(ctx context.Context, u *url.URL, err error, timeout time.Duration) error {
+	var ae *addrError
+	var de *datachat.Error
+	switch {
+	case errors.As(err, &ae):
+		return datachat.Errorf(datachat.EINVALID, "could not load %s: %v (private and internal addresses are not allowed)", redact(u), ae)
+	case errors.As(err, &de):
+		return de
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return datachat.WrapError(datachat.EINVALID, fmt.Sprintf("could not load %s: no complete answer within %s", redact(u), timeout), err)
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return datachat.Errorf(datachat.EINVALID, "could not load %s: %v", redact(u), err)
+}
+
+// redact drops a URL's password.
+func redact(u *url.URL) string {
+	return u.Redacted()
+}
+
+// fileNameOf picks the dataset's file name: Content-Disposition's filename,
+// else the last element of the URL's path, else of the final URL's.
+func fileNameOf(resp *http.Response, u *url.URL) string {
+	if _, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition")); err == nil && params["filename"] != "" {
+		return path.Base(params["filename"])
+	}
+	for _, c := range []*url.URL{u, resp.Request.URL} {
+		if c == nil {
+			continue
+		}
+		if b := path.Base(c.Path); b != "." && b != "/" && b != "" {
+			return b
+		}
+	}
+	return "dataset"
+}
+
+// spool streams r into a temp file in the dataset directory, stopping past
+// MaxBytes.
+func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
+	f, err := os.CreateTemp(l.tmpDir, "upload-*")
+	if err != nil {
+		return "", 0, fmt.Errorf("create temp file: %w", err)
+	}
+	n, err := io.Copy(f, io.LimitReader(r, l.opts.MaxBytes+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > l.opts.MaxBytes {
+		err = datachat.Errorf(datachat.EINVALID, "%s is larger than the %s limit", name, size(l.opts.MaxBytes))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", 0, err
+	}
+	return f.Name(), n, nil
+}
+
+// size writes a byte count for people.
+func size(n int64) string {
+	for _, u := range []struct {
+		unit  string
+		bytes int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.bytes {
+			if n%u.bytes == 0 {
+				return fmt.Sprintf("%d %s", n/u.bytes, u.unit)
+			}
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.bytes), u.unit)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,296 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/zstd"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/japanese"
+	xunicode "golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/encoding/unicode/utf32"
+	"golang.org/x/text/transform"
+
+	"datachat"
+)
+
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:m], nil
+}
+
+// decompress returns path itself when it is not compressed, or a decompressed
+// copy in work (gzip, including concatenated members, zstd, bzip2), stopping
+// past limit bytes.
+func decompress(ctx context.Context, path, work, name string, limit int64) (string, error) {
+	head, err := readHead(path, 6)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", name, err)
+	}
+	var open func(f io.Reader) (io.Reader, error)
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		open = func(f io.Reader) (io.Reader, error) { return gzip.NewReader(f) }
+	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		open = func(f io.Reader) (io.Reader, error) {
+			d, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+			if err != nil {
+				return nil, err
+			}
+			return d.IOReadCloser(), nil
+		}
+	case bytes.HasPrefix(head, []byte("BZh")) && len(head) > 3 && head[3] >= '1' && head[3] <= '9':
+		open = func(f io.Reader) (io.Reader, error) { return bzip2.NewReader(f), nil }
+	case bytes.HasPrefix(head, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		return "", datachat.Errorf(datachat.EINVALID, "%s is xz-compressed, which is not supported: use gzip, zstd or bzip2, or none", name)
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		return "", datachat.Errorf(datachat.EINVALID, "%s is a ZIP archive (or an Excel workbook), not a CSV or Parquet file: extract or export the CSV first", name)
+	default:
+		return path, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	r, err := open(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return "", datachat.Errorf(datachat.EINVALID, "%s cannot be decompressed: %v", name, err)
+	}
+	if c, ok := r.(io.Closer); ok {
+		defer c.Close()
+	}
+	outPath := filepath.Join(work, "decompressed")
+	out, err := os.Create(outPath)
+	if err != nil {
+		return "", err
+	}
+	n, err := io.Copy(out, io.LimitReader(ctxReader{ctx, r}, limit+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case err != nil:
+		return "", datachat.Errorf(datachat.EINVALID, "%s cannot be decompressed: %v", name, err)
+	case n > limit:
+		return "", datachat.Errorf(datachat.EINVALID, "%s decompresses to more than %s, the limit", name, size(limit))
+	}
+	return outPath, nil
+}
+
+// sniffKind tells Parquet from text by content, not by name.
+func sniffKind(path, name string) (string, error) {
+	head, err := readHead(path, 4)
+	if err != nil {
+		return "", err
+	}
+	switch string(head) {
+	case "PAR1":
+		f, err := os.Open(path)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return "", err
+		}
+		tail := make([]byte, 4)
+		if fi.Size() < 12 {
+			return "", datachat.Errorf(datachat.EINVALID, "%s is a truncated Parquet file", name)
+		}
+		if _, err := f.ReadAt(tail, fi.Size()-4); err != nil {
+			return "", err
+		}
+		if string(tail) == "PARE" {
+			return "", datachat.Errorf(datachat.EINVALID, "%s is an encrypted Parquet file, which cannot be read", name)
+		}
+		if string(tail) != "PAR1" {
+			return "", datachat.Errorf(datachat.EINVALID, "%s is a truncated Parquet file: its footer is missing", name)
+		}
+		return "parquet", nil
+	case "PARE":
+		return "", datachat.Errorf(datachat.EINVALID, "%s is an encrypted Parquet file, which cannot be read", name)
+	}
+	return "csv", nil
+}
+
+// textEncoding is how a CSV's bytes are to be read.
+type textEncoding struct {
+	name string            // as people know it; "" for UTF-8
+	enc  encoding.Encoding // nil for UTF-8
+}
+
+// detectEncoding looks at the start of a text file: byte-order marks, UTF-16
+// without one (NUL bytes in every other position), UTF-8, else a legacy
+// encoding (Shift_JIS/CP932 when the bytes pair up as Japanese text, else
+// Windows-1252, a superset of Latin-1). It refuses binary files, HTML, XML and
+// JSON with a message saying so.
+func detectEncoding(head []byte, name string) (textEncoding, error) {
+	switch {
+	case bytes.HasPrefix(head, []byte{0xff, 0xfe, 0, 0}):
+		return textEncoding{"UTF-32LE", utf32.UTF32(utf32.LittleEndian, utf32.ExpectBOM)}, nil
+	case bytes.HasPrefix(head, []byte{0, 0, 0xfe, 0xff}):
+		return textEncoding{"UTF-32BE", utf32.UTF32(utf32.BigEndian, utf32.ExpectBOM)}, nil
+	case bytes.HasPrefix(head, []byte{0xff, 0xfe}):
+		return textEncoding{"UTF-16LE", xunicode.UTF16(xunicode.LittleEndian, xunicode.ExpectBOM)}, nil
+	case bytes.HasPrefix(head, []byte{0xfe, 0xff}):
+		return textEncoding{"UTF-16BE", xunicode.UTF16(xunicode.BigEndian, xunicode.ExpectBOM)}, nil
+	}
+	sample := head[:min(len(head), 4096)]
+	var even, odd int
+	for i, c := range sample {
+		if c == 0 {
+			if i%2 == 0 {
+				even++
+			} else {
+				odd++
+			}
+		}
+	}
+	half := max(len(sample)/2, 1)
+	switch {
+	case odd*10 > half*3 && even*20 < half:
+		return textEncoding{"UTF-16LE", xunicode.UTF16(xunicode.LittleEndian, xunicode.IgnoreBOM)}, nil
+	case even*10 > half*3 && odd*20 < half:
+		return textEncoding{"UTF-16BE", xunicode.UTF16(xunicode.BigEndian, xunicode.IgnoreBOM)}, nil
+	case even+odd > 0:
+		return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s is neither a CSV nor a Parquet file: it holds binary data", name)
+	}
+	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(text) > 0 {
+		switch text[0] {
+		case '<':
+			return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s looks like an HTML or XML page, not a CSV or Parquet file", name)
+		case '{', '[':
+			return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s looks like JSON, not a CSV or Parquet file", name)
+		}
+	}
+	if validUTF8Prefix(head) {
+		return textEncoding{}, nil
+	}
+	return legacyEncoding(head), nil
+}
+
+// validUTF8Prefix reports whether b is UTF-8, allowing a character cut at the end.
+func validUTF8Prefix(b []byte) bool {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
+	}
+	return utf8.Valid(b)
+}
+
+// legacyEncoding picks Shift_JIS (CP932) when b decodes cleanly as Japanese
+// text, else Windows-1252.
+func legacyEncoding(b []byte) textEncoding {
+	sjis := textEncoding{"Shift_JIS (CP932)", japanese.ShiftJIS}
+	win := textEncoding{"Windows-1252", charmap.Windows1252}
+	if bytes.Contains(b, []byte("\xef\xbf\xbd")) {
+		return win
+	}
+	// A cut character at the end of the sample is not an error.
+	if len(b) > 1 && b[len(b)-1] >= 0x81 {
+		b = b[:len(b)-1]
+	}
+	s, _, err := transform.Bytes(japanese.ShiftJIS.NewDecoder(), b)
+	if err != nil || bytes.ContainsRune(s, utf8.RuneError) {
+		return win
+	}
+	var japaneseRunes, other int
+	for _, r := range string(s) {
+		switch {
+		case r < 0x80:
+		case unicode.In(r, unicode.Hiragana, unicode.Katakana, unicode.Han) || r >= 0xff00 && r <= 0xffef || r >= 0x3000 && r <= 0x303f:
+			japaneseRunes++
+		default:
+			other++
+		}
+	}
+	if japaneseRunes >= 2 && japaneseRunes > other {
+		return sjis
+	}
+	return win
+}
+
+// legacyEncodingOfFile scans a whole file for its non-ASCII lines and picks a
+// legacy encoding from them (for a file whose start was plain ASCII).
+func legacyEncodingOfFile(path string) (textEncoding, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return textEncoding{}, err
+	}
+	defer f.Close()
+	var sample []byte
+	r := bufio.NewReaderSize(f, 1<<20)
+	for len(sample) < 64<<10 {
+		line, err := r.ReadSlice('\n')
+		if hasHighByte(line) {
+			sample = append(sample, line...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return textEncoding{}, err
+		}
+	}
+	return legacyEncoding(sample), nil
+}
+
+func hasHighByte(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// transcode writes in, decoded from enc, as UTF-8 to out.
+func transcode(ctx context.Context, in, out string, enc encoding.Encoding) error {
+	f, err := os.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	_, err = io.Copy(bw, transform.NewReader(ctxReader{ctx, bufio.NewReaderSize(f, 1<<20)}, enc.NewDecoder()))
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,133 @@
+package duckdb
+
+import (
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2/mapping"
+
+	"datachat"
+)
+
+// Kinds of [QueryError]: what went wrong, in words a model can act on.
+const (
+	KindSyntax        = "syntax error"
+	KindUnknownTable  = "unknown table"
+	KindUnknownColumn = "unknown column"
+	KindTypeMismatch  = "type mismatch"
+	KindTimeout       = "timeout"
+	KindMemory        = "memory limit"
+	KindRefused       = "refused by the sandbox"
+	KindOther         = "error"
+)
+
+// QueryError is a query that failed. Kind is one of the Kind constants; Message
+// is DuckDB's own message (without its "Binder Error:"-style prefix, keeping its
+// "Did you mean" and "Candidate bindings" hints) or the sandbox's.
+//
+// Every QueryError is a client error: errors.As(err, new(*datachat.Error)) gives
+// a datachat.EINVALID error carrying the same text.
+type QueryError struct {
+	Kind    string
+	Message string
+}
+
+func (e *QueryError) Error() string { return e.Kind + ": " + e.Message }
+
+// As lets datachat.ErrorCode and datachat.ErrorMessage see a QueryError as an
+// EINVALID *datachat.Error.
+func (e *QueryError) As(target any) bool {
+	if t, ok := target.(**datachat.Error); ok {
+		*t = &datachat.Error{Code: datachat.EINVALID, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
+func refused(format string) *QueryError {
+	return &QueryError{Kind: KindRefused, Message: format}
+}
+
+// classify turns a DuckDB error into a QueryError.
+func classify(t mapping.ErrorType, msg string) *QueryError {
+	msg = strings.TrimSpace(msg)
+	body := msg
+	if prefix, rest, ok := strings.Cut(msg, ": "); ok && strings.HasSuffix(prefix, "Error") && !strings.Contains(prefix, "\n") {
+		body = rest
+		if t == mapping.ErrorTypeInvalid || t == mapping.ErrorTypeUnknownType {
+			t = errorTypeByPrefix(prefix)
+		}
+	}
+	kind := KindOther
+	switch t {
+	case mapping.ErrorTypeParser, mapping.ErrorTypeSyntax:
+		kind = KindSyntax
+	case mapping.ErrorTypeCatalog:
+		switch {
+		case strings.Contains(body, "Table with name"):
+			kind = KindUnknownTable
+		case strings.Contains(body, "read-only"), strings.Contains(body, "in-memory database"):
+			kind = KindRefused
+		}
+	case mapping.ErrorTypeBinder:
+		switch {
+		case strings.Contains(body, "Referenced column"), strings.Contains(body, "does not have a column named"),
+			strings.Contains(body, "Column \"") && strings.Contains(body, "not found"):
+			kind = KindUnknownColumn
+		case strings.Contains(body, "Referenced table"), strings.Contains(body, "Table \"") && strings.Contains(body, "not found"):
+			kind = KindUnknownTable
+		case strings.Contains(body, "No function matches"), strings.Contains(body, "Cannot compare"),
+			strings.Contains(body, "Cannot mix"), strings.Contains(body, "type mismatch"),
+			strings.Contains(body, "Could not convert"), strings.Contains(body, "explicit cast"),
+			strings.Contains(body, "No operator matches"):
+			kind = KindTypeMismatch
+		}
+	case mapping.ErrorTypeConversion, mapping.ErrorTypeMismatchType, mapping.ErrorTypeInvalidType:
+		kind = KindTypeMismatch
+	case mapping.ErrorTypeOutOfMemory:
+		kind = KindMemory
+	case mapping.ErrorTypeInterrupt:
+		kind = KindTimeout
+	case mapping.ErrorTypePermission, mapping.ErrorTypeMissingExtension, mapping.ErrorTypeAutoload,
+		mapping.ErrorTypeHTTP, mapping.ErrorTypeNetwork:
+		kind = KindRefused
+	case mapping.ErrorTypeInvalidInput, mapping.ErrorTypeSettings:
+		if strings.Contains(body, "configuration has been locked") || strings.Contains(body, "read-only mode") ||
+			strings.Contains(body, "disabled") {
+			kind = KindRefused
+		}
+	}
+	if kind == KindMemory {
+		// DuckDB's advice (SET threads…, SET memory_limit…) is refused here.
+		body, _, _ = strings.Cut(body, "\n\nPossible solutions:")
+		body += "; make the query lighter: aggregate or filter first, select fewer or smaller columns"
+	}
+	return &QueryError{Kind: kind, Message: body}
+}
+
+var errorPrefixes = map[string]mapping.ErrorType{
+	"Out of Range Error":          mapping.ErrorTypeOutOfRange,
+	"Conversion Error":            mapping.ErrorTypeConversion,
+	"Mismatch Type Error":         mapping.ErrorTypeMismatchType,
+	"Invalid type Error":          mapping.ErrorTypeInvalidType,
+	"Catalog Error":               mapping.ErrorTypeCatalog,
+	"Parser Error":                mapping.ErrorTypeParser,
+	"Syntax Error":                mapping.ErrorTypeSyntax,
+	"Binder Error":                mapping.ErrorTypeBinder,
+	"Settings Error":              mapping.ErrorTypeSettings,
+	"INTERRUPT Error":             mapping.ErrorTypeInterrupt,
+	"Invalid Input Error":         mapping.ErrorTypeInvalidInput,
+	"Out of Memory Error":         mapping.ErrorTypeOutOfMemory,
+	"Permission Error":            mapping.ErrorTypePermission,
+	"Missing Extension Error":     mapping.ErrorTypeMissingExtension,
+	"Extension Autoloading Error": mapping.ErrorTypeAutoload,
+	"HTTP Error":                  mapping.ErrorTypeHTTP,
+	"Network Error":               mapping.ErrorTypeNetwork,
+	"IO Error":                    mapping.ErrorTypeErrorIO,
+}
+
+func errorTypeByPrefix(prefix string) mapping.ErrorType {
+	if t, ok := errorPrefixes[prefix]; ok {
+		return t
+	}
+	return mapping.ErrorTypeInvalid
+}

@@ -1,0 +1,200 @@
+package duckdb
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/mattn/go-runewidth"
+
+	"datachat"
+)
+
+// Result is the result shape of DESIGN.md §3 (datachat.QueryResult), shared by
+// POST …/sql, `sql --format json` and tool_call_result. Rows hold JSON-ready
+// values: nil, bool, int64, json.Number, string, []any and [Object].
+type Result = datachat.QueryResult
+
+// Object is a JSON object that keeps its keys in order: a STRUCT's fields, a
+// MAP's entries (keys written as text), a UNION's active member.
+type Object []Field
+
+// Field is one key of an [Object].
+type Field struct {
+	Key   string
+	Value any
+}
+
+// MarshalJSON writes the fields in order.
+func (o Object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(f.Key)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(f.Value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// cellText renders one value as text: strings as they are, numbers and booleans
+// as JSON writes them, lists and objects as JSON, and NULL as "".
+func cellText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case json.Number:
+		return string(x)
+	case bool:
+		return strconv.FormatBool(x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+}
+
+// truncationNote says why a result stopped short.
+func truncationNote(r *Result) string {
+	return fmt.Sprintf("(truncated: only the first %d rows are shown; more rows exist, or a value was cut short. Aggregate, filter or add LIMIT to see the rest.)", r.RowCount)
+}
+
+// Text renders a result compactly for a language model: a header line of
+// column names, one line per row with cells separated by " | " (NULL for
+// nulls, newlines escaped), and a note when the result was truncated.
+func Text(r *Result) string {
+	var b strings.Builder
+	names := make([]string, len(r.Columns))
+	for i, c := range r.Columns {
+		names[i] = c.Name
+	}
+	b.WriteString(strings.Join(names, " | "))
+	b.WriteByte('\n')
+	cells := make([]string, len(r.Columns))
+	for _, row := range r.Rows {
+		for i, v := range row {
+			if v == nil {
+				cells[i] = "NULL"
+				continue
+			}
+			s := cellText(v)
+			s = strings.ReplaceAll(s, "\r", `\r`)
+			cells[i] = strings.ReplaceAll(s, "\n", `\n`)
+		}
+		b.WriteString(strings.Join(cells, " | "))
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "(%d row", r.RowCount)
+	if r.RowCount != 1 {
+		b.WriteByte('s')
+	}
+	b.WriteString(")\n")
+	if r.Truncated {
+		b.WriteString(truncationNote(r))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// WriteTable writes the result as a text table: a header, a dashed rule and
+// space-padded columns, NULL for nulls (the `sql --format table` output).
+func WriteTable(w io.Writer, r *Result) error {
+	n := len(r.Columns)
+	grid := make([][]string, 0, len(r.Rows)+1)
+	head := make([]string, n)
+	for i, c := range r.Columns {
+		head[i] = c.Name
+	}
+	grid = append(grid, head)
+	for _, row := range r.Rows {
+		line := make([]string, n)
+		for i, v := range row {
+			if v == nil {
+				line[i] = "NULL"
+				continue
+			}
+			s := strings.ReplaceAll(cellText(v), "\r", `\r`)
+			line[i] = strings.ReplaceAll(s, "\n", `\n`)
+		}
+		grid = append(grid, line)
+	}
+	width := make([]int, n)
+	for _, line := range grid {
+		for i, s := range line {
+			width[i] = max(width[i], runewidth.StringWidth(s))
+		}
+	}
+	var b bytes.Buffer
+	writeLine := func(line []string) {
+		for i, s := range line {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(s)
+			if i < n-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-runewidth.StringWidth(s)))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	writeLine(grid[0])
+	rule := make([]string, n)
+	for i := range rule {
+		rule[i] = strings.Repeat("-", width[i])
+	}
+	writeLine(rule)
+	for _, line := range grid[1:] {
+		writeLine(line)
+	}
+	if r.Truncated {
+		b.WriteString(truncationNote(r))
+		b.WriteByte('\n')
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// WriteCSV writes the result as CSV: a header row, then the rows, with empty
+// fields for nulls and lists/objects as JSON (the `sql --format csv` output).
+func WriteCSV(w io.Writer, r *Result) error {
+	cw := csv.NewWriter(w)
+	rec := make([]string, len(r.Columns))
+	for i, c := range r.Columns {
+		rec[i] = c.Name
+	}
+	if err := cw.Write(rec); err != nil {
+		return err
+	}
+	for _, row := range r.Rows {
+		for i, v := range row {
+			rec[i] = cellText(v)
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

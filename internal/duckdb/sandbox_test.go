@@ -1,0 +1,202 @@
+package duckdb
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSandbox runs adversarial statements against one conversation's instance.
+// Each must fail with a QueryError of the expected kind, and the instance must
+// answer the next ordinary query correctly.
+func TestSandbox(t *testing.T) {
+	root := t.TempDir()
+	dirA := filepath.Join(root, "conv-a")
+	dirB := filepath.Join(root, "conv-b")
+	for _, d := range []string{dirA, dirB} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := mustParquet(t, dirA, "t.parquet", "SELECT range AS id, 'row ' || range AS label FROM range(10)")
+	other := mustParquet(t, dirB, "secret.parquet", "SELECT 'top secret' AS s")
+	secretCSV := filepath.Join(root, "secret.csv")
+	if err := os.WriteFile(secretCSV, []byte("a,b\n1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out")
+
+	e := mustEngine(t, Options{Timeout: 2 * time.Second, MemoryLimit: 256 << 20})
+	tables := []Table{{Name: "t", Path: own}}
+	ctx := context.Background()
+	check := func(t *testing.T) {
+		t.Helper()
+		res, err := e.Query(ctx, "conv-a", tables, "SELECT count(*) AS n, min(label) AS first FROM t")
+		if err != nil {
+			t.Fatalf("follow-up query: %v", err)
+		}
+		if got := cellText(res.Rows[0][0]) + "/" + cellText(res.Rows[0][1]); got != "10/row 0" {
+			t.Fatalf("follow-up query: got %s, want 10/row 0", got)
+		}
+	}
+
+	lit := quoteLiteral
+	cases := []struct {
+		sql  string
+		kind string
+	}{
+		// Reading files by every table function.
+		{"SELECT * FROM read_csv('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_csv_auto('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_text('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_blob('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_json('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_json_auto('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_ndjson_objects('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_csv('/proc/self/environ')", KindRefused},
+		{"SELECT * FROM sniff_csv('/etc/passwd')", KindRefused},
+		{"SELECT * FROM read_csv(" + lit(secretCSV) + ")", KindRefused},
+		{"SELECT * FROM " + lit(secretCSV), KindRefused},
+		{"SELECT * FROM read_duckdb(" + lit(filepath.Join(root, "x.duckdb")) + ")", KindRefused},
+		// Another conversation's dataset, by path, by glob, in a list.
+		{"SELECT * FROM read_parquet(" + lit(other) + ")", KindRefused},
+		{"SELECT * FROM " + lit(other), KindRefused},
+		{"SELECT * FROM parquet_scan(" + lit(other) + ")", KindRefused},
+		{"SELECT * FROM parquet_metadata(" + lit(other) + ")", KindRefused},
+		{"SELECT * FROM parquet_schema(" + lit(other) + ")", KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(dirB+"/*.parquet") + ")", KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(root+"/**/*.parquet") + ")", KindRefused},
+		{"SELECT * FROM read_parquet([" + lit(own) + ", " + lit(other) + "])", KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(dirA+"/../conv-b/secret.parquet") + ")", KindRefused},
+		{"SELECT * FROM glob('/etc/*')", KindRefused},
+		// Writing files.
+		{"COPY t TO " + lit(out+".csv"), KindRefused},
+		{"COPY (SELECT * FROM t) TO " + lit(out+".parquet") + " (FORMAT parquet)", KindRefused},
+		{"COPY t FROM '/etc/passwd'", ""}, // fails binding: t is a view
+		{"EXPORT DATABASE " + lit(out), KindRefused},
+		{"IMPORT DATABASE " + lit(root), KindRefused},
+		// Other databases, extensions, network.
+		{"ATTACH " + lit(filepath.Join(root, "new.duckdb")) + " AS x", KindRefused},
+		{"ATTACH ':memory:' AS m", KindRefused},
+		{"USE memory", KindRefused},
+		{"INSTALL httpfs", KindRefused},
+		{"LOAD httpfs", KindRefused},
+		{"LOAD " + lit(filepath.Join(root, "evil.duckdb_extension")), KindRefused},
+		{"SELECT * FROM read_csv('https://example.com/data.csv')", KindRefused},
+		{"SELECT * FROM read_parquet('http://127.0.0.1:9/x.parquet')", KindRefused},
+		{"SELECT * FROM read_parquet('s3://bucket/x.parquet')", KindRefused},
+		{"CREATE SECRET (TYPE s3, KEY_ID 'a', SECRET 'b')", ""}, // no s3 without httpfs
+		{"CREATE SECRET (TYPE http, BEARER_TOKEN 'b')", ""},
+		// Settings.
+		{"SET memory_limit = '100GB'", KindRefused},
+		{"SET threads = 64", KindRefused},
+		{"SET enable_external_access = true", KindRefused},
+		{"SET GLOBAL lock_configuration = false", KindRefused},
+		{"RESET memory_limit", KindRefused},
+		{"PRAGMA memory_limit = '100GB'", KindRefused},
+		{"PRAGMA enable_profiling", KindRefused},
+		{"CALL enable_logging()", KindRefused},
+		{"SELECT * FROM enable_logging()", KindRefused},
+		{"SELECT * FROM enable_profiling()", KindRefused},
+		{"SELECT * FROM checkpoint()", KindRefused},
+		{"UPDATE duckdb_settings() SET value = '64' WHERE name = 'threads'", KindSyntax},
+		{"SET VARIABLE x = 1", KindRefused},
+		// Writes to the catalog, hidden or not.
+		{"CREATE TABLE x AS SELECT 1", KindRefused},
+		{"CREATE OR REPLACE VIEW t AS SELECT 'hijacked' AS label", KindRefused},
+		{"CREATE MACRO m() AS 1", KindRefused},
+		{"DROP VIEW t", KindRefused},
+		{"ALTER VIEW t RENAME TO u", KindRefused},
+		{"INSERT INTO t VALUES (1, 'x')", ""}, // fails binding: t is a view
+		{"EXPLAIN ANALYZE CREATE TEMP VIEW t AS SELECT 1 AS id, 'hijacked' AS label", KindRefused},
+		{"EXPLAIN ANALYZE SELECT * FROM enable_logging()", KindRefused},
+		{"PREPARE p AS SELECT 1", KindRefused},
+		{"BEGIN TRANSACTION", KindRefused},
+		{"CHECKPOINT", KindRefused},
+		{"VACUUM", KindRefused},
+		// SQL from strings, several statements.
+		{"SELECT * FROM query('SELECT * FROM read_csv(''/etc/passwd'')')", KindRefused},
+		{"SELECT * FROM query_table('t')", KindRefused},
+		{"SELECT 1; SELECT 2", KindRefused},
+		{"SELECT 1; DROP VIEW t", KindRefused},
+		{"SELECT * FROM t; COPY t TO " + lit(out+"2.csv"), KindRefused},
+		// The process's environment (API keys) is out of reach too.
+		{"SELECT getenv('GEMINI_API_KEY')", KindOther},
+		// Resource limits.
+		{"SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0", KindTimeout},
+		{"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r", KindTimeout},
+		{"SELECT max(s) FROM (SELECT string_agg(x::VARCHAR, ',') OVER (ORDER BY x ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS s FROM range(1000000) r(x))", KindMemory},
+	}
+	if len(cases) < 40 {
+		t.Fatalf("only %d adversarial statements", len(cases))
+	}
+	for _, c := range cases {
+		name := c.sql
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := e.Query(ctx, "conv-a", tables, c.sql)
+			var qe *QueryError
+			if !errors.As(err, &qe) {
+				t.Fatalf("got %v, want a QueryError", err)
+			}
+			if c.kind != "" && qe.Kind != c.kind {
+				t.Errorf("got kind %q (%v), want %q", qe.Kind, qe, c.kind)
+			}
+			if c.kind == KindTimeout {
+				if d := time.Since(start); d > 4*time.Second {
+					t.Errorf("timeout took %v", d)
+				}
+			}
+			if strings.TrimSpace(qe.Message) == "" {
+				t.Error("empty message")
+			}
+			t.Logf("%s", firstLine(qe.Error()))
+			check(t)
+		})
+	}
+	for _, p := range []string{out, out + ".csv", out + ".parquet", out + "2.csv", filepath.Join(root, "new.duckdb")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// TestSandboxAllows checks the sandbox leaves ordinary read-only SQL alone.
+func TestSandboxAllows(t *testing.T) {
+	dir := t.TempDir()
+	p := mustParquet(t, dir, "t.parquet", "SELECT range AS id, range % 3 AS g FROM range(100)")
+	e := mustEngine(t, Options{})
+	tables := []Table{{Name: "t", Path: p}}
+	for _, q := range []string{
+		"SELECT * FROM t",
+		"FROM t SELECT g, count(*) GROUP BY ALL",
+		"WITH x AS (SELECT * FROM t) SELECT count(*) FROM x",
+		"DESCRIBE t",
+		"SHOW TABLES",
+		"SUMMARIZE t",
+		"SELECT * FROM duckdb_columns() WHERE table_name = 't'",
+		"EXPLAIN SELECT * FROM t WHERE id > 3",
+		"EXPLAIN ANALYZE SELECT count(*) FROM t",
+		"-- comment\nEXPLAIN (FORMAT json) SELECT 1",
+		"PIVOT t ON g IN (0, 1, 2) USING count(*)",
+		"SELECT * FROM read_parquet(" + quoteLiteral(p) + ") LIMIT 1",
+		"SELECT 1;",
+		"SELECT current_setting('memory_limit')",
+	} {
+		if _, err := e.Query(context.Background(), "c", tables, q); err != nil {
+			t.Errorf("%s: %v", q, err)
+		}
+	}
+}

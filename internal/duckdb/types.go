@@ -1,0 +1,235 @@
+package duckdb
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2/mapping"
+)
+
+// Friendly type names of DESIGN.md §3, the Type of a [datachat.Column].
+const (
+	TypeInteger   = "integer"
+	TypeFloat     = "float"
+	TypeDecimal   = "decimal"
+	TypeText      = "text"
+	TypeBoolean   = "boolean"
+	TypeDate      = "date"
+	TypeTime      = "time"
+	TypeTimestamp = "timestamp"
+	TypeInterval  = "interval"
+	TypeBlob      = "blob"
+	TypeUUID      = "uuid"
+	TypeList      = "list"
+	TypeStruct    = "struct"
+	TypeMap       = "map"
+)
+
+// FriendlyType maps a DuckDB type as DuckDB spells it (DESCRIBE's column_type,
+// e.g. "DECIMAL(25,2)", "VARCHAR[]", "STRUCT(a INTEGER)") to one of the friendly
+// type names. Unknown types are "text".
+func FriendlyType(sqlType string) string {
+	t := strings.ToUpper(strings.TrimSpace(sqlType))
+	switch {
+	case t == "":
+		return TypeText
+	case strings.HasSuffix(t, "]"): // LIST T[] and ARRAY T[n]
+		return TypeList
+	case strings.HasPrefix(t, "STRUCT"), strings.HasPrefix(t, "UNION"), strings.HasPrefix(t, "ROW("):
+		return TypeStruct
+	case strings.HasPrefix(t, "MAP"):
+		return TypeMap
+	case strings.HasPrefix(t, "DECIMAL"), strings.HasPrefix(t, "NUMERIC"):
+		return TypeDecimal
+	case strings.HasPrefix(t, "ENUM"):
+		return TypeText
+	}
+	if i := strings.IndexByte(t, '('); i > 0 { // VARCHAR(10), TIMESTAMP(3)…
+		t = strings.TrimSpace(t[:i])
+	}
+	switch t {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+		"UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "INT16",
+		"INT32", "INT64", "INT128", "UINT8", "UINT16", "UINT32", "UINT64", "UINT128",
+		"SHORT", "LONG", "SIGNED", "BIGNUM", "VARINT":
+		return TypeInteger
+	case "FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8":
+		return TypeFloat
+	case "BOOLEAN", "BOOL", "LOGICAL":
+		return TypeBoolean
+	case "DATE":
+		return TypeDate
+	case "TIME", "TIME_NS", "TIMETZ", "TIME WITH TIME ZONE":
+		return TypeTime
+	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP_US",
+		"TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "DATETIME":
+		return TypeTimestamp
+	case "INTERVAL":
+		return TypeInterval
+	case "BLOB", "BYTEA", "BINARY", "VARBINARY":
+		return TypeBlob
+	case "UUID":
+		return TypeUUID
+	}
+	return TypeText
+}
+
+// sqlType spells a logical type the way DuckDB's DESCRIBE does.
+func sqlType(lt mapping.LogicalType) string {
+	if alias := mapping.LogicalTypeGetAlias(lt); alias != "" {
+		return alias // JSON and user aliases
+	}
+	switch id := mapping.GetTypeId(lt); id {
+	case mapping.TypeBoolean:
+		return "BOOLEAN"
+	case mapping.TypeTinyInt:
+		return "TINYINT"
+	case mapping.TypeSmallInt:
+		return "SMALLINT"
+	case mapping.TypeInteger:
+		return "INTEGER"
+	case mapping.TypeBigInt:
+		return "BIGINT"
+	case mapping.TypeUTinyInt:
+		return "UTINYINT"
+	case mapping.TypeUSmallInt:
+		return "USMALLINT"
+	case mapping.TypeUInteger:
+		return "UINTEGER"
+	case mapping.TypeUBigInt:
+		return "UBIGINT"
+	case mapping.TypeHugeInt:
+		return "HUGEINT"
+	case mapping.TypeUHugeInt:
+		return "UHUGEINT"
+	case mapping.TypeFloat:
+		return "FLOAT"
+	case mapping.TypeDouble:
+		return "DOUBLE"
+	case mapping.TypeDecimal:
+		return fmt.Sprintf("DECIMAL(%d,%d)", mapping.DecimalWidth(lt), mapping.DecimalScale(lt))
+	case mapping.TypeVarchar:
+		return "VARCHAR"
+	case mapping.TypeBlob:
+		return "BLOB"
+	case mapping.TypeDate:
+		return "DATE"
+	case mapping.TypeTime:
+		return "TIME"
+	case mapping.TypeTimeNS:
+		return "TIME_NS"
+	case mapping.TypeTimeTZ:
+		return "TIME WITH TIME ZONE"
+	case mapping.TypeTimestamp:
+		return "TIMESTAMP"
+	case mapping.TypeTimestampS:
+		return "TIMESTAMP_S"
+	case mapping.TypeTimestampMS:
+		return "TIMESTAMP_MS"
+	case mapping.TypeTimestampNS:
+		return "TIMESTAMP_NS"
+	case mapping.TypeTimestampTZ:
+		return "TIMESTAMP WITH TIME ZONE"
+	case mapping.TypeInterval:
+		return "INTERVAL"
+	case mapping.TypeUUID:
+		return "UUID"
+	case mapping.TypeBit:
+		return "BIT"
+	case mapping.TypeBigNum:
+		return "BIGNUM"
+	case mapping.TypeSQLNull:
+		return `"NULL"`
+	case mapping.TypeEnum:
+		n := int(mapping.EnumDictionarySize(lt))
+		var b strings.Builder
+		b.WriteString("ENUM(")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if i == 8 && n > 10 {
+				fmt.Fprintf(&b, "… %d more", n-i)
+				break
+			}
+			b.WriteString(quoteLiteral(mapping.EnumDictionaryValue(lt, mapping.IdxT(i))))
+		}
+		b.WriteString(")")
+		return b.String()
+	case mapping.TypeList:
+		child := mapping.ListTypeChildType(lt)
+		defer mapping.DestroyLogicalType(&child)
+		return sqlType(child) + "[]"
+	case mapping.TypeArray:
+		child := mapping.ArrayTypeChildType(lt)
+		defer mapping.DestroyLogicalType(&child)
+		return fmt.Sprintf("%s[%d]", sqlType(child), mapping.ArrayTypeArraySize(lt))
+	case mapping.TypeMap:
+		k := mapping.MapTypeKeyType(lt)
+		defer mapping.DestroyLogicalType(&k)
+		v := mapping.MapTypeValueType(lt)
+		defer mapping.DestroyLogicalType(&v)
+		return fmt.Sprintf("MAP(%s, %s)", sqlType(k), sqlType(v))
+	case mapping.TypeStruct:
+		var b strings.Builder
+		b.WriteString("STRUCT(")
+		for i := range int(mapping.StructTypeChildCount(lt)) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			child := mapping.StructTypeChildType(lt, mapping.IdxT(i))
+			b.WriteString(quoteFieldName(mapping.StructTypeChildName(lt, mapping.IdxT(i))))
+			b.WriteString(" ")
+			b.WriteString(sqlType(child))
+			mapping.DestroyLogicalType(&child)
+		}
+		b.WriteString(")")
+		return b.String()
+	case mapping.TypeUnion:
+		var b strings.Builder
+		b.WriteString("UNION(")
+		for i := range int(mapping.UnionTypeMemberCount(lt)) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			child := mapping.UnionTypeMemberType(lt, mapping.IdxT(i))
+			b.WriteString(quoteFieldName(mapping.UnionTypeMemberName(lt, mapping.IdxT(i))))
+			b.WriteString(" ")
+			b.WriteString(sqlType(child))
+			mapping.DestroyLogicalType(&child)
+		}
+		b.WriteString(")")
+		return b.String()
+	case mapping.TypeGeometry:
+		return "GEOMETRY"
+	case mapping.TypeVariant:
+		return "VARIANT"
+	default:
+		return fmt.Sprintf("TYPE_%d", id)
+	}
+}
+
+// quoteFieldName quotes a STRUCT field name when DuckDB would.
+func quoteFieldName(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return QuoteIdent(s)
+}
+
+// QuoteIdent quotes an SQL identifier for DuckDB.
+func QuoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// quoteLiteral quotes an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// upload posts path as the multipart field "file" and returns status and body.
+func (ts *testServer) upload(t *testing.T, url, key, path, field string) (int, map[string]any) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fw, err := mw.CreateFormFile(field, path[strings.LastIndex(path, "/")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write(b)
+	mw.Close()
+	req, _ := http.NewRequest("POST", ts.URL+url, &buf)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("X-API-Key", key)
+	return doJSON(t, req)
+}
+
+func (ts *testServer) post(t *testing.T, url, key, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-API-Key", key)
+	return doJSON(t, req)
+}
+
+func doJSON(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("body %q: %v", b, err)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+func (ts *testServer) newConversation(t *testing.T, key string) string {
+	t.Helper()
+	st, c := ts.post(t, "/api/conversations", key, `{}`)
+	if st != 201 {
+		t.Fatalf("create conversation: %d %v", st, c)
+	}
+	return c["id"].(string)
+}
+
+// penguinsOracle computes, independently of DuckDB, the number of Adelie
+// penguins and their total body mass from the CSV.
+func penguinsOracle(t *testing.T) (count int, mass float64) {
+	f, err := os.Open("testdata/penguins.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows[1:] {
+		if r[0] == "Adelie" {
+			count++
+			if v, err := strconv.ParseFloat(r[5], 64); err == nil {
+				mass += v
+			}
+		}
+	}
+	return count, mass
+}
+
+func TestDatasetUploadAndSQL(t *testing.T) {
+	ts := newTestServer(t)
+	conv := ts.newConversation(t, ts.alice)
+	base := "/api/conversations/" + conv
+
+	st, d := ts.upload(t, base+"/datasets", ts.alice, "testdata/penguins.csv", "file")
+	if st != 201 {
+		t.Fatalf("upload csv: %d %v", st, d)
+	}
+	if d["name"] != "penguins" || d["source"] != "penguins.csv" || d["row_count"] != float64(344) {
+		t.Errorf("csv dataset: got %v", d)
+	}
+	cols := d["columns"].([]any)
+	if len(cols) != 7 || cols[0].(map[string]any)["name"] != "species" || cols[0].(map[string]any)["type"] != "text" {
+		t.Errorf("csv columns: got %v", cols)
+	}
+	st, p := ts.upload(t, base+"/datasets", ts.alice, "testdata/alltypes_plain.parquet", "file")
+	if st != 201 || p["name"] != "alltypes_plain" || p["row_count"] != float64(8) {
+		t.Fatalf("upload parquet: %d %v", st, p)
+	}
+	// The same file again gets a new table name.
+	st, again := ts.upload(t, base+"/datasets", ts.alice, "testdata/alltypes_plain.parquet", "file")
+	if st != 201 || again["name"] != "alltypes_plain_2" {
+		t.Errorf("second upload: %d %v, want name alltypes_plain_2", st, again)
+	}
+
+	wantCount, wantMass := penguinsOracle(t)
+	st, res := ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT count(*) AS n, sum(body_mass_g) AS mass FROM penguins WHERE species = 'Adelie'"}`)
+	if st != 200 {
+		t.Fatalf("sql: %d %v", st, res)
+	}
+	row := res["rows"].([]any)[0].([]any)
+	if fmt.Sprint(row[0]) != fmt.Sprint(wantCount) || toFloat(row[1]) != wantMass {
+		t.Errorf("sql: got %v, want [%d %v]", row, wantCount, wantMass)
+	}
+	if res["row_count"] != float64(1) || res["truncated"] != false {
+		t.Errorf("sql shape: got %v", res)
+	}
+
+	st, res = ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT count(*) FROM alltypes_plain JOIN alltypes_plain_2 USING (id)"}`)
+	if st != 200 || fmt.Sprint(res["rows"].([]any)[0].([]any)[0]) != "8" {
+		t.Errorf("join: %d %v", st, res)
+	}
+
+	for _, tc := range []struct{ name, body, want string }{
+		{"unknown column", `{"query":"SELECT prcie FROM penguins"}`, "column"},
+		{"syntax", `{"query":"SELEC 1"}`, "syntax"},
+		{"file read", `{"query":"SELECT * FROM read_csv('/etc/passwd')"}`, ""},
+		{"empty", `{"query":"  "}`, "query"},
+	} {
+		st, res := ts.post(t, base+"/sql", ts.alice, tc.body)
+		msg := fmt.Sprint(res["error"])
+		if st != 400 || !strings.Contains(strings.ToLower(msg), tc.want) {
+			t.Errorf("%s: got %d %s, want 400 mentioning %q", tc.name, st, msg, tc.want)
+		}
+	}
+
+	// Bob sees none of it.
+	if st, _ := ts.post(t, base+"/sql", ts.bob, `{"query":"SELECT 1"}`); st != 404 {
+		t.Errorf("bob's sql on alice's conversation: got %d, want 404", st)
+	}
+	if st, _ := ts.upload(t, base+"/datasets", ts.bob, "testdata/penguins.csv", "file"); st != 404 {
+		t.Errorf("bob's upload: got %d, want 404", st)
+	}
+
+	// Another conversation of alice's cannot see these tables.
+	other := ts.newConversation(t, ts.alice)
+	if st, _ := ts.post(t, "/api/conversations/"+other+"/sql", ts.alice, `{"query":"SELECT count(*) FROM penguins"}`); st != 400 {
+		t.Errorf("other conversation: got %d, want 400 (no such table)", st)
+	}
+
+	// Delete a dataset: the table is gone.
+	req, _ := http.NewRequest("DELETE", ts.URL+base+"/datasets/"+p["id"].(string), nil)
+	req.Header.Set("X-API-Key", ts.alice)
+	if st, _ := doJSON(t, req); st != 204 {
+		t.Errorf("delete dataset: got %d", st)
+	}
+	if st, _ := ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT * FROM alltypes_plain"}`); st != 400 {
+		t.Errorf("query deleted table: got %d, want 400", st)
+	}
+	req, _ = http.NewRequest("GET", ts.URL+base+"/datasets", nil)
+	req.Header.Set("X-API-Key", ts.alice)
+	if st, list := doJSON(t, req); st != 200 || len(list["datasets"].([]any)) != 2 {
+		t.Errorf("list: %d %v", st, list)
+	}
+}
+
+func toFloat(v any) float64 {
+	switch v := v.(type) {
+	case float64:
+		return v
+	case string:
+		f, _ := strconv.ParseFloat(v, 64)
+		return f
+	}
+	return -1
+}
+
+func TestDatasetUploadRefusals(t *testing.T) {
+	ts := newTestServer(t)
+	conv := ts.newConversation(t, ts.alice)
+	base := "/api/conversations/" + conv
+	bad := t.TempDir() + "/notes.csv"
+	os.WriteFile(bad, []byte{0x00, 0x01, 0x02, 0xff, 0xfe, 0x00, 0x00}, 0o600)
+	if st, res := ts.upload(t, base+"/datasets", ts.alice, bad, "file"); st != 400 || !strings.Contains(fmt.Sprint(res), "notes.csv") {
+		t.Errorf("binary junk: got %d %v, want 400 naming the file", st, res)
+	}
+	if st, _ := ts.upload(t, base+"/datasets", ts.alice, "testdata/penguins.csv", "upload"); st != 400 {
+		t.Errorf("wrong field: got %d, want 400", st)
+	}
+	if st, _ := ts.post(t, base+"/datasets", ts.alice, `{"url":"file:///etc/passwd"}`); st != 400 {
+		t.Errorf("file URL: got %d, want 400", st)
+	}
+	if st, _ := ts.post(t, base+"/datasets", ts.alice, `{}`); st != 400 {
+		t.Errorf("no url: got %d, want 400", st)
+	}
+	ts.MaxDatasetBytes = 1000
+	if st, res := ts.upload(t, base+"/datasets", ts.alice, "testdata/penguins.csv", "file"); st != 400 {
+		t.Errorf("too large: got %d %v, want 400", st, res)
+	}
+}
+
+func TestDatasetFromURL(t *testing.T) {
+	ts := newTestServer(t)
+	conv := ts.newConversation(t, ts.alice)
+	base := "/api/conversations/" + conv
+	csvBytes, _ := os.ReadFile("testdata/penguins.csv")
+	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/data/penguins.csv":
+			w.Write(csvBytes)
+		case "/redirect":
+			// 127.0.0.2 is loopback too, but outside the allowed 127.0.0.1/32.
+			http.Redirect(w, r, strings.Replace("http://"+r.Host, "127.0.0.1", "127.0.0.2", 1)+"/data/penguins.csv", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer files.Close()
+
+	st, d := ts.post(t, base+"/datasets", ts.alice, `{"url":"`+files.URL+`/data/penguins.csv","name":"Birds"}`)
+	if st != 201 || d["name"] != "birds" || d["row_count"] != float64(344) {
+		t.Fatalf("url dataset: %d %v", st, d)
+	}
+	if st, res := ts.post(t, base+"/datasets", ts.alice, `{"url":"`+files.URL+`/redirect"}`); st != 400 || !strings.Contains(fmt.Sprint(res), "127.0.0.2") {
+		t.Errorf("redirect to 127.0.0.2: got %d %v, want 400 naming the address", st, res)
+	}
+	if st, _ := ts.post(t, base+"/datasets", ts.alice, `{"url":"`+files.URL+`/missing.csv"}`); st != 400 {
+		t.Errorf("404 URL: got %d, want 400", st)
+	}
+}

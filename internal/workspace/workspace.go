@@ -1,0 +1,238 @@
+// Package workspace is a conversation's data — its datasets and documents —
+// and the operations over them: adding and removing files, running sandboxed
+// SQL, searching documents. The HTTP API, the chat turn, the command line and
+// the MCP server all go through it.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"datachat"
+	"datachat/internal/chat"
+	"datachat/internal/dataset"
+	"datachat/internal/duckdb"
+)
+
+// Workspace coordinates the store, the dataset loader and the SQL engine.
+type Workspace struct {
+	Store  datachat.Store
+	Loader *dataset.Loader
+	Engine *duckdb.Engine
+	Docs   Documents // nil: documents are not available
+	Logger *slog.Logger
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // per conversation, so table names don't race
+}
+
+// Documents is the document pipeline and index, as the workspace uses it.
+type Documents interface {
+	// Add extracts, chunks and indexes a document read from r.
+	Add(ctx context.Context, conversationID string, r io.Reader, filename string, metadata map[string]string) (*datachat.Document, []*datachat.Chunk, error)
+	Search(ctx context.Context, conversationID, query string, topK int, filters map[string]any) ([]datachat.Source, float64, error)
+	DeleteDocument(ctx context.Context, conversationID, documentID string) error
+	DeleteConversation(ctx context.Context, conversationID string) error
+}
+
+func (w *Workspace) lock(conversationID string) func() {
+	w.mu.Lock()
+	if w.locks == nil {
+		w.locks = map[string]*sync.Mutex{}
+	}
+	l := w.locks[conversationID]
+	if l == nil {
+		l = &sync.Mutex{}
+		w.locks[conversationID] = l
+	}
+	w.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// AddUpload stores an uploaded file as a dataset of the conversation. name, if
+// not empty, is the table name wanted (made valid and unique).
+func (w *Workspace) AddUpload(ctx context.Context, conversationID string, r io.Reader, filename, name string) (*datachat.Dataset, error) {
+	st, err := w.Loader.Ingest(ctx, r, filename)
+	if err != nil {
+		return nil, err
+	}
+	return w.register(ctx, conversationID, st, name)
+}
+
+// AddURL downloads a Parquet or CSV file as a dataset of the conversation.
+func (w *Workspace) AddURL(ctx context.Context, conversationID, url, name string) (*datachat.Dataset, error) {
+	st, err := w.Loader.Fetch(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return w.register(ctx, conversationID, st, name)
+}
+
+// register names a stored file uniquely within the conversation and records
+// it; on failure the file is removed, so nothing half-loaded remains.
+func (w *Workspace) register(ctx context.Context, conversationID string, st *dataset.Stored, name string) (*datachat.Dataset, error) {
+	unlock := w.lock(conversationID)
+	defer unlock()
+	existing, err := w.Store.Datasets(ctx, conversationID)
+	if err != nil {
+		w.Loader.Remove(st.Path)
+		return nil, err
+	}
+	taken := make([]string, len(existing))
+	for i, d := range existing {
+		taken[i] = d.Name
+	}
+	base := st.Source
+	if name != "" {
+		base = name
+	}
+	d := &datachat.Dataset{
+		ConversationID: conversationID,
+		Name:           dataset.TableName(base, taken),
+		Source:         st.Source,
+		Format:         st.SourceFormat,
+		Path:           st.Path,
+		Columns:        st.Columns,
+		RowCount:       st.RowCount,
+		Bytes:          st.Bytes,
+	}
+	if err := w.Store.CreateDataset(ctx, d); err != nil {
+		w.Loader.Remove(st.Path)
+		return nil, err
+	}
+	w.Engine.Evict(conversationID)
+	w.Logger.Info("dataset added", slog.String("conversation_id", conversationID), slog.String("dataset_id", d.ID),
+		slog.String("table", d.Name), slog.Int64("rows", d.RowCount), slog.Int64("bytes", d.Bytes))
+	return d, nil
+}
+
+// Datasets lists the conversation's datasets.
+func (w *Workspace) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
+	return w.Store.Datasets(ctx, conversationID)
+}
+
+// DeleteDataset removes a dataset and its file.
+func (w *Workspace) DeleteDataset(ctx context.Context, conversationID, id string) error {
+	unlock := w.lock(conversationID)
+	defer unlock()
+	d, err := w.Store.Dataset(ctx, conversationID, id)
+	if err != nil {
+		return err
+	}
+	if err := w.Store.DeleteDataset(ctx, conversationID, id); err != nil {
+		return err
+	}
+	w.Engine.Evict(conversationID)
+	if err := w.Loader.Remove(d.Path); err != nil {
+		w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
+	}
+	return nil
+}
+
+// DeleteConversation removes a user's conversation with its files and index.
+func (w *Workspace) DeleteConversation(ctx context.Context, userID, conversationID string) error {
+	if _, err := w.Store.Conversation(ctx, userID, conversationID); err != nil {
+		return err
+	}
+	datasets, err := w.Store.Datasets(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	if err := w.Store.DeleteConversation(ctx, userID, conversationID); err != nil {
+		return err
+	}
+	w.Engine.Evict(conversationID)
+	for _, d := range datasets {
+		if err := w.Loader.Remove(d.Path); err != nil {
+			w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
+		}
+	}
+	if w.Docs != nil {
+		if err := w.Docs.DeleteConversation(ctx, conversationID); err != nil {
+			w.Logger.Warn("remove document index", slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
+		}
+	}
+	return nil
+}
+
+// tables are the engine's view of the conversation's datasets.
+func (w *Workspace) tables(ctx context.Context, conversationID string) ([]duckdb.Table, error) {
+	ds, err := w.Store.Datasets(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]duckdb.Table, len(ds))
+	for i, d := range ds {
+		ts[i] = duckdb.Table{Name: d.Name, Path: filepath.Join(w.Loader.Dir(), d.Path)}
+	}
+	return ts, nil
+}
+
+// Query runs one SQL statement over the conversation's datasets. A query the
+// user or model can correct answers EINVALID with the engine's explanation.
+func (w *Workspace) Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error) {
+	ts, err := w.tables(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := w.Engine.Query(ctx, conversationID, ts, sql)
+	return r, queryError(err)
+}
+
+// EstimateRows asks DuckDB's planner how many rows sql would return.
+func (w *Workspace) EstimateRows(ctx context.Context, conversationID, sql string) (int64, error) {
+	ts, err := w.tables(ctx, conversationID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := w.Engine.EstimateRows(ctx, conversationID, ts, sql)
+	return n, queryError(err)
+}
+
+// queryError turns the engine's QueryError into an EINVALID error whose message
+// names the kind of failure; other errors pass unchanged.
+func queryError(err error) error {
+	var qe *duckdb.QueryError
+	if err != nil && errors.As(err, &qe) && datachat.ErrorCode(err) == datachat.EINTERNAL {
+		return datachat.WrapError(datachat.EINVALID, qe.Error(), err)
+	}
+	return err
+}
+
+// LoadURL is the chat's load_dataset tool.
+func (w *Workspace) LoadURL(ctx context.Context, conversationID, url string) (*datachat.Dataset, error) {
+	return w.AddURL(ctx, conversationID, url, "")
+}
+
+// HasDocuments reports whether the conversation has any document.
+func (w *Workspace) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
+	if w.Docs == nil {
+		return false, nil
+	}
+	docs, err := w.Store.Documents(ctx, conversationID)
+	return len(docs) > 0, err
+}
+
+// Search retrieves the chunks of the conversation's documents most relevant to q.
+func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error) {
+	if w.Docs == nil {
+		return &chat.SearchResult{}, nil
+	}
+	start := time.Now()
+	sources, embedMS, err := w.Docs.Search(ctx, conversationID, q.Text, q.TopK, q.Filters)
+	if err != nil {
+		return nil, fmt.Errorf("search documents: %w", err)
+	}
+	return &chat.SearchResult{
+		Sources:     sources,
+		EmbeddingMS: embedMS,
+		RetrievalMS: float64(time.Since(start).Microseconds()) / 1000,
+	}, nil
+}
