@@ -78,8 +78,8 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 		}
 		var n int
 		if err := tx.QueryRow(ctx,
-			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = $1 AND at > $2 AND at <= $3`,
-			userID, start, now).Scan(&n); err != nil {
+			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = $1 AND at > $2`,
+			userID, start).Scan(&n); err != nil {
 			return err
 		}
 		if n < limit {
@@ -91,8 +91,8 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 		// window for the count to drop below limit.
 		var oldest time.Time
 		if err := tx.QueryRow(ctx, `
-			SELECT at FROM rate_limit_events WHERE user_id = $1 AND at > $2 AND at <= $3
-			ORDER BY at LIMIT 1 OFFSET $4`, userID, start, now, n-limit).Scan(&oldest); err != nil {
+			SELECT at FROM rate_limit_events WHERE user_id = $1 AND at > $2
+			ORDER BY at LIMIT 1 OFFSET $3`, userID, start, n-limit).Scan(&oldest); err != nil {
 			return err
 		}
 		retry = oldest.Add(window).Sub(now)

@@ -69,8 +69,8 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 		}
 		var n int
 		if err := tx.QueryRowContext(ctx,
-			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = ? AND at > ? AND at <= ?`,
-			userID, ts(start), ts(now)).Scan(&n); err != nil {
+			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = ? AND at > ?`,
+			userID, ts(start)).Scan(&n); err != nil {
 			return err
 		}
 		if n < limit {
@@ -82,8 +82,8 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 		// window for the count to drop below limit.
 		var oldest time.Time
 		if err := tx.QueryRowContext(ctx, `
-			SELECT at FROM rate_limit_events WHERE user_id = ? AND at > ? AND at <= ?
-			ORDER BY at LIMIT 1 OFFSET ?`, userID, ts(start), ts(now), n-limit).Scan(scanTime{&oldest}); err != nil {
+			SELECT at FROM rate_limit_events WHERE user_id = ? AND at > ?
+			ORDER BY at LIMIT 1 OFFSET ?`, userID, ts(start), n-limit).Scan(scanTime{&oldest}); err != nil {
 			return err
 		}
 		retry = oldest.Add(window).Sub(now)
