@@ -145,4 +145,3 @@ func ollamaAnswers(host string) bool {
 	c.Close()
 	return true
 }
-

@@ -624,7 +624,8 @@ func (t *turn) call(ctx context.Context) (string, []datachat.ModelToolCall, erro
 				tc.Args = json.RawMessage(`{}`)
 			}
 			calls = append(calls, tc)
-		case ev.Usage != nil:
+		case ev.Usage != nil && (ev.Usage.Input > 0 || ev.Usage.Output > 0):
+			// A provider that reports nothing sends zeros: estimate instead.
 			reported = true
 			t.state.Usage.Input += ev.Usage.Input
 			t.state.Usage.Output += ev.Usage.Output

@@ -849,6 +849,16 @@ func testTakeRequest(t *testing.T, s datachat.Store) {
 	if err != nil || !ok {
 		t.Errorf("TakeRequest with limit 0 (off): got %v, %v; want true, nil", ok, err)
 	}
+
+	// Callers read the clock before they wait for the lock, so a request can
+	// arrive with an earlier now than ones already admitted: those count too.
+	carol := mustUser(t, s, "carol")
+	for i := range limit {
+		take(carol.ID, t0.Add(time.Duration(10+i)*time.Millisecond), true, 0)
+	}
+	if ok, _, _ := s.TakeRequest(ctx, carol.ID, t0, window, limit); ok {
+		t.Errorf("TakeRequest with an earlier now: admitted beyond the limit")
+	}
 }
 
 func testTakeRequestConcurrent(t *testing.T, s datachat.Store) {
