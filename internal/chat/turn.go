@@ -177,9 +177,13 @@ type Outcome struct {
 	Message      *datachat.Message // the assistant message
 	Usage        datachat.TokenCount
 	Sources      []datachat.Source
-	Confirmation *datachat.Confirmation // set when the turn waits for the user
-	EmbeddingMS  float64                // spent embedding the retrieval query
-	RetrievalMS  float64                // spent retrieving excerpts, embedding included
+	Confirmation *datachat.Confirmation // set when the turn waits for the user: send confirmation_required
+	// Complete is the chat_complete to send when the turn completed or was
+	// cancelled. The caller sends it once it is ready for the next turn, so a
+	// client answering chat_complete at once is never told a turn still runs.
+	Complete    *CompleteEvent
+	EmbeddingMS float64 // spent embedding the retrieval query
+	RetrievalMS float64 // spent retrieving excerpts, embedding included
 }
 
 // NotConfiguredError is the error of a turn with no provider configured.
@@ -923,7 +927,8 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 	return true, nil
 }
 
-// pause stores the turn's state with its confirmation and asks the user.
+// pause stores the turn's state with its confirmation; the caller asks the
+// user (Outcome.Confirmation) once it is ready for the answer.
 func (t *turn) pause(ctx context.Context) error {
 	c := t.confirmation
 	state, err := json.Marshal(t.state)
@@ -931,11 +936,7 @@ func (t *turn) pause(ctx context.Context) error {
 		return err
 	}
 	c.State = state
-	if err := t.r.Store.CreateConfirmation(ctx, c); err != nil {
-		return err
-	}
-	t.emit("confirmation_required", ConfirmationEvent{ID: c.ID, Action: c.Action, Parameters: c.Parameters, Explanation: c.Explanation})
-	return nil
+	return t.r.Store.CreateConfirmation(ctx, c)
 }
 
 // answerConfirmation gives the model the user's answer to the paused call:
@@ -1034,11 +1035,11 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 		return out, t.pause(sctx)
 	}
 	if status == datachat.StatusComplete || status == datachat.StatusCancelled {
-		t.emit("chat_complete", CompleteEvent{
+		out.Complete = &CompleteEvent{
 			MessageID: t.msg.ID, Status: status,
 			InputTokens: t.state.Usage.Input, OutputTokens: t.state.Usage.Output,
 			TotalTokens: t.state.Usage.Input + t.state.Usage.Output, Sources: out.Sources,
-		})
+		}
 	}
 	return out, err
 }

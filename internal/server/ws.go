@@ -81,9 +81,7 @@ func (ss *wsSession) run(ctx context.Context) {
 	}()
 
 	if p, err := ss.s.Store.PendingConfirmation(ctx, ss.conv.ID); err == nil {
-		ss.send(ctx, chat.Event{Type: "confirmation_required", Data: chat.ConfirmationEvent{
-			ID: p.ID, Action: p.Action, Parameters: p.Parameters, Explanation: p.Explanation,
-		}})
+		ss.sendConfirmation(ctx, p)
 	}
 
 	for {
@@ -163,18 +161,20 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	ss.turns.Add(1)
 	go func() {
 		defer ss.turns.Done()
-		defer func() {
-			ss.mu.Lock()
-			ss.turnCancel = nil
-			ss.mu.Unlock()
-			cancel()
-		}()
+		defer cancel()
 		sink := func(ev chat.Event) { ss.send(ctx, ev) }
 		start := time.Now()
 		out, err := fn(tctx, sink)
+		ss.mu.Lock()
+		ss.turnCancel = nil // ready for the next turn before the client hears this one ended
+		ss.mu.Unlock()
 		if err != nil {
 			ss.log.Warn("chat turn failed", slog.String("conversation_id", ss.conv.ID), slog.String("error", err.Error()))
 			ss.sendError(ctx, err)
+		} else if out != nil && out.Complete != nil {
+			ss.send(ctx, chat.Event{Type: "chat_complete", Data: out.Complete})
+		} else if out != nil && out.Confirmation != nil {
+			ss.sendConfirmation(ctx, out.Confirmation)
 		}
 		if out != nil && out.Message != nil {
 			ss.log.Info("chat turn", slog.String("conversation_id", ss.conv.ID), slog.String("status", out.Message.Status),
@@ -202,6 +202,12 @@ func (ss *wsSession) send(ctx context.Context, ev chat.Event) {
 	case ss.out <- ev:
 	case <-ctx.Done():
 	}
+}
+
+func (ss *wsSession) sendConfirmation(ctx context.Context, c *datachat.Confirmation) {
+	ss.send(ctx, chat.Event{Type: "confirmation_required", Data: chat.ConfirmationEvent{
+		ID: c.ID, Action: c.Action, Parameters: c.Parameters, Explanation: c.Explanation,
+	}})
 }
 
 func (ss *wsSession) sendError(ctx context.Context, err error) {
