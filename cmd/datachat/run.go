@@ -57,6 +57,8 @@ Commands:
   keys create --user NAME                 create an API key (printed once)
   keys list                               list API keys
   keys revoke ID                          revoke an API key
+  ask [--data FILE_OR_URL]… [--doc FILE]… "question"
+                                          one chat turn in the terminal
   migrate                                 apply pending database migrations
 
 Configuration comes from the environment (see README.md); --config FILE reads
@@ -78,7 +80,7 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	}
 	m.Command, m.Args = fs.Arg(0), fs.Args()[1:]
 	switch m.Command {
-	case "serve", "keys", "migrate":
+	case "serve", "keys", "migrate", "sql", "ask":
 	case "help", "-h", "--help":
 		fs.Usage()
 		return flag.ErrHelp
@@ -111,6 +113,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runKeys(ctx)
 	case "migrate":
 		return m.runMigrate(ctx)
+	case "sql":
+		return m.runSQL(ctx)
+	case "ask":
+		return m.runAsk(ctx)
 	}
 	return fmt.Errorf("unknown command %q", m.Command)
 }

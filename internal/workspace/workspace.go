@@ -236,3 +236,43 @@ func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.Se
 		RetrievalMS: float64(time.Since(start).Microseconds()) / 1000,
 	}, nil
 }
+
+// errNoDocuments answers document operations when no document pipeline is set.
+var errNoDocuments = datachat.Errorf(datachat.EINVALID, "Documents are not available on this server.")
+
+// AddDocument extracts, chunks, indexes and stores a document read from r.
+func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io.Reader, filename string, metadata map[string]string) (*datachat.Document, error) {
+	if w.Docs == nil {
+		return nil, errNoDocuments
+	}
+	d, chunks, err := w.Docs.Add(ctx, conversationID, r, filename, metadata)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Store.CreateDocument(ctx, d, chunks); err != nil {
+		w.Docs.DeleteDocument(ctx, conversationID, d.ID)
+		return nil, err
+	}
+	w.Logger.Info("document added", slog.String("conversation_id", conversationID), slog.String("document_id", d.ID),
+		slog.String("name", d.Name), slog.Int("pages", d.Pages), slog.Int("chunks", d.Chunks))
+	return d, nil
+}
+
+// Documents lists the conversation's documents.
+func (w *Workspace) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
+	return w.Store.Documents(ctx, conversationID)
+}
+
+// DeleteDocument removes a document from the store and the index.
+func (w *Workspace) DeleteDocument(ctx context.Context, conversationID, id string) error {
+	if _, err := w.Store.Document(ctx, conversationID, id); err != nil {
+		return err
+	}
+	if err := w.Store.DeleteDocument(ctx, conversationID, id); err != nil {
+		return err
+	}
+	if w.Docs != nil {
+		return w.Docs.DeleteDocument(ctx, conversationID, id)
+	}
+	return nil
+}

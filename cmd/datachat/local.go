@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"datachat"
+	"datachat/internal/chat"
+	"datachat/internal/dataset"
+	"datachat/internal/duckdb"
+	"datachat/internal/sqlite"
+	"datachat/internal/workspace"
+)
+
+// listFlag is a flag that may be given several times, one value each.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// runSQL is `datachat sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"`:
+// the sandboxed engine over the given files, with no LLM and no database.
+func (m *Main) runSQL(ctx context.Context) error {
+	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	var data listFlag
+	fs.Var(&data, "data", "a Parquet or CSV file or URL (repeatable); tables are named from the file names, in order")
+	format := fs.String("format", "table", "output format: table, csv or json")
+	if err := fs.Parse(m.Args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New(`sql: want exactly one SQL statement as the last argument, after the flags: datachat sql --data FILE "SELECT …"`)
+	}
+	if *format != "table" && *format != "csv" && *format != "json" {
+		return fmt.Errorf("sql: --format %q: want table, csv or json", *format)
+	}
+	dir, err := os.MkdirTemp("", "datachat-sql-")
+	if err != nil {
+		return err
+	}
+	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
+	ws, err := m.newWorkspaceAt(dir)
+	if err != nil {
+		return err
+	}
+	var tables []duckdb.Table
+	var taken []string
+	for _, src := range data {
+		st, err := m.ingest(ctx, ws.Loader, src)
+		if err != nil {
+			return err
+		}
+		name := dataset.TableName(st.Source, taken)
+		taken = append(taken, name)
+		tables = append(tables, duckdb.Table{Name: name, Path: filepath.Join(ws.Loader.Dir(), st.Path)})
+		fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", name, st.Source, st.RowCount)
+	}
+	res, err := ws.Engine.Query(ctx, "cli", tables, fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("sql: %s", datachat.ErrorMessage(err))
+	}
+	switch *format {
+	case "csv":
+		return duckdb.WriteCSV(m.Stdout, res)
+	case "json":
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(res)
+	}
+	if err := duckdb.WriteTable(m.Stdout, res); err != nil {
+		return err
+	}
+	if res.Truncated {
+		fmt.Fprintf(m.Stderr, "(%d rows shown; the result had more)\n", res.RowCount)
+	}
+	return nil
+}
+
+// ingest loads one --data argument: a URL, or a local file.
+func (m *Main) ingest(ctx context.Context, loader *dataset.Loader, src string) (*dataset.Stored, error) {
+	if isURL(src) {
+		return loader.Fetch(ctx, src)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
+	defer f.Close()
+	return loader.Ingest(ctx, f, filepath.Base(src))
+}
+
+// newWorkspaceAt builds a workspace over a fresh SQLite store in dir.
+func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "datachat.db"))
+	if err != nil {
+		return nil, err
+	}
+	m.closers = append(m.closers, st.Close)
+	if err := st.Migrate(context.Background()); err != nil {
+		return nil, err
+	}
+	return m.newWorkspace(st, dir)
+}
+
+// runAsk is `datachat ask --data FILE_OR_URL… "question"`: one turn in the
+// terminal, the answer streamed to stdout and tool calls to stderr.
+func (m *Main) runAsk(ctx context.Context) error {
+	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	var data, docs listFlag
+	fs.Var(&data, "data", "a Parquet or CSV file or URL (repeatable)")
+	fs.Var(&docs, "doc", "a PDF, DOCX, Markdown, HTML or text document (repeatable)")
+	if err := fs.Parse(m.Args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New(`ask: want the question as the last argument, after the flags: datachat ask --data FILE "question"`)
+	}
+	dir, err := os.MkdirTemp("", "datachat-ask-")
+	if err != nil {
+		return err
+	}
+	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
+	ws, err := m.newWorkspaceAt(dir)
+	if err != nil {
+		return err
+	}
+	runner, err := m.newRunner(ws.Store, ws)
+	if err != nil {
+		return err
+	}
+	if runner.Model == nil {
+		ev := chat.ErrorEventFor(chat.NotConfiguredError())
+		return fmt.Errorf("%s %s", ev.Reason, ev.SuggestedAction)
+	}
+	user, err := ws.Store.EnsureUser(ctx, "local")
+	if err != nil {
+		return err
+	}
+	conv := &datachat.Conversation{UserID: user.ID, Title: "datachat ask"}
+	if err := ws.Store.CreateConversation(ctx, conv); err != nil {
+		return err
+	}
+	for _, src := range data {
+		var d *datachat.Dataset
+		if isURL(src) {
+			d, err = ws.AddURL(ctx, conv.ID, src, "")
+		} else {
+			d, err = m.addFile(ctx, ws, conv.ID, src)
+		}
+		if err != nil {
+			return fmt.Errorf("--data %s: %s", src, datachat.ErrorMessage(err))
+		}
+		fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
+	}
+	if len(docs) > 0 {
+		if err := m.addDocs(ctx, ws, conv.ID, docs); err != nil {
+			return err
+		}
+	}
+	sink := func(ev chat.Event) { m.printEvent(ev) }
+	out, err := runner.Send(ctx, user, conv.ID, fs.Arg(0), chat.TurnOptions{}, sink)
+	for err == nil && out != nil && out.Confirmation != nil {
+		c := out.Confirmation
+		fmt.Fprintf(m.Stderr, "\n? %s\n  %s %s\n  approve? [y/N] ", c.Explanation, c.Action, c.Parameters)
+		approved := readYes(os.Stdin)
+		out, err = runner.Confirm(ctx, user, conv.ID, c.ID, approved, "", sink)
+	}
+	fmt.Fprintln(m.Stdout)
+	if err != nil {
+		ev := chat.ErrorEventFor(err)
+		return fmt.Errorf("%s", strings.TrimSpace(strings.Join([]string{ev.Message, ev.Reason, ev.SuggestedAction}, " ")))
+	}
+	if c := out.Complete; c != nil {
+		fmt.Fprintf(m.Stderr, "(%s; %d input + %d output tokens)\n", c.Status, c.InputTokens, c.OutputTokens)
+		if len(c.Sources) > 0 {
+			fmt.Fprintln(m.Stderr, "sources:")
+			for i, s := range c.Sources {
+				fmt.Fprintf(m.Stderr, "  [%d] %v, page %v\n", i+1, s.Metadata["document"], s.Metadata["page"])
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Main) addFile(ctx context.Context, ws *workspace.Workspace, conversationID, path string) (*datachat.Dataset, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ws.AddUpload(ctx, conversationID, f, filepath.Base(path), "")
+}
+
+// printEvent shows a turn's events in the terminal: the answer on stdout,
+// everything else on stderr.
+func (m *Main) printEvent(ev chat.Event) {
+	switch d := ev.Data.(type) {
+	case chat.TokenEvent:
+		fmt.Fprint(m.Stdout, d.Token)
+	case chat.ToolCallStartEvent:
+		fmt.Fprintf(m.Stderr, "\n→ %s %s\n", d.Tool, d.Args)
+	case chat.ToolCallResultEvent:
+		if !d.OK {
+			fmt.Fprintf(m.Stderr, "✗ %s: %s\n", d.Tool, d.Error)
+		} else if d.RowCount != nil {
+			fmt.Fprintf(m.Stderr, "✓ %d rows in %.0f ms\n", *d.RowCount, *d.ElapsedMS)
+		} else {
+			fmt.Fprintf(m.Stderr, "✓ %s\n", firstLine(d.Content))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func readYes(r io.Reader) bool {
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	line = strings.ToLower(strings.TrimSpace(line))
+	return line == "y" || line == "yes"
+}
+
+// addDocs adds --doc files to the conversation.
+func (m *Main) addDocs(ctx context.Context, ws *workspace.Workspace, conversationID string, paths []string) error {
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("--doc: %w", err)
+		}
+		d, err := ws.AddDocument(ctx, conversationID, f, filepath.Base(p), nil)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--doc %s: %s", p, datachat.ErrorMessage(err))
+		}
+		fmt.Fprintf(m.Stderr, "document %s: %d pages, %d chunks\n", d.Name, d.Pages, d.Chunks)
+	}
+	return nil
+}
