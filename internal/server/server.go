@@ -81,6 +81,10 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/conversations/{id}/datasets", s.auth(s.listDatasets))
 	mux.Handle("DELETE /api/conversations/{id}/datasets/{dataset_id}", s.auth(s.deleteDataset))
 	mux.Handle("POST /api/conversations/{id}/sql", s.auth(s.runSQL))
+	mux.Handle("POST /api/conversations/{id}/documents", s.auth(s.createDocument))
+	mux.Handle("GET /api/conversations/{id}/documents", s.auth(s.listDocuments))
+	mux.Handle("DELETE /api/conversations/{id}/documents/{doc_id}", s.auth(s.deleteDocument))
+	mux.Handle("POST /api/conversations/{id}/search", s.auth(s.search))
 
 	mux.Handle("GET /ws", s.auth(s.serveWS))
 	mux.Handle("POST /chat/query", s.auth(s.chatQuery))

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"datachat/internal/llmtest"
+)
+
+// needTool skips when a tool the test needs is missing, except in CI, which
+// installs everything (.ci/run) and must never skip.
+func needTool(t *testing.T, what, hint string, ok bool) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing in CI: %s", what, hint)
+	}
+	t.Skipf("%s is missing: %s", what, hint)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// TestBrowser runs web/e2e/run.mjs — Playwright driving Debian's Chromium —
+// against a real `datachat serve` whose provider is the OpenAI fake playing
+// web/e2e/llmfake-script.json.
+func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	node, err := exec.LookPath("node")
+	needTool(t, "node", "install Node.js 20", err == nil)
+	e2e, _ := filepath.Abs("../../web/e2e")
+	needTool(t, "web/e2e/node_modules", "run (cd web/e2e && npm ci)", exists(filepath.Join(e2e, "node_modules", "playwright-core")))
+	needTool(t, "chromium", "apt-get install -y chromium", exists("/usr/bin/chromium"))
+
+	script, err := llmtest.LoadScript(filepath.Join(e2e, "llmfake-script.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, script)
+	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL})
+	m, _ := startServe(t, env)
+	key, _, err := runMain(t, env, "keys", "create", "--user", "browser")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := os.Getenv("DATACHAT_E2E_SHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	csv, _ := filepath.Abs("testdata/penguins.csv")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(e2e, "run.mjs"))
+	cmd.Env = append(os.Environ(),
+		"DATACHAT_E2E_URL=http://"+m.Addr(),
+		"DATACHAT_E2E_KEY="+strings.TrimSpace(key),
+		"DATACHAT_E2E_CSV="+csv,
+		"DATACHAT_E2E_SHOTS="+shots,
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	t.Logf("browser run (screenshots in %s):\n%s", shots, out.String())
+	if err != nil {
+		t.Fatalf("browser scenario failed: %v", err)
+	}
+}
