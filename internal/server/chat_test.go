@@ -484,7 +484,7 @@ func TestChatConfirmation(t *testing.T) {
 		}
 		c2.send("confirm_action", map[string]any{"id": conf.ID, "approved": true})
 		evs = c2.until("chat_complete")
-		_, female := countWhere(t, "FEMALE")
+		female := countSex(t, "FEMALE")
 		if !strings.Contains(tokens(evs), fmt.Sprintf("There are %d female penguins.", female)) {
 			t.Errorf("answer %q, want %d", tokens(evs), female)
 		}
@@ -538,15 +538,19 @@ func TestChatConfirmation(t *testing.T) {
 	})
 }
 
-func countWhere(t *testing.T, sex string) (int, int) {
-	b, _ := os.ReadFile("testdata/penguins.csv")
+// countSex counts the penguins of one sex in the CSV, independently of DuckDB.
+func countSex(t *testing.T, sex string) int {
+	b, err := os.ReadFile("testdata/penguins.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
 	n := 0
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.HasSuffix(strings.TrimSpace(line), ","+sex) {
 			n++
 		}
 	}
-	return 0, n
+	return n
 }
 
 func (ts *testServer) getJSON(t *testing.T, url string) (int, map[string]any) {
@@ -724,4 +728,55 @@ func cell(result string, row, col int) string {
 		return ""
 	}
 	return vals[col]
+}
+
+func TestChatFlushesWhileStreaming(t *testing.T) {
+	chunks := make([]string, 40)
+	for i := range chunks {
+		chunks[i] = fmt.Sprintf("t%d ", i)
+	}
+	cs := newChatServer(t, llmtest.Gemini, llmtest.Script{Turns: []llmtest.Turn{{Text: chunks, Delay: llmtest.Duration(60 * time.Millisecond)}}})
+	conv := cs.newConversation(t, cs.alice)
+	c := cs.dial(t, conv, cs.alice)
+	c.send("chat_send", map[string]string{"content": "Stream slowly"})
+	var got []chat.Event
+	for len(find(got, "chat_token")) < 25 { // 1.5 s in
+		got = append(got, <-c.events)
+	}
+	m := cs.messages(t, conv)[1]
+	received := tokens(got)
+	if m.Status != "streaming" || m.Content == "" || !strings.HasPrefix(received, m.Content) {
+		t.Fatalf("mid-stream the store holds %q %q; the client has %q", m.Status, m.Content, received)
+	}
+	// At most a second (≈17 tokens at 60 ms) behind what the client has.
+	if behind := strings.Count(received, " ") - strings.Count(m.Content, " "); behind > 18 {
+		t.Errorf("stored text is %d tokens behind the client", behind)
+	}
+	c.until("chat_complete")
+}
+
+func TestChatCancelStopsRunningQuery(t *testing.T) {
+	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
+		{ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT sum(hash(i)) FROM range(100000000000) t(i)"}`)}},
+	}})
+	conv := cs.newConversation(t, cs.alice)
+	c := cs.dial(t, conv, cs.alice)
+	c.send("chat_send", map[string]string{"content": "Sum a lot"})
+	c.until("tool_call_start")
+	time.Sleep(200 * time.Millisecond) // the query is running
+	start := time.Now()
+	c.send("chat_cancel", map[string]any{})
+	evs := c.until("chat_complete")
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("cancel took %v", took)
+	}
+	done := decode[chat.CompleteEvent](t, find(evs, "chat_complete")[0])
+	if done.Status != "cancelled" {
+		t.Errorf("status %q", done.Status)
+	}
+	// The engine is free for the next query.
+	st, res := cs.post(t, "/api/conversations/"+conv+"/sql", cs.alice, `{"query":"SELECT 42"}`)
+	if st != 200 || fmt.Sprint(res["rows"]) != "[[42]]" {
+		t.Errorf("after cancel: %d %v", st, res)
+	}
 }
