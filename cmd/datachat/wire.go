@@ -18,6 +18,7 @@ import (
 	"datachat/internal/gemini"
 	"datachat/internal/ollama"
 	"datachat/internal/openai"
+	"datachat/internal/retrieval"
 	"datachat/internal/workspace"
 )
 
@@ -50,7 +51,36 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Works
 	if err != nil {
 		return nil, fmt.Errorf("dataset loader: %w", err)
 	}
-	return &workspace.Workspace{Store: st, Loader: loader, Engine: engine, Logger: m.Logger}, nil
+	embedder, err := m.newEmbedder()
+	if err != nil {
+		return nil, err
+	}
+	index, err := retrieval.Open(context.Background(), retrieval.Options{
+		Path: filepath.Join(dataDir, "index.db"), Embedder: embedder, Logger: m.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open document index: %w", err)
+	}
+	m.closers = append(m.closers, index.Close)
+	return &workspace.Workspace{
+		Store: st, Loader: loader, Engine: engine, Index: index, Logger: m.Logger,
+		MaxDocumentBytes: cfg.MaxDocumentBytes,
+	}, nil
+}
+
+// newEmbedder returns the client of EMBEDDING_PROVIDER, or nil (full-text
+// retrieval only) when it is not set.
+func (m *Main) newEmbedder() (chat.Embedder, error) {
+	cfg := m.Config
+	if cfg.EmbeddingProvider == "" {
+		return nil, nil
+	}
+	c, err := m.newClient(cfg.EmbeddingProvider, cfg.Model(cfg.EmbeddingProvider), cfg.EmbeddingModel)
+	if err != nil {
+		return nil, err
+	}
+	m.Logger.Info("embeddings", slog.String("provider", cfg.EmbeddingProvider), slog.String("model", cfg.EmbeddingModel))
+	return c, nil
 }
 
 // newRunner builds the chat runner with the configured provider, or none.
@@ -104,24 +134,28 @@ type chatModel interface {
 }
 
 func (m *Main) newModel(provider string) (chatModel, error) {
+	return m.newClient(provider, m.Config.Model(provider), m.Config.EmbeddingModel)
+}
+
+// newClient returns a provider's client for a chat model and an embedding model.
+func (m *Main) newClient(provider, model, embeddingModel string) (chatModel, error) {
 	cfg := m.Config
-	model := cfg.Model(provider)
 	switch provider {
 	case config.Gemini:
 		return gemini.New(gemini.Options{
-			APIKey: cfg.GeminiAPIKey, BaseURL: cfg.GeminiBaseURL, Model: model,
+			APIKey: cfg.GeminiAPIKey, BaseURL: cfg.GeminiBaseURL, Model: model, EmbeddingModel: embeddingModel,
 			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
 			Logger: m.Logger,
 		}), nil
 	case config.OpenAI:
 		return openai.New(openai.Options{
-			APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL, Model: model,
+			APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL, Model: model, EmbeddingModel: embeddingModel,
 			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
 			Logger: m.Logger,
 		}), nil
 	case config.Ollama:
 		return ollama.New(ollama.Options{
-			Host: cfg.OllamaHost, Model: model, NumCtx: cfg.OllamaNumCtx,
+			Host: cfg.OllamaHost, Model: model, EmbeddingModel: embeddingModel, NumCtx: cfg.OllamaNumCtx,
 			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
 			Logger: m.Logger,
 		}), nil

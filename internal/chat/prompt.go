@@ -131,7 +131,7 @@ func citation(s datachat.Source) string {
 			return fmt.Sprintf("%s, page %d", name, int(p))
 		}
 	}
-	if h, _ := s.Metadata["heading"].(string); h != "" {
+	if h, _ := s.Metadata["section"].(string); h != "" {
 		return fmt.Sprintf("%s, section %q", name, h)
 	}
 	return name

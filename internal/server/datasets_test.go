@@ -244,3 +244,13 @@ func TestDatasetFromURL(t *testing.T) {
 		t.Errorf("404 URL: got %d, want 400", st)
 	}
 }
+
+func mustRequest(t *testing.T, method, url, key string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", key)
+	return req
+}

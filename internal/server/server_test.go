@@ -16,6 +16,7 @@ import (
 	"datachat"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
+	"datachat/internal/retrieval"
 	"datachat/internal/sqlite"
 	"datachat/internal/workspace"
 )
@@ -50,7 +51,12 @@ func newTestServer(t *testing.T) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := &workspace.Workspace{Store: st, Loader: loader, Engine: engine, Logger: logger}
+	index, err := retrieval.Open(ctx, retrieval.Options{Path: filepath.Join(dir, "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { index.Close() })
+	ws := &workspace.Workspace{Store: st, Loader: loader, Engine: engine, Index: index, Logger: logger, MaxDocumentBytes: 64 << 20}
 	ts := &testServer{Server: &Server{Store: st, Logger: logger, Workspace: ws, MaxDatasetBytes: 64 << 20, MaxDocumentBytes: 64 << 20}}
 	key := func(name string) (string, string) {
 		u, err := st.EnsureUser(ctx, name)

@@ -18,6 +18,10 @@ import (
 	"datachat/internal/chat"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
+	"datachat/internal/extract"
+	"datachat/internal/retrieval"
+
+	"github.com/google/uuid"
 )
 
 // Workspace coordinates the store, the dataset loader and the SQL engine.
@@ -25,20 +29,13 @@ type Workspace struct {
 	Store  datachat.Store
 	Loader *dataset.Loader
 	Engine *duckdb.Engine
-	Docs   Documents // nil: documents are not available
+	Index  *retrieval.Index // nil: documents are not available
 	Logger *slog.Logger
+
+	MaxDocumentBytes int64 // largest document accepted; 0: no cap
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per conversation, so table names don't race
-}
-
-// Documents is the document pipeline and index, as the workspace uses it.
-type Documents interface {
-	// Add extracts, chunks and indexes a document read from r.
-	Add(ctx context.Context, conversationID string, r io.Reader, filename string, metadata map[string]string) (*datachat.Document, []*datachat.Chunk, error)
-	Search(ctx context.Context, conversationID, query string, topK int, filters map[string]any) ([]datachat.Source, float64, error)
-	DeleteDocument(ctx context.Context, conversationID, documentID string) error
-	DeleteConversation(ctx context.Context, conversationID string) error
 }
 
 func (w *Workspace) lock(conversationID string) func() {
@@ -154,8 +151,8 @@ func (w *Workspace) DeleteConversation(ctx context.Context, userID, conversation
 			w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
 		}
 	}
-	if w.Docs != nil {
-		if err := w.Docs.DeleteConversation(ctx, conversationID); err != nil {
+	if w.Index != nil {
+		if err := w.Index.DeleteConversation(ctx, conversationID); err != nil {
 			w.Logger.Warn("remove document index", slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
 		}
 	}
@@ -211,47 +208,45 @@ func (w *Workspace) LoadURL(ctx context.Context, conversationID, url string) (*d
 	return w.AddURL(ctx, conversationID, url, "")
 }
 
-// HasDocuments reports whether the conversation has any document.
-func (w *Workspace) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
-	if w.Docs == nil {
-		return false, nil
-	}
-	docs, err := w.Store.Documents(ctx, conversationID)
-	return len(docs) > 0, err
-}
-
-// Search retrieves the chunks of the conversation's documents most relevant to q.
-func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error) {
-	if w.Docs == nil {
-		return &chat.SearchResult{}, nil
-	}
-	start := time.Now()
-	sources, embedMS, err := w.Docs.Search(ctx, conversationID, q.Text, q.TopK, q.Filters)
-	if err != nil {
-		return nil, fmt.Errorf("search documents: %w", err)
-	}
-	return &chat.SearchResult{
-		Sources:     sources,
-		EmbeddingMS: embedMS,
-		RetrievalMS: float64(time.Since(start).Microseconds()) / 1000,
-	}, nil
-}
-
-// errNoDocuments answers document operations when no document pipeline is set.
+// errNoDocuments answers document operations when no index is set.
 var errNoDocuments = datachat.Errorf(datachat.EINVALID, "Documents are not available on this server.")
 
-// AddDocument extracts, chunks, indexes and stores a document read from r.
+// AddDocument extracts the text of a document read from r, splits it into
+// chunks, stores both and indexes the chunks. Nothing remains on failure.
 func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io.Reader, filename string, metadata map[string]string) (*datachat.Document, error) {
-	if w.Docs == nil {
+	if w.Index == nil {
 		return nil, errNoDocuments
 	}
-	d, chunks, err := w.Docs.Add(ctx, conversationID, r, filename, metadata)
+	ext, err := extract.Extract(ctx, r, filename, w.MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Store.CreateDocument(ctx, d, chunks); err != nil {
-		w.Docs.DeleteDocument(ctx, conversationID, d.ID)
+	id, err := uuid.NewV7()
+	if err != nil {
 		return nil, err
+	}
+	d := &datachat.Document{
+		ID:             id.String(),
+		ConversationID: conversationID,
+		Name:           filepath.Base(filename),
+		MediaType:      ext.MediaType,
+		Pages:          ext.Pages,
+		Bytes:          ext.Bytes,
+		Metadata:       metadata,
+	}
+	if d.Metadata == nil {
+		d.Metadata = map[string]string{}
+	}
+	chunks := retrieval.Chunk(ext, d.ID, retrieval.ChunkOptions{})
+	d.Chunks = len(chunks)
+	if err := w.Store.CreateDocument(ctx, d, chunks); err != nil {
+		return nil, err
+	}
+	if err := w.Index.Add(ctx, conversationID, d, chunks); err != nil {
+		if derr := w.Store.DeleteDocument(context.WithoutCancel(ctx), conversationID, d.ID); derr != nil {
+			w.Logger.Error("remove document after failed indexing", slog.String("document_id", d.ID), slog.String("error", derr.Error()))
+		}
+		return nil, fmt.Errorf("index document %q: %w", d.Name, err)
 	}
 	w.Logger.Info("document added", slog.String("conversation_id", conversationID), slog.String("document_id", d.ID),
 		slog.String("name", d.Name), slog.Int("pages", d.Pages), slog.Int("chunks", d.Chunks))
@@ -271,8 +266,30 @@ func (w *Workspace) DeleteDocument(ctx context.Context, conversationID, id strin
 	if err := w.Store.DeleteDocument(ctx, conversationID, id); err != nil {
 		return err
 	}
-	if w.Docs != nil {
-		return w.Docs.DeleteDocument(ctx, conversationID, id)
+	if w.Index != nil {
+		return w.Index.DeleteDocument(ctx, conversationID, id)
 	}
 	return nil
+}
+
+// HasDocuments reports whether the conversation has any document.
+func (w *Workspace) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
+	if w.Index == nil {
+		return false, nil
+	}
+	docs, err := w.Store.Documents(ctx, conversationID)
+	return len(docs) > 0, err
+}
+
+// Search retrieves the chunks of the conversation's documents most relevant to q.
+func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error) {
+	if w.Index == nil {
+		return &chat.SearchResult{}, nil
+	}
+	res, err := w.Index.Query(ctx, retrieval.Query{ConversationID: conversationID, Text: q.Text, TopK: q.TopK, Filters: q.Filters})
+	if err != nil {
+		return nil, err
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return &chat.SearchResult{Sources: res.Sources, EmbeddingMS: ms(res.Embedding), RetrievalMS: ms(res.Retrieval)}, nil
 }

@@ -1,0 +1,233 @@
+package retrieval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+
+	"datachat"
+)
+
+// CheckFilters validates metadata filters from a user (spec 003's
+// metadata_filters) against the allow-list (CHAT_ALLOWED_METADATA_KEYS): each
+// key must be in allowed — an empty list allows none — and each value a
+// string or a non-empty list of strings (numbers and booleans are taken as
+// their text). The HTTP layer calls it before [Index.Query].
+//
+// A filter matches a chunk when the chunk's value for the key is one of the
+// given values; all filters must match. Keys: "document" (file name),
+// "document_id", "page" (a page number), "section" (the full heading path),
+// and any key of the document's own metadata.
+//
+// Errors: EINVALID "metadata filter key %q is not allowed" or a message naming
+// the malformed filter.
+func CheckFilters(filters map[string]any, allowed []string) error {
+	keys := make([]string, 0, len(filters))
+	for k := range filters {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			return datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not allowed", k)
+		}
+	}
+	_, err := parseFilters(filters)
+	return err
+}
+
+// filters is a parsed filter map. A nil slice is no condition.
+type filters struct {
+	names    []string
+	docIDs   []string
+	pages    []int
+	sections []string
+	meta     map[string][]string
+}
+
+func (f filters) byDocument() bool { return f.names != nil || f.docIDs != nil || len(f.meta) > 0 }
+
+func parseFilters(m map[string]any) (filters, error) {
+	var f filters
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vals, err := filterValues(k, m[k])
+		if err != nil {
+			return filters{}, err
+		}
+		switch k {
+		case MetaDocument:
+			f.names = vals
+		case MetaDocumentID:
+			f.docIDs = vals
+		case MetaSection:
+			f.sections = vals
+		case MetaPage:
+			f.pages = []int{}
+			for _, v := range vals {
+				if n, ok := parsePage(v); ok {
+					f.pages = append(f.pages, n)
+				}
+			}
+		case MetaChunk:
+			return filters{}, datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not supported", k)
+		default:
+			if f.meta == nil {
+				f.meta = map[string][]string{}
+			}
+			f.meta[k] = vals
+		}
+	}
+	return f, nil
+}
+
+func filterValues(key string, v any) ([]string, error) {
+	bad := datachat.Errorf(datachat.EINVALID, "metadata filter %q: want a string or a list of strings", key)
+	switch v := v.(type) {
+	case []string:
+		if len(v) == 0 {
+			return nil, datachat.Errorf(datachat.EINVALID, "metadata filter %q: the list of values is empty", key)
+		}
+		return slices.Clone(v), nil
+	case []any:
+		if len(v) == 0 {
+			return nil, datachat.Errorf(datachat.EINVALID, "metadata filter %q: the list of values is empty", key)
+		}
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			s, ok := scalarString(e)
+			if !ok {
+				return nil, bad
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	default:
+		s, ok := scalarString(v)
+		if !ok {
+			return nil, bad
+		}
+		return []string{s}, nil
+	}
+}
+
+func scalarString(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "", false
+		}
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	case int:
+		return strconv.Itoa(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
+}
+
+// matchDocuments returns the ids of the conversation's documents that pass
+// the document-level filters, or nil when there are none.
+func (ix *Index) matchDocuments(ctx context.Context, conversationID string, f filters) ([]string, error) {
+	if !f.byDocument() {
+		return nil, nil
+	}
+	rows, err := ix.read.QueryContext(ctx, `SELECT d.id, d.name, m.key, m.value FROM documents d
+		LEFT JOIN document_metadata m ON m.conversation_id = d.conversation_id AND m.document_id = d.id
+		WHERE d.conversation_id = ? ORDER BY d.id`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("filter documents: %w", err)
+	}
+	defer rows.Close()
+	type docMeta struct {
+		name string
+		meta map[string]string
+	}
+	docs := map[string]*docMeta{}
+	var order []string
+	for rows.Next() {
+		var id, name string
+		var k, v *string
+		if err := rows.Scan(&id, &name, &k, &v); err != nil {
+			return nil, fmt.Errorf("filter documents: %w", err)
+		}
+		d := docs[id]
+		if d == nil {
+			d = &docMeta{name: name, meta: map[string]string{}}
+			docs[id] = d
+			order = append(order, id)
+		}
+		if k != nil && v != nil {
+			d.meta[*k] = *v
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("filter documents: %w", err)
+	}
+	out := []string{}
+	for _, id := range order {
+		d := docs[id]
+		if f.names != nil && !slices.Contains(f.names, d.name) {
+			continue
+		}
+		if f.docIDs != nil && !slices.Contains(f.docIDs, id) {
+			continue
+		}
+		ok := true
+		for k, vals := range f.meta {
+			v, has := d.meta[k]
+			if !has || !slices.Contains(vals, v) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// keeper returns the test a chunk of ci must pass: in one of docs (nil: any
+// document), and on one of the filtered pages and sections. It returns nil
+// when nothing is filtered. The caller holds ci.mu.
+func (f filters) keeper(ci *convIndex, docs []string) func(c int) bool {
+	if docs == nil && f.pages == nil && f.sections == nil {
+		return nil
+	}
+	var allowed []bool
+	if docs != nil {
+		allowed = make([]bool, len(ci.docIDs))
+		for _, d := range docs {
+			if i, ok := ci.docIdx[d]; ok {
+				allowed[i] = true
+			}
+		}
+	}
+	return func(c int) bool {
+		if allowed != nil && !allowed[ci.docs[c]] {
+			return false
+		}
+		if f.pages != nil && !slices.Contains(f.pages, int(ci.pages[c])) {
+			return false
+		}
+		if f.sections != nil && !slices.Contains(f.sections, ci.headings[c]) {
+			return false
+		}
+		return true
+	}
+}

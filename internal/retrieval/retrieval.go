@@ -1,0 +1,381 @@
+// Package retrieval chunks extracted documents and finds the chunks that
+// answer a question: full-text search ranked by BM25 that needs nothing
+// installed, plus vector search fused by reciprocal rank when an embedding
+// model is configured.
+//
+// Chunks, their documents' names and metadata, and their vectors are stored
+// in one SQLite file (modernc.org/sqlite, pure Go). Searching uses an
+// in-memory index per conversation, built from that file on the first search
+// and kept up to date as documents are added: an inverted index (words
+// lower-cased, diacritics folded, English stop words dropped,
+// Porter-stemmed) ranked by BM25, and the conversation's vectors, searched
+// exactly by brute-force cosine. Indexes of recently searched conversations
+// stay in memory within a budget ([Options.CacheBytes]).
+//
+// SQLite's own FTS5 was the first choice and was measured: through the pure
+// Go driver, bm25() costs about 2 µs per matching row, and a question's
+// words (OR-ed, as ranking needs) match most chunks, so a search took 20–60
+// ms at 20,000 chunks and would take 100–300 ms at 100,000. The in-memory
+// index answers in a few milliseconds at 100,000 chunks (BENCHMARKS-retrieval.md).
+//
+// Typical use: [extract.Extract] the upload, [Chunk] it, [Index.Add] the
+// chunks, and later [Index.Search] (or [Index.Query] for timings). The HTTP
+// layer checks user filters with [CheckFilters] first.
+package retrieval
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"datachat"
+)
+
+// Embedder turns texts into vectors; chat.Embedder satisfies it. Search
+// embeds one query at a time; Add embeds chunks in batches of [EmbedBatch].
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// Options configure [Open].
+type Options struct {
+	// Path is the index's SQLite file, e.g. DATA_DIR/index.db. Its directory
+	// is created if needed.
+	Path string
+	// Embedder, if not nil, adds vector search to full-text search.
+	Embedder Embedder
+	// Logger gets warnings (a failed query embedding); nil discards them.
+	Logger *slog.Logger
+	// CacheBytes caps the memory held by the in-memory indexes of recently
+	// searched conversations; 0 means 512 MiB. An index takes about two
+	// thirds of its chunks' text in size, plus 4 bytes per vector dimension
+	// and chunk (100,000 chunks of 1 kB: 66 MB; with 768-dim vectors, 436 MB).
+	CacheBytes int64
+}
+
+// EmbedBatch is the number of chunk texts sent to the embedder at once.
+const EmbedBatch = 64
+
+// Index is the retrieval index. It is safe for concurrent use: searches run
+// in parallel with each other and with one writer.
+type Index struct {
+	path     string
+	write    *sql.DB // one connection
+	read     *sql.DB
+	embedder Embedder
+	log      *slog.Logger
+	cache    *indexCache
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS documents (
+	conversation_id TEXT NOT NULL,
+	id              TEXT NOT NULL,
+	name            TEXT NOT NULL,
+	media_type      TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (conversation_id, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS document_metadata (
+	conversation_id TEXT NOT NULL,
+	document_id     TEXT NOT NULL,
+	key             TEXT NOT NULL,
+	value           TEXT NOT NULL,
+	PRIMARY KEY (conversation_id, document_id, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunks (
+	rowid           INTEGER PRIMARY KEY,
+	conversation_id TEXT NOT NULL,
+	document_id     TEXT NOT NULL,
+	id              TEXT NOT NULL,
+	seq             INTEGER NOT NULL,
+	page            INTEGER NOT NULL DEFAULT 0,
+	heading         TEXT NOT NULL DEFAULT '',
+	start_offset    INTEGER NOT NULL DEFAULT 0,
+	end_offset      INTEGER NOT NULL DEFAULT 0,
+	text            TEXT NOT NULL,
+	vector          BLOB
+);
+CREATE INDEX IF NOT EXISTS chunks_document ON chunks (conversation_id, document_id);
+PRAGMA user_version = 1;
+`
+
+// Open opens (creating if needed) the index at opts.Path.
+func Open(ctx context.Context, opts Options) (*Index, error) {
+	path := opts.Path
+	if path == "" || path == ":memory:" || strings.ContainsRune(path, '?') || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("open retrieval index: %q: want the path of a file", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open retrieval index: %w", err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	wq := cloneValues(q)
+	wq.Set("_txlock", "immediate")
+	write, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	if _, err := write.ExecContext(ctx, schema); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open retrieval index %s: create schema: %w", path, err)
+	}
+	rq := cloneValues(q)
+	rq.Add("_pragma", "query_only(1)")
+	read, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
+	}
+	n := max(4, runtime.NumCPU())
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	if err := read.PingContext(ctx); err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	budget := opts.CacheBytes
+	if budget <= 0 {
+		budget = 512 << 20
+	}
+	return &Index{
+		path:     path,
+		write:    write,
+		read:     read,
+		embedder: opts.Embedder,
+		log:      log,
+		cache:    newIndexCache(budget),
+	}, nil
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v))
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// Close closes the index.
+func (ix *Index) Close() error {
+	return errors.Join(ix.read.Close(), ix.write.Close())
+}
+
+// HasVectors reports whether the index embeds chunks (an Embedder is set).
+func (ix *Index) HasVectors() bool { return ix.embedder != nil }
+
+// Add indexes the chunks of doc in the conversation, replacing any chunks the
+// document had. doc supplies the name, media type and metadata that search
+// results carry and filters match. With an Embedder, the chunks are embedded
+// first; if that fails nothing is indexed.
+//
+// Errors: EINVALID for a document without an id or name; the embedder's error
+// (wrapped) when embedding fails; others are internal.
+func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk) error {
+	if conversationID == "" {
+		return datachat.Errorf(datachat.EINVALID, "conversation id is required")
+	}
+	if doc == nil || doc.ID == "" {
+		return datachat.Errorf(datachat.EINVALID, "document id is required")
+	}
+	if doc.Name == "" {
+		return datachat.Errorf(datachat.EINVALID, "document name is required")
+	}
+	var vecs [][]float32
+	if ix.embedder != nil && len(chunks) > 0 {
+		var err error
+		if vecs, err = ix.embedChunks(ctx, chunks); err != nil {
+			return fmt.Errorf("embed chunks of %q: %w", doc.Name, err)
+		}
+	}
+	rows := make([]chunkRow, len(chunks))
+	replaced := false
+	err := ix.writeTx(ctx, func(tx *sql.Tx) error {
+		n, err := deleteDocument(ctx, tx, conversationID, doc.ID)
+		if err != nil {
+			return err
+		}
+		replaced = n > 0
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO documents (conversation_id, id, name, media_type) VALUES (?, ?, ?, ?)`,
+			conversationID, doc.ID, doc.Name, doc.MediaType); err != nil {
+			return err
+		}
+		for k, v := range doc.Metadata {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO document_metadata (conversation_id, document_id, key, value) VALUES (?, ?, ?, ?)`,
+				conversationID, doc.ID, k, v); err != nil {
+				return err
+			}
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO chunks
+			(conversation_id, document_id, id, seq, page, heading, start_offset, end_offset, text, vector)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for i, c := range chunks {
+			id := c.ID
+			if id == "" {
+				id = fmt.Sprintf("%s:%d", doc.ID, c.Seq)
+			}
+			var blob []byte
+			if vecs != nil {
+				blob = encodeVector(vecs[i])
+			}
+			res, err := ins.ExecContext(ctx, conversationID, doc.ID, id, c.Seq, c.Page, c.Heading, c.Start, c.End, c.Text, blob)
+			if err != nil {
+				return err
+			}
+			rowid, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			rows[i] = chunkRow{rowid: rowid, docID: doc.ID, name: doc.Name, page: c.Page, heading: c.Heading, text: c.Text}
+			if vecs != nil {
+				rows[i].vector = vecs[i]
+			}
+		}
+		return nil
+	})
+	if err != nil || replaced {
+		ix.cache.invalidate(conversationID)
+	} else {
+		ix.cache.appendRows(conversationID, rows)
+	}
+	if err != nil {
+		return fmt.Errorf("index document %q: %w", doc.Name, err)
+	}
+	return nil
+}
+
+// DeleteDocument removes a document's chunks from the conversation's index.
+// Deleting a document that is not indexed is not an error.
+func (ix *Index) DeleteDocument(ctx context.Context, conversationID, documentID string) error {
+	err := ix.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := deleteDocument(ctx, tx, conversationID, documentID)
+		return err
+	})
+	ix.cache.invalidate(conversationID)
+	if err != nil {
+		return fmt.Errorf("delete document %s from index: %w", documentID, err)
+	}
+	return nil
+}
+
+// DeleteConversation removes every document of the conversation.
+func (ix *Index) DeleteConversation(ctx context.Context, conversationID string) error {
+	err := ix.writeTx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM chunks WHERE conversation_id = ?`,
+			`DELETE FROM document_metadata WHERE conversation_id = ?`,
+			`DELETE FROM documents WHERE conversation_id = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, conversationID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	ix.cache.invalidate(conversationID)
+	if err != nil {
+		return fmt.Errorf("delete conversation %s from index: %w", conversationID, err)
+	}
+	return nil
+}
+
+// deleteDocument deletes a document's rows and returns how many chunks it had.
+func deleteDocument(ctx context.Context, tx *sql.Tx, conversationID, documentID string) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM chunks WHERE conversation_id = ? AND document_id = ?`, conversationID, documentID)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	var docs int64
+	for _, q := range []string{
+		`DELETE FROM document_metadata WHERE conversation_id = ? AND document_id = ?`,
+		`DELETE FROM documents WHERE conversation_id = ? AND id = ?`,
+	} {
+		res, err := tx.ExecContext(ctx, q, conversationID, documentID)
+		if err != nil {
+			return 0, err
+		}
+		docs, _ = res.RowsAffected()
+	}
+	return n + docs, nil
+}
+
+func (ix *Index) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := ix.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// embedChunks embeds the chunks' texts (each prefixed with its heading path)
+// in batches.
+func (ix *Index) embedChunks(ctx context.Context, chunks []*datachat.Chunk) ([][]float32, error) {
+	vecs := make([][]float32, 0, len(chunks))
+	dim := 0
+	for i := 0; i < len(chunks); i += EmbedBatch {
+		batch := chunks[i:min(i+EmbedBatch, len(chunks))]
+		texts := make([]string, len(batch))
+		for j, c := range batch {
+			texts[j] = embedText(c)
+		}
+		out, err := ix.embedder.Embed(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) != len(texts) {
+			return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(out), len(texts))
+		}
+		for _, v := range out {
+			if len(v) == 0 || dim != 0 && len(v) != dim {
+				return nil, fmt.Errorf("embedder returned vectors of %d and %d dimensions", dim, len(v))
+			}
+			dim = len(v)
+			vecs = append(vecs, normalize(v))
+		}
+	}
+	return vecs, nil
+}
+
+func embedText(c *datachat.Chunk) string {
+	if c.Heading == "" {
+		return c.Text
+	}
+	return c.Heading + "\n\n" + c.Text
+}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"datachat/internal/chat"
+	"datachat/internal/llmtest"
+)
+
+func TestDocumentsAndSearch(t *testing.T) {
+	ts := newTestServer(t)
+	ts.AllowedMetadataKeys = []string{"source"}
+	conv := ts.newConversation(t, ts.alice)
+	base := "/api/conversations/" + conv
+
+	st, d := ts.upload(t, base+"/documents", ts.alice, "testdata/google-doc-document.pdf", "file")
+	if st != 201 || d["name"] != "google-doc-document.pdf" || d["pages"] != float64(1) || d["chunks"].(float64) < 1 {
+		t.Fatalf("upload pdf: %d %v", st, d)
+	}
+	st, md := ts.upload(t, base+"/documents", ts.alice, "testdata/ibm_wiki.md", "file")
+	if st != 201 || md["chunks"].(float64) < 2 {
+		t.Fatalf("upload md: %d %v", st, md)
+	}
+	st, res := ts.upload(t, base+"/documents", ts.alice, "testdata/libreoffice-writer-password.pdf", "file")
+	if msg := fmt.Sprint(res); st != 400 || !strings.Contains(msg, "libreoffice-writer-password.pdf") || !strings.Contains(msg, "password") {
+		t.Errorf("password-protected pdf: %d %v, want 400 naming the file and the password", st, res)
+	}
+
+	st, found := ts.post(t, base+"/search", ts.alice, `{"query":"Beautiful is better than ugly","top_k":3}`)
+	if st != 200 {
+		t.Fatalf("search: %d %v", st, found)
+	}
+	results := found["results"].([]any)
+	first := results[0].(map[string]any)
+	meta := first["metadata"].(map[string]any)
+	if meta["document"] != "google-doc-document.pdf" || meta["page"] != float64(1) || meta["document_id"] != d["id"] || !strings.Contains(first["text"].(string), "Beautiful is better than ugly") {
+		t.Errorf("top result %v", first)
+	}
+	st, found = ts.post(t, base+"/search", ts.alice, `{"query":"When was IBM founded and renamed?"}`)
+	if top := found["results"].([]any)[0].(map[string]any)["metadata"].(map[string]any); st != 200 || top["document"] != "ibm_wiki.md" {
+		t.Errorf("IBM question: %d %v", st, top)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"query":"x","metadata_filters":{"author":"me"}}`, "author"},
+		{`{"query":"x","top_k":0}`, "top_k"},
+		{`{"query":" "}`, "query"},
+	} {
+		if st, res := ts.post(t, base+"/search", ts.alice, tc.body); st != 400 || !strings.Contains(fmt.Sprint(res), tc.want) {
+			t.Errorf("%s: %d %v", tc.body, st, res)
+		}
+	}
+	if st, res := ts.post(t, base+"/search", ts.alice, `{"query":"IBM","metadata_filters":{"source":"nowhere"}}`); st != 200 || len(res["results"].([]any)) != 0 {
+		t.Errorf("allowed filter matching nothing: %d %v", st, res)
+	}
+	if st, _ := ts.post(t, base+"/search", ts.bob, `{"query":"IBM"}`); st != 404 {
+		t.Errorf("bob searching alice's documents: %d", st)
+	}
+
+	// Deleting a document takes it out of search.
+	req := mustRequest(t, "DELETE", ts.URL+base+"/documents/"+md["id"].(string), ts.alice)
+	if st, _ := doJSON(t, req); st != 204 {
+		t.Errorf("delete document: %d", st)
+	}
+	_, found = ts.post(t, base+"/search", ts.alice, `{"query":"IBM founded"}`)
+	for _, r := range found["results"].([]any) {
+		if r.(map[string]any)["metadata"].(map[string]any)["document"] == "ibm_wiki.md" {
+			t.Errorf("deleted document still found")
+		}
+	}
+	_, list := ts.getJSON(t, base+"/documents")
+	if docs := list["documents"].([]any); len(docs) != 1 {
+		t.Errorf("documents after delete: %v", docs)
+	}
+}
+
+func TestChatCitesDocuments(t *testing.T) {
+	var system string
+	cs := newChatServer(t, llmtest.Gemini, llmtest.Script{Default: &llmtest.Turn{
+		ReplyFunc: func(r *llmtest.Request) string {
+			system = r.Messages[0].Text
+			return "Beautiful is better than ugly [1]."
+		},
+	}})
+	conv := cs.newConversation(t, cs.alice)
+	if st, d := cs.upload(t, "/api/conversations/"+conv+"/documents", cs.alice, "testdata/google-doc-document.pdf", "file"); st != 201 {
+		t.Fatalf("upload: %d %v", st, d)
+	}
+	c := cs.dial(t, conv, cs.alice)
+	c.send("chat_send", map[string]string{"content": "What does the Zen of Python say about beauty?"})
+	evs := c.until("chat_complete")
+	if !strings.Contains(system, "[1] google-doc-document.pdf, page 1") || !strings.Contains(system, "Beautiful is better than ugly") {
+		t.Errorf("system prompt lacks the cited excerpt:\n%s", system)
+	}
+	if !cs.fake.ChatRequests()[0].HasTool("search_documents") {
+		t.Errorf("search_documents not offered")
+	}
+	done := decode[chat.CompleteEvent](t, find(evs, "chat_complete")[0])
+	if len(done.Sources) == 0 || done.Sources[0].Metadata["document"] != "google-doc-document.pdf" || fmt.Sprint(done.Sources[0].Metadata["page"]) != "1" {
+		t.Errorf("chat_complete sources %+v", done.Sources)
+	}
+	// /chat/query returns the same sources with retrieval timings.
+	st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"beauty?","conversation_id":"`+conv+`"}`)
+	if st != 200 || len(body["sources"].([]any)) == 0 {
+		t.Fatalf("/chat/query: %d %v", st, body)
+	}
+	if u := body["usage"].(map[string]any); u["retrieval_ms"].(float64) <= 0 {
+		t.Errorf("retrieval_ms %v", u["retrieval_ms"])
+	}
+}
