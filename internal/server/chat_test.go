@@ -780,3 +780,31 @@ func TestChatCancelStopsRunningQuery(t *testing.T) {
 		t.Errorf("after cancel: %d %v", st, res)
 	}
 }
+
+func TestChatDailyTokenLimit(t *testing.T) {
+	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{Text: []string{"ok"}, Usage: &llmtest.Usage{Input: 80, Output: 30}}},
+		func(r *chat.Runner) { r.TokensPerDay = 100 })
+	conv := cs.newConversation(t, cs.alice)
+	if st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"first","conversation_id":"`+conv+`"}`); st != 200 {
+		t.Fatalf("first turn: %d %v", st, body)
+	}
+	// 110 tokens used of 100: the next turn is refused before the model is called.
+	st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"second","conversation_id":"`+conv+`"}`)
+	if st != 429 || !strings.Contains(fmt.Sprint(body), "110 of 100") {
+		t.Errorf("over the daily limit: %d %v", st, body)
+	}
+	c := cs.dial(t, conv, cs.alice)
+	c.send("chat_send", map[string]string{"content": "third"})
+	e := decode[chat.ErrorEvent](t, find(c.until("chat_complete"), "chat_error")[0])
+	if e.Reason != "rate_limited" || !strings.Contains(e.Message, "Daily token limit") {
+		t.Errorf("chat_error %+v", e)
+	}
+	if n := len(cs.fake.ChatRequests()); n != 1 {
+		t.Errorf("the model was called %d times, want 1", n)
+	}
+	// Bob has his own budget.
+	bobConv := cs.newConversation(t, cs.bob)
+	if st, _ := cs.post(t, "/chat/query", cs.bob, `{"query":"hi","conversation_id":"`+bobConv+`"}`); st != 200 {
+		t.Errorf("bob: %d", st)
+	}
+}
