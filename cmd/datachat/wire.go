@@ -51,6 +51,10 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Works
 	if err != nil {
 		return nil, fmt.Errorf("dataset loader: %w", err)
 	}
+	if cfg.Retrieval != "embedded" {
+		// Not built yet: refuse rather than silently use the embedded index.
+		return nil, fmt.Errorf("DATACHAT_RETRIEVAL=%s is not available in this version: use embedded (the default)", cfg.Retrieval)
+	}
 	embedder, err := m.newEmbedder()
 	if err != nil {
 		return nil, err
