@@ -5,6 +5,23 @@ import (
 	"time"
 )
 
+// Lease marks a streaming message as being written by a live process, so that
+// other processes sharing the database leave it alone: DESIGN.md §4's "on
+// start, messages left streaming become interrupted" must not interrupt the
+// turns of another process behind the same load balancer. The writing process
+// renews the lease while the turn runs; once it lapses, the message is taken
+// for left behind.
+type Lease struct {
+	// Owner identifies one run of one process; a new start gets a new Owner.
+	Owner string
+	// Node is where the process serves: its host name and listen address. Two
+	// live processes cannot listen on the same address of one host, so a
+	// process starting on a Node knows that other owners on it are gone.
+	Node string
+	// Until is when the lease lapses unless renewed.
+	Until time.Time
+}
+
 // Store persists everything datachat keeps. internal/sqlite and internal/postgres
 // implement it; internal/storetest holds the conformance suite both pass.
 //
@@ -42,9 +59,24 @@ type Store interface {
 	UpdateMessage(ctx context.Context, m *Message) error
 	// Messages returns a conversation's messages in order, each with its tool calls.
 	Messages(ctx context.Context, conversationID string) ([]*Message, error)
-	// InterruptStreaming marks every message left streaming as interrupted (run at
-	// start-up, after a crash) and returns how many there were.
-	InterruptStreaming(ctx context.Context) (int, error)
+	// BeginTurn stores the messages that start a turn, in one transaction: user
+	// (nil when there is none) and assistant, whose Status is streaming and which
+	// is leased to lease. It is how "one turn at a time per conversation" holds
+	// across every process sharing the database: when the conversation already
+	// has a streaming message whose lease is live at now, it stores nothing and
+	// returns ECONFLICT. Streaming messages of the conversation whose lease has
+	// lapsed are marked interrupted first. ENOTFOUND if the conversation does not
+	// exist.
+	BeginTurn(ctx context.Context, user, assistant *Message, lease Lease, now time.Time) error
+	// RenewLease sets a message's lease (a streaming turn renews it well before it
+	// lapses); ENOTFOUND if there is no such message.
+	RenewLease(ctx context.Context, messageID string, lease Lease) error
+	// InterruptStreaming marks as interrupted the messages left streaming by a
+	// process that is gone — those whose lease lapsed before now or that have
+	// none, and those leased on node by another owner (an earlier run of the
+	// process now serving there) — but never those leased to owner, and returns
+	// how many there were. serve runs it at start and then periodically.
+	InterruptStreaming(ctx context.Context, now time.Time, owner, node string) (int, error)
 	// CreateToolCall stores one tool round of an assistant message.
 	CreateToolCall(ctx context.Context, tc *ToolCall) error
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/chat"
 	"datachat/internal/config"
 	"datachat/internal/postgres"
 	"datachat/internal/server"
@@ -34,6 +37,10 @@ type Main struct {
 	Stdout     io.Writer
 	Stderr     io.Writer
 	Logger     *slog.Logger
+
+	// ShutdownGrace is how long serve lets running turns finish when it
+	// stops (DATACHAT_SHUTDOWN_GRACE; 0: 20s).
+	ShutdownGrace time.Duration
 
 	Store    datachat.Store
 	Server   *server.Server
@@ -59,6 +66,8 @@ Commands:
   keys revoke ID                          revoke an API key
   ask [--data FILE_OR_URL]… [--doc FILE]… "question"
                                           one chat turn in the terminal
+  mcp [--conversation ID | --data FILE_OR_URL]…
+                                          the data tools as an MCP server on stdio
   migrate                                 apply pending database migrations
 
 Configuration comes from the environment (see README.md); --config FILE reads
@@ -80,7 +89,7 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	}
 	m.Command, m.Args = fs.Arg(0), fs.Args()[1:]
 	switch m.Command {
-	case "serve", "keys", "migrate", "sql", "ask":
+	case "serve", "keys", "migrate", "sql", "ask", "mcp":
 	case "help", "-h", "--help":
 		fs.Usage()
 		return flag.ErrHelp
@@ -93,7 +102,62 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	}
 	m.Config = cfg
 	m.Logger = newLogger(m.Stderr, cfg)
+	if m.Env != nil {
+		if v, ok := m.Env("DATACHAT_SHUTDOWN_GRACE"); ok && strings.TrimSpace(v) != "" {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil || d <= 0 {
+				return fmt.Errorf("configuration:\nDATACHAT_SHUTDOWN_GRACE=%q is not valid: accepts a positive Go duration such as 20s or 500ms", v)
+			}
+			m.ShutdownGrace = d
+		}
+	}
 	return nil
+}
+
+// shutdownGrace is how long serve lets running turns finish when it stops:
+// DATACHAT_SHUTDOWN_GRACE, by default 20s.
+func (m *Main) shutdownGrace() time.Duration {
+	if m.ShutdownGrace > 0 {
+		return m.ShutdownGrace
+	}
+	return shutdownGrace
+}
+
+// leaseIdentity names this run of serve in the leases of the messages it
+// streams (datachat.Lease): a random owner, and the node, the host name with
+// the address actually listened on (no other live process can share it).
+func leaseIdentity(ln net.Listener) (owner, node string) {
+	b := make([]byte, 8)
+	rand.Read(b)
+	host, _ := os.Hostname()
+	return hex.EncodeToString(b), host + "/" + ln.Addr().String()
+}
+
+// sweepLeftStreaming marks interrupted, every lease TTL, the messages left
+// streaming by processes that vanished (another process on the same database,
+// killed), and returns the function that stops it.
+func (m *Main) sweepLeftStreaming(st datachat.Store, owner, node string) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(chat.DefaultLeaseTTL)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				n, err := st.InterruptStreaming(ctx, time.Now(), owner, node)
+				if err != nil && ctx.Err() == nil {
+					m.Logger.Warn("interrupt messages left streaming", slog.String("error", err.Error()))
+				} else if n > 0 {
+					m.Logger.Warn("messages left streaming by a process that is gone marked interrupted", slog.Int("count", n))
+				}
+			}
+		}
+	}()
+	return func() error { cancel(); <-done; return nil }
 }
 
 func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
@@ -117,6 +181,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runSQL(ctx)
 	case "ask":
 		return m.runAsk(ctx)
+	case "mcp":
+		return m.runMCP(ctx)
 	}
 	return fmt.Errorf("unknown command %q", m.Command)
 }
@@ -126,7 +192,9 @@ func (m *Main) Run(ctx context.Context) error {
 func (m *Main) Close() error {
 	var errs []error
 	if m.Server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		// Running turns get the grace to finish; the server then stores the
+		// rest as interrupted, which takes a moment more.
+		ctx, cancel := context.WithTimeout(context.Background(), m.shutdownGrace())
 		errs = append(errs, m.Server.Shutdown(ctx))
 		cancel()
 		if m.served != nil {
@@ -197,16 +265,20 @@ func (m *Main) runServe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n, err := st.InterruptStreaming(ctx); err != nil {
-		return err
-	} else if n > 0 {
-		m.Logger.Warn("messages interrupted by the last shutdown", slog.Int("count", n))
-	}
 	ln, err := net.Listen("tcp", m.Config.Addr)
 	if err != nil {
 		return fmt.Errorf("DATACHAT_ADDR: %w", err)
 	}
 	m.listener = ln
+	// Messages left streaming by a process that is gone become interrupted;
+	// those another live process streams (same database) are left alone.
+	owner, node := leaseIdentity(ln)
+	if n, err := st.InterruptStreaming(ctx, time.Now(), owner, node); err != nil {
+		ln.Close()
+		return err
+	} else if n > 0 {
+		m.Logger.Warn("messages left streaming by the last run marked interrupted", slog.Int("count", n))
+	}
 	ws, err := m.newWorkspace(st, m.Config.DataDir)
 	if err != nil {
 		ln.Close()
@@ -217,6 +289,8 @@ func (m *Main) runServe(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	runner.LeaseOwner, runner.LeaseNode = owner, node
+	m.closers = append(m.closers, m.sweepLeftStreaming(st, owner, node))
 	m.Server = &server.Server{
 		Store: st, Logger: m.Logger, Workspace: ws, Chat: runner,
 		AllowedMetadataKeys: m.Config.AllowedMetadataKeys,

@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,9 +87,67 @@ type Runner struct {
 	Template        *template.Template // nil: DefaultTemplate
 	Logger          *slog.Logger
 	Now             func() time.Time
+	Observer        Observer // nil: nobody watches
+
+	// LeaseOwner and LeaseNode identify this process to the others sharing the
+	// database (datachat.Lease); an empty LeaseOwner gets a random one. A
+	// turn's lease lasts LeaseTTL (default DefaultLeaseTTL) and is renewed
+	// every third of it while the turn runs.
+	LeaseOwner string
+	LeaseNode  string
+	LeaseTTL   time.Duration
 
 	mu     sync.Mutex
 	active map[string]bool // conversations with a turn running in this process
+}
+
+// DefaultLeaseTTL is how long a streaming message's lease lasts unless
+// renewed: how long other processes wait before taking the turn of a process
+// that vanished for left behind.
+const DefaultLeaseTTL = 15 * time.Second
+
+// ErrInterrupted is the cause with which the server cancels the context of the
+// turns still running when it shuts down: their messages are stored as
+// interrupted, not cancelled, since the user did not cancel them.
+var ErrInterrupted = errors.New("the server is shutting down")
+
+// errShuttingDown is what a turn interrupted by a shutdown answers.
+var errShuttingDown = datachat.Errorf(datachat.EBUSY, "The server is restarting: the reply so far is saved. Send your message again in a moment.")
+
+// Lease returns a lease for a turn starting now, by this process.
+func (r *Runner) Lease() datachat.Lease {
+	r.mu.Lock()
+	if r.LeaseOwner == "" {
+		b := make([]byte, 8)
+		rand.Read(b)
+		r.LeaseOwner = hex.EncodeToString(b)
+	}
+	owner := r.LeaseOwner
+	r.mu.Unlock()
+	return datachat.Lease{Owner: owner, Node: r.LeaseNode, Until: time.Now().Add(r.leaseTTL())}
+}
+
+func (r *Runner) leaseTTL() time.Duration {
+	if r.LeaseTTL > 0 {
+		return r.LeaseTTL
+	}
+	return DefaultLeaseTTL
+}
+
+// Observer is told what turns do, for metrics. Its methods are called from
+// the turn's goroutine and must not block.
+type Observer interface {
+	// TurnEnded: a turn, or its continuation after a confirmation, ended
+	// with this message status d after it started.
+	TurnEnded(status string, d time.Duration)
+	// FirstToken: the turn's first answer token came d after it started.
+	FirstToken(d time.Duration)
+	ToolCalled(tool string, ok bool, d time.Duration)
+	SQLQueried(ok bool, d time.Duration)
+	// ProviderFailed: a model call failed with a datachat.ProviderError.
+	ProviderFailed(kind string)
+	// TokensUsed: tokens recorded in token_usage.
+	TokensUsed(provider, model string, input, output int64)
 }
 
 // Event is one message to the client, sent as {"type","data"}.
@@ -316,11 +376,12 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 		return nil, err
 	}
 	userMsg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleUser, Content: content, Status: datachat.StatusComplete}
-	if err := r.Store.CreateMessage(ctx, userMsg); err != nil {
-		return nil, err
-	}
 	msg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
-	if err := r.Store.CreateMessage(ctx, msg); err != nil {
+	// The store refuses when another process runs a turn in the conversation.
+	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), time.Now()); err != nil {
+		if datachat.ErrorCode(err) == datachat.ECONFLICT {
+			return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+		}
 		return nil, err
 	}
 	t := &turn{r: r, user: user, conv: conv, msg: msg, sink: sink, start: r.now(), opts: opts}
@@ -421,6 +482,7 @@ type turn struct {
 	mu      sync.Mutex // guards msg.Content, dirty and pending while the flusher runs
 	dirty   bool
 	pending strings.Builder // tokens held back when streaming is off
+	tokened bool            // a token arrived (for Observer.FirstToken)
 }
 
 // turnState is what a paused turn needs to continue; it is stored with its
@@ -512,6 +574,10 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 	}
 	if t.msg = byID[c.MessageID]; t.msg == nil {
 		return nil, fmt.Errorf("confirmation %s: message %s is gone", c.ID, c.MessageID)
+	}
+	// Leased before it streams, so no other process takes it for left behind.
+	if err := r.Store.RenewLease(ctx, t.msg.ID, r.Lease()); err != nil {
+		return nil, err
 	}
 	t.msg.Status = datachat.StatusStreaming
 	if err := r.Store.UpdateMessage(ctx, t.msg); err != nil {
@@ -649,12 +715,20 @@ func (t *turn) call(ctx context.Context) (string, []datachat.ModelToolCall, erro
 		t.state.Usage.Output += EstimateTokens(text.Len())
 		t.state.Estimated = true
 	}
+	var pe *datachat.ProviderError
+	if o := t.r.Observer; o != nil && errors.As(err, &pe) {
+		o.ProviderFailed(pe.Kind)
+	}
 	return text.String(), calls, err
 }
 
 // token relays one text delta and appends it to the stored answer.
 func (t *turn) token(s string) {
 	t.mu.Lock()
+	if o := t.r.Observer; o != nil && !t.tokened {
+		t.tokened = true
+		o.FirstToken(time.Since(t.start))
+	}
 	t.msg.Content += s
 	t.dirty = true
 	if !t.r.Streaming {
@@ -673,25 +747,41 @@ func (t *turn) emit(typ string, data any) {
 }
 
 // startFlusher writes the answer's text to the store at least once a second
-// while it streams, so a crash loses at most a second of it.
+// while it streams, so a crash loses at most a second of it, and renews the
+// message's lease every third of its TTL, so other processes sharing the
+// database know the turn is alive (tokens or not: a long SQL query too).
 func (t *turn) startFlusher() (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(flushInterval)
+		every := t.r.leaseTTL() / 3
+		tick := time.NewTicker(min(flushInterval, every))
 		defer tick.Stop()
+		renew := time.Now().Add(every)
 		for {
 			select {
 			case <-done:
 				return
-			case <-tick.C:
+			case now := <-tick.C:
 				t.flush()
+				if !now.Before(renew) {
+					t.renewLease()
+					renew = now.Add(every)
+				}
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+func (t *turn) renewLease() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.r.Store.RenewLease(ctx, t.msg.ID, t.r.Lease()); err != nil {
+		t.r.Logger.Warn("renew streaming message lease", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
+	}
 }
 
 func (t *turn) flush() {
@@ -776,7 +866,11 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if t.state.SQLFailures >= MaxSQLFailures {
 			return fail("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
 		}
+		qstart := time.Now()
 		r, err := t.r.Data.Query(ctx, t.conv.ID, a.Query)
+		if o := t.r.Observer; o != nil && ctx.Err() == nil {
+			o.SQLQueried(err == nil, time.Since(qstart))
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return fail("cancelled")
@@ -859,6 +953,9 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 		}
 	}
 	t.emit("tool_call_result", ev)
+	if o := t.r.Observer; o != nil {
+		o.ToolCalled(tool, ev.OK, time.Since(started))
+	}
 	t.state.Transcript = append(t.state.Transcript, datachat.ModelMessage{
 		Role: datachat.ModelRoleTool, ToolCallID: call.ID, ToolName: call.Name, Content: res.content,
 	})
@@ -996,6 +1093,9 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	switch {
 	case errors.Is(err, errPaused):
 		status = datachat.StatusAwaitingConfirmation
+	case err != nil && errors.Is(context.Cause(ctx), ErrInterrupted):
+		status = datachat.StatusInterrupted
+		err = errShuttingDown
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || (err != nil && ctx.Err() != nil):
 		status = datachat.StatusCancelled
 		err = nil
@@ -1025,10 +1125,16 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 			InputTokens: delta.Input, OutputTokens: delta.Output,
 			Success: status == datachat.StatusComplete || status == datachat.StatusAwaitingConfirmation, Estimated: t.state.Estimated,
 		}
+		if o := t.r.Observer; o != nil {
+			o.TokensUsed(t.r.Provider, t.r.ModelID, delta.Input, delta.Output)
+		}
 		if uerr := t.r.Store.RecordUsage(sctx, u); uerr != nil {
 			t.r.Logger.Error("record usage", slog.String("message_id", t.msg.ID), slog.String("error", uerr.Error()))
 		}
 		t.state.Recorded = t.state.Usage
+	}
+	if o := t.r.Observer; o != nil {
+		o.TurnEnded(status, time.Since(t.start))
 	}
 	if status == datachat.StatusAwaitingConfirmation {
 		out.Confirmation = t.confirmation

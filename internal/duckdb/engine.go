@@ -161,6 +161,15 @@ func New(opts Options) (*Engine, error) {
 // Options returns the engine's options with defaults filled in.
 func (e *Engine) Options() Options { return e.opts }
 
+// Load reports how many queries wait in the queue for a worker and how many
+// are running, for metrics.
+func (e *Engine) Load() (queued, running int) {
+	e.cacheMu.Lock()
+	running = len(e.running)
+	e.cacheMu.Unlock()
+	return len(e.jobs), running
+}
+
 // Close stops the engine: queued queries fail, running ones finish, then
 // every instance is closed.
 func (e *Engine) Close() error {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -200,11 +201,99 @@ func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datacha
 	return msgs, nil
 }
 
-// InterruptStreaming marks every message left streaming as interrupted and
-// returns how many there were.
-func (s *Store) InterruptStreaming(ctx context.Context) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2 WHERE status = $3`,
-		datachat.StatusInterrupted, now(), datachat.StatusStreaming)
+// BeginTurn stores a turn's user message (if any) and its streaming assistant
+// message, leased to lease, in one transaction; ECONFLICT, storing nothing, if
+// the conversation has a streaming message whose lease is live at now, after
+// marking those whose lease lapsed interrupted. The transaction first locks
+// the conversation's row, so BeginTurns of one conversation are serialised
+// across every process sharing the database. ENOTFOUND if the conversation
+// does not exist.
+func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, at time.Time) error {
+	msgs := []*datachat.Message{assistant}
+	if user != nil {
+		msgs = []*datachat.Message{user, assistant}
+	}
+	for _, m := range msgs {
+		if m.ID == "" {
+			m.ID = newID()
+		}
+		fillTime(&m.CreatedAt)
+		if m.UpdatedAt.IsZero() {
+			m.UpdatedAt = m.CreatedAt
+		}
+		fillTime(&m.UpdatedAt)
+	}
+	convID := assistant.ConversationID
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var id string
+		if err := tx.QueryRow(ctx, `SELECT id FROM conversations WHERE id = $1 FOR UPDATE`, convID).Scan(&id); err != nil {
+			return notFoundIfNoRows(err, "lock conversation", "conversation not found")
+		}
+		var streaming, live int
+		if err := tx.QueryRow(ctx, `
+			SELECT COUNT(*), COUNT(*) FILTER (WHERE lease_until > $1) FROM messages WHERE conversation_id = $2 AND status = $3`,
+			normTime(at), convID, datachat.StatusStreaming).Scan(&streaming, &live); err != nil {
+			return err
+		}
+		if live > 0 {
+			return datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+		}
+		if streaming > 0 { // left behind by a process that is gone
+			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2 WHERE conversation_id = $3 AND status = $4`,
+				datachat.StatusInterrupted, now(), convID, datachat.StatusStreaming); err != nil {
+				return err
+			}
+		}
+		for _, m := range msgs {
+			var l datachat.Lease
+			var until *time.Time
+			if m == assistant {
+				l, until = lease, normTimePtr(&lease.Until)
+			}
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
+					created_at, updated_at, lease_owner, lease_node, lease_until)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+				m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
+				m.CreatedAt, m.UpdatedAt, l.Owner, l.Node, until); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE conversations SET updated_at = GREATEST(updated_at, $1) WHERE id = $2`,
+			assistant.CreatedAt, convID)
+		return err
+	})
+	switch {
+	case datachat.ErrorCode(err) == datachat.ECONFLICT || datachat.ErrorCode(err) == datachat.ENOTFOUND:
+		return err
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
+	case err != nil:
+		return fmt.Errorf("begin turn: %w", err)
+	}
+	return nil
+}
+
+// RenewLease sets a message's lease; ENOTFOUND if there is no such message.
+func (s *Store) RenewLease(ctx context.Context, messageID string, lease datachat.Lease) error {
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE messages SET lease_owner = $1, lease_node = $2, lease_until = $3 WHERE id = $4`,
+		lease.Owner, lease.Node, normTime(lease.Until), messageID)
+	if err != nil {
+		return fmt.Errorf("renew lease: %w", err)
+	}
+	return mustAffect(tag, "message not found")
+}
+
+// InterruptStreaming marks as interrupted the streaming messages whose writer
+// is gone (lease lapsed before now or none; leased on node by another owner),
+// never those leased to owner, and returns how many there were.
+func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, node string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE messages SET status = $1, updated_at = $2
+		WHERE status = $3 AND ($4 = '' OR lease_owner <> $4)
+			AND (lease_until IS NULL OR lease_until <= $5 OR ($6 <> '' AND lease_node = $6))`,
+		datachat.StatusInterrupted, now(), datachat.StatusStreaming, owner, normTime(at), node)
 	if err != nil {
 		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
 	}

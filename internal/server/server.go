@@ -15,6 +15,7 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/metrics"
 	"datachat/internal/workspace"
 	"datachat/web"
 )
@@ -36,6 +37,9 @@ type Server struct {
 	// Ready, if set, is checked by /healthz besides the store.
 	Ready func(ctx context.Context) error
 
+	// Metrics are served at /metrics; nil: the server makes its own.
+	Metrics *metrics.Metrics
+
 	httpServer  *http.Server
 	initOnce    sync.Once
 	closing     chan struct{} // closed by Shutdown: ends WebSocket sessions
@@ -43,6 +47,17 @@ type Server struct {
 	closingOnce sync.Once
 	wsSessions  atomic.Int64
 	wsWG        sync.WaitGroup // WebSocket handlers, which Shutdown waits for
+	metricsOnce sync.Once
+
+	// Draining (Shutdown): no new request or turn starts; running turns may
+	// finish until the grace is over, then stopCtx ends with
+	// chat.ErrInterrupted and they are stored as interrupted.
+	turnsMu   sync.Mutex
+	draining  bool
+	turns     int           // turns running: WebSocket turns and /chat/query
+	turnsIdle chan struct{} // closed once draining and no turn runs
+	stopCtx   context.Context
+	stopTurns context.CancelCauseFunc
 }
 
 func (s *Server) init() {
@@ -58,10 +73,15 @@ func (s *Server) init() {
 
 // Handler returns the server's routes wrapped in its middleware.
 func (s *Server) Handler() http.Handler {
-	s.closingOnce.Do(func() { s.closing = make(chan struct{}) })
+	s.closingOnce.Do(func() {
+		s.closing = make(chan struct{})
+		s.stopCtx, s.stopTurns = context.WithCancelCause(context.Background())
+	})
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return s.withRequestID(s.withLogging(s.withRecover(s.withJSONFallback(mux))))
+	// withDrain gives requests a new context: it goes outside withMetrics,
+	// which reads the route the mux records on the request it is given.
+	return s.withRequestID(s.withLogging(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
@@ -87,7 +107,13 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("POST /api/conversations/{id}/search", s.auth(s.search))
 
 	mux.Handle("GET /ws", s.auth(s.serveWS))
-	mux.Handle("POST /chat/query", s.auth(s.chatQuery))
+	mux.Handle("POST /chat/query", s.auth(s.asTurn(s.chatQuery)))
+
+	mux.Handle("GET /v1/models", s.openaiAuth(s.listModels))
+	mux.Handle("GET /v1/models/{model}", s.openaiAuth(s.getModel))
+	mux.Handle("POST /v1/chat/completions", s.openaiAuth(s.asTurn(s.chatCompletions)))
+	mux.Handle("/mcp", s.auth(s.mcpHandler()))
+	mux.Handle("GET /metrics", s.auth(s.serveMetrics()))
 
 }
 
@@ -132,25 +158,142 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-// Shutdown stops accepting connections and waits for requests in flight until
-// ctx ends.
+// interruptWait bounds how long Shutdown waits, once the grace is over, for
+// the turns it interrupted to be stored, and for sessions and requests to end.
+const interruptWait = 10 * time.Second
+
+// Errors of a draining server.
+var (
+	errDraining     = datachat.Errorf(datachat.EBUSY, "The server is restarting and takes no new requests. Try again in a moment.")
+	errDrainingTurn = datachat.Errorf(datachat.EBUSY, "The server is restarting: your message was not sent. Send it again in a moment.")
+)
+
+// Shutdown drains the server. At once, new requests are refused (503 busy, so
+// a load balancer moves on), a chat_send gets a chat_error, and the listeners
+// close. Running turns may finish until ctx ends; those still running then
+// are interrupted — stored with status interrupted, not cancelled: the user
+// did not cancel them — as are other requests in flight, and Shutdown waits up
+// to interruptWait more for that. Then the WebSocket sessions close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
-	s.closeOnce.Do(func() {
-		if s.closing != nil {
-			close(s.closing)
+	idle := s.drain()
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	served := make(chan error, 1)
+	go func() { served <- s.httpServer.Shutdown(hctx) }()
+
+	var errs []error
+	interrupt := func(what string, done <-chan struct{}) {
+		s.stopTurns(chat.ErrInterrupted)
+		select {
+		case <-done:
+		case <-time.After(interruptWait):
+			errs = append(errs, fmt.Errorf("%s still running %s after the shutdown grace", what, interruptWait))
 		}
-	})
-	err := s.httpServer.Shutdown(ctx)
-	// http.Server.Shutdown does not wait for hijacked connections.
-	done := make(chan struct{})
-	go func() { s.wsWG.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = errors.Join(err, fmt.Errorf("websocket sessions still open: %w", ctx.Err()))
 	}
-	return err
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		interrupt("turns", idle)
+	}
+
+	// No turn runs: end the WebSocket sessions. http.Server.Shutdown does not
+	// wait for hijacked connections.
+	s.closeOnce.Do(func() { close(s.closing) })
+	sessions := make(chan struct{})
+	go func() { s.wsWG.Wait(); close(sessions) }()
+	select {
+	case <-sessions:
+	case <-time.After(interruptWait):
+		errs = append(errs, errors.New("websocket sessions still open after the shutdown"))
+	}
+
+	// Other requests (uploads, queries) get the rest of the grace too.
+	requests := make(chan struct{})
+	var serveErr error
+	go func() { serveErr = <-served; close(requests) }()
+	select {
+	case <-requests:
+	case <-ctx.Done():
+		interrupt("requests", requests)
+		hcancel()
+		<-requests
+	}
+	return errors.Join(append(errs, serveErr)...)
+}
+
+// drain stops new requests and turns, and returns a channel closed once no
+// turn runs.
+func (s *Server) drain() <-chan struct{} {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	if !s.draining {
+		s.draining = true
+		s.turnsIdle = make(chan struct{})
+		if s.turns == 0 {
+			close(s.turnsIdle)
+		}
+	}
+	return s.turnsIdle
+}
+
+func (s *Server) isDraining() bool {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	return s.draining
+}
+
+// beginTurn counts a turn about to run; false while draining: it must not
+// start. Every true is paired with an endTurn.
+func (s *Server) beginTurn() bool {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.turns++
+	return true
+}
+
+func (s *Server) endTurn() {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	s.turns--
+	if s.draining && s.turns == 0 {
+		close(s.turnsIdle)
+	}
+}
+
+// asTurn runs a handler that runs a chat turn as one: refused while draining,
+// waited for by Shutdown.
+func (s *Server) asTurn(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.beginTurn() {
+			w.Header().Set("Connection", "close")
+			s.error(w, r, errDraining)
+			return
+		}
+		defer s.endTurn()
+		h(w, r)
+	}
+}
+
+// withDrain refuses new requests while the server shuts down, and ends those
+// still running when the grace is over: their context is cancelled with
+// chat.ErrInterrupted.
+func (s *Server) withDrain(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.isDraining() {
+			w.Header().Set("Connection", "close")
+			s.error(w, r, errDraining)
+			return
+		}
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		stop := context.AfterFunc(s.stopCtx, func() { cancel(chat.ErrInterrupted) })
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -18,10 +18,54 @@ import (
 // wsReadLimit caps one client message; chat_send content is capped far lower.
 const wsReadLimit = 256 << 10
 
-// clientMessage is one message from the page: {"type", "data"}.
+// clientMessage is one message from the page: {"type", "data"}, decoded by
+// decodeClientMessage.
 type clientMessage struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
+	Type string
+	// chat_send
+	Content string
+	// confirm_action
+	ID       string
+	Approved bool
+	Note     string
+}
+
+// decodeClientMessage decodes one message from the client, data included. The
+// error is a datachat.Error (EINVALID) saying what a message must look like,
+// for the chat_error answering it.
+func decodeClientMessage(b []byte) (clientMessage, error) {
+	var env struct {
+		Type string          `json:"type"`
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil || env.Type == "" {
+		return clientMessage{}, datachat.Errorf(datachat.EINVALID, "Messages must be JSON objects {\"type\", \"data\"}.")
+	}
+	msg := clientMessage{Type: env.Type}
+	switch env.Type {
+	case "chat_send":
+		var d struct {
+			Content string `json:"content"`
+		}
+		if err := json.Unmarshal(env.Data, &d); err != nil {
+			return msg, datachat.Errorf(datachat.EINVALID, "chat_send needs {\"content\": \"…\"}.")
+		}
+		msg.Content = d.Content
+	case "confirm_action":
+		var d struct {
+			ID       string `json:"id"`
+			Approved *bool  `json:"approved"`
+			Note     string `json:"note"`
+		}
+		if err := json.Unmarshal(env.Data, &d); err != nil || d.ID == "" || d.Approved == nil {
+			return msg, datachat.Errorf(datachat.EINVALID, "confirm_action needs {\"id\", \"approved\": true|false, \"note\"?}.")
+		}
+		msg.ID, msg.Approved, msg.Note = d.ID, *d.Approved, d.Note
+	case "chat_cancel":
+	default:
+		return msg, datachat.Errorf(datachat.EINVALID, "Unknown message type %q: want chat_send, chat_cancel or confirm_action.", env.Type)
+	}
+	return msg, nil
 }
 
 // serveWS runs the chat protocol of one conversation over a WebSocket. Auth and
@@ -48,14 +92,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	go func() { // the server shutting down ends the session
+	sess := &wsSession{s: s, conn: c, user: user, conv: conv, out: make(chan chat.Event, 64), log: s.logger(r)}
+	go func() { // the server shutting down ends the session (its turns have ended)
 		select {
 		case <-s.closing:
+			sess.goAway()
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	sess := &wsSession{s: s, conn: c, user: user, conv: conv, out: make(chan chat.Event, 64), log: s.logger(r)}
 	sess.run(ctx)
 	c.Close(websocket.StatusNormalClosure, "")
 }
@@ -69,7 +114,7 @@ type wsSession struct {
 	log  *slog.Logger
 
 	mu         sync.Mutex
-	turnCancel context.CancelFunc // set while a turn runs
+	turnCancel func() // set while a turn runs
 	turns      sync.WaitGroup
 }
 
@@ -85,13 +130,13 @@ func (ss *wsSession) run(ctx context.Context) {
 	}
 
 	for {
-		var msg clientMessage
 		_, data, err := ss.conn.Read(ctx)
 		if err != nil {
 			break // closed by the client, or the server is shutting down
 		}
-		if err := json.Unmarshal(data, &msg); err != nil || msg.Type == "" {
-			ss.sendError(ctx, datachat.Errorf(datachat.EINVALID, "Messages must be JSON objects {\"type\", \"data\"}."))
+		msg, err := decodeClientMessage(data)
+		if err != nil {
+			ss.sendError(ctx, err)
 			continue
 		}
 		ss.handle(ctx, msg)
@@ -107,28 +152,12 @@ func (ss *wsSession) run(ctx context.Context) {
 func (ss *wsSession) handle(ctx context.Context, msg clientMessage) {
 	switch msg.Type {
 	case "chat_send":
-		var d struct {
-			Content string `json:"content"`
-		}
-		if err := json.Unmarshal(msg.Data, &d); err != nil {
-			ss.sendError(ctx, datachat.Errorf(datachat.EINVALID, "chat_send needs {\"content\": \"…\"}."))
-			return
-		}
 		ss.startTurn(ctx, func(tctx context.Context, sink chat.Sink) (*chat.Outcome, error) {
-			return ss.s.Chat.Send(tctx, ss.user, ss.conv.ID, d.Content, chat.TurnOptions{}, sink)
+			return ss.s.Chat.Send(tctx, ss.user, ss.conv.ID, msg.Content, chat.TurnOptions{}, sink)
 		})
 	case "confirm_action":
-		var d struct {
-			ID       string `json:"id"`
-			Approved *bool  `json:"approved"`
-			Note     string `json:"note"`
-		}
-		if err := json.Unmarshal(msg.Data, &d); err != nil || d.ID == "" || d.Approved == nil {
-			ss.sendError(ctx, datachat.Errorf(datachat.EINVALID, "confirm_action needs {\"id\", \"approved\": true|false, \"note\"?}."))
-			return
-		}
 		ss.startTurn(ctx, func(tctx context.Context, sink chat.Sink) (*chat.Outcome, error) {
-			return ss.s.Chat.Confirm(tctx, ss.user, ss.conv.ID, d.ID, *d.Approved, d.Note, sink)
+			return ss.s.Chat.Confirm(tctx, ss.user, ss.conv.ID, msg.ID, msg.Approved, msg.Note, sink)
 		})
 	case "chat_cancel":
 		if ss.cancelTurn() {
@@ -140,8 +169,6 @@ func (ss *wsSession) handle(ctx context.Context, msg clientMessage) {
 				return ss.s.Chat.CancelPending(tctx, ss.user, ss.conv.ID, sink)
 			})
 		}
-	default:
-		ss.sendError(ctx, datachat.Errorf(datachat.EINVALID, "Unknown message type %q: want chat_send, chat_cancel or confirm_action.", msg.Type))
 	}
 }
 
@@ -153,15 +180,25 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 		ss.sendError(ctx, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written; wait for it or stop it first."))
 		return
 	}
-	tctx, cancel := context.WithCancel(ctx)
+	if !ss.s.beginTurn() {
+		ss.mu.Unlock()
+		ss.sendError(ctx, errDrainingTurn)
+		return
+	}
+	// A shutdown whose grace ran out interrupts the turn (chat.ErrInterrupted);
+	// chat_cancel or a closed socket cancels it.
+	tctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(ss.s.stopCtx, func() { cancel(chat.ErrInterrupted) })
 	tctx = WithRequestID(tctx, NewRequestID())
-	ss.turnCancel = cancel
+	ss.turnCancel = func() { cancel(context.Canceled) }
 	ss.mu.Unlock()
 
 	ss.turns.Add(1)
 	go func() {
 		defer ss.turns.Done()
-		defer cancel()
+		defer ss.s.endTurn() // after the turn's last event is queued
+		defer stop()
+		defer cancel(nil)
 		sink := func(ev chat.Event) { ss.send(ctx, ev) }
 		start := time.Now()
 		out, err := fn(tctx, sink)
@@ -182,6 +219,16 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 				slog.Int64("duration_ms", time.Since(start).Milliseconds()))
 		}
 	}()
+}
+
+// goAway closes the connection as going away once the events queued for it
+// are written (for up to two seconds): the last chat_complete or chat_error of
+// a turn that ended as the server shut down reaches the client.
+func (ss *wsSession) goAway() {
+	for deadline := time.Now().Add(2 * time.Second); len(ss.out) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ss.conn.Close(websocket.StatusGoingAway, "the server is restarting")
 }
 
 // cancelTurn cancels the running turn, if any, and reports whether there was one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"datachat"
 )
@@ -203,12 +204,96 @@ func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datacha
 	return msgs, nil
 }
 
-// InterruptStreaming marks every message left streaming as interrupted and
-// returns how many there were.
-func (s *Store) InterruptStreaming(ctx context.Context) (int, error) {
+// BeginTurn stores a turn's user message (if any) and its streaming assistant
+// message, leased to lease, in one transaction; ECONFLICT, storing nothing, if
+// the conversation has a streaming message whose lease is live at now, after
+// marking those whose lease lapsed interrupted. The transaction begins
+// IMMEDIATE, so it is serialised with every other writer of the file, in this
+// process and in others. ENOTFOUND if the conversation does not exist.
+func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, at time.Time) error {
+	msgs := []*datachat.Message{assistant}
+	if user != nil {
+		msgs = []*datachat.Message{user, assistant}
+	}
+	for _, m := range msgs {
+		if m.ID == "" {
+			m.ID = newID()
+		}
+		fillTime(&m.CreatedAt)
+		if m.UpdatedAt.IsZero() {
+			m.UpdatedAt = m.CreatedAt
+		}
+		fillTime(&m.UpdatedAt)
+	}
+	convID := assistant.ConversationID
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var streaming, live int
+		if err := tx.QueryRowContext(ctx, `
+			SELECT COUNT(*), COALESCE(SUM(lease_until > ?), 0) FROM messages WHERE conversation_id = ? AND status = ?`,
+			ts(at), convID, datachat.StatusStreaming).Scan(&streaming, &live); err != nil {
+			return err
+		}
+		if live > 0 {
+			return datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+		}
+		if streaming > 0 { // left behind by a process that is gone
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET status = ?, updated_at = ? WHERE conversation_id = ? AND status = ?`,
+				datachat.StatusInterrupted, ts(now()), convID, datachat.StatusStreaming); err != nil {
+				return err
+			}
+		}
+		for _, m := range msgs {
+			var l datachat.Lease
+			var until *time.Time
+			if m == assistant {
+				l, until = lease, &lease.Until
+			}
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
+					created_at, updated_at, lease_owner, lease_node, lease_until)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
+				ts(m.CreatedAt), ts(m.UpdatedAt), l.Owner, l.Node, tsPtr(until)); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
+			ts(assistant.CreatedAt), convID)
+		return err
+	})
+	switch {
+	case datachat.ErrorCode(err) == datachat.ECONFLICT:
+		return err
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
+	case err != nil:
+		return fmt.Errorf("begin turn: %w", err)
+	}
+	return nil
+}
+
+// RenewLease sets a message's lease; ENOTFOUND if there is no such message.
+func (s *Store) RenewLease(ctx context.Context, messageID string, lease datachat.Lease) error {
 	res, err := s.write.ExecContext(ctx,
-		`UPDATE messages SET status = ?, updated_at = ? WHERE status = ?`,
-		datachat.StatusInterrupted, ts(now()), datachat.StatusStreaming)
+		`UPDATE messages SET lease_owner = ?, lease_node = ?, lease_until = ? WHERE id = ?`,
+		lease.Owner, lease.Node, ts(lease.Until), messageID)
+	if err != nil {
+		return fmt.Errorf("renew lease: %w", err)
+	}
+	return mustAffect(res, "renew lease", "message not found")
+}
+
+// InterruptStreaming marks as interrupted the streaming messages whose writer
+// is gone (lease lapsed before now or none; leased on node by another owner),
+// never those leased to owner, and returns how many there were.
+func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, node string) (int, error) {
+	res, err := s.write.ExecContext(ctx, `
+		UPDATE messages SET status = ?, updated_at = ?
+		WHERE status = ? AND (? = '' OR lease_owner <> ?)
+			AND (lease_until IS NULL OR lease_until <= ? OR (? <> '' AND lease_node = ?))`,
+		datachat.StatusInterrupted, ts(now()), datachat.StatusStreaming, owner, owner, ts(at), node, node)
 	if err != nil {
 		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
 	}

@@ -1,0 +1,828 @@
+// Command load is datachat's load harness (BENCHMARKS.md, "Load"). It builds
+// datachat and runs `datachat serve` as its own process, against an
+// in-process provider fake (internal/llmtest, OpenAI protocol) that answers
+// each question with one tool call, then streams time-stamped tokens at a
+// fixed rate. N conversations then chat over WebSockets on 127.0.0.1, a
+// bounded number of turns each within a bounded time. It reports the latency
+// datachat adds between a token leaving the fake and reaching the client,
+// tokens and turns per second, the server's CPU and memory, errors, and it
+// checks that every token arrived and every answer was stored complete.
+//
+//	go run ./bench/load                      # N = 100, 500, 1000 (about 2 minutes)
+//	go run ./bench/load -n 100 -turns 3      # one level, shorter
+//	go run ./bench/load -footprint           # binary size, start time, idle memory
+//
+// Every loop is bounded by count and time, and traffic goes to 127.0.0.1 only.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"datachat/internal/llm"
+	"datachat/internal/llmtest"
+)
+
+type options struct {
+	levels    []int
+	turns     int
+	duration  time.Duration
+	tokens    int
+	rate      float64
+	think     time.Duration
+	tool      string
+	idle      int
+	bin       string
+	footprint bool
+	baseline  bool
+	keep      bool
+	cpus      string
+	env       map[string]string
+}
+
+func main() {
+	log.SetFlags(0)
+	// The fake keeps every request it answered; collecting less often keeps
+	// the harness's own CPU, which shares the machine with the server, down.
+	debug.SetGCPercent(400)
+	var o options
+	levels := flag.String("n", "100,500,1000", "comma-separated numbers of concurrent conversations, one run each")
+	flag.IntVar(&o.turns, "turns", 5, "turns per conversation")
+	flag.DurationVar(&o.duration, "duration", 90*time.Second, "per level: no turn starts after this")
+	flag.IntVar(&o.tokens, "tokens", 40, "streamed chunks (tokens) per answer")
+	flag.Float64Var(&o.rate, "rate", 20, "tokens per second each answer streams at")
+	flag.DurationVar(&o.think, "think", time.Second, "longest pause between a conversation's turns (random, uniform)")
+	flag.StringVar(&o.tool, "tool", "search_documents", "the tool the fake calls before answering: search_documents or execute_sql (SELECT 42, a DuckDB instance per conversation)")
+	flag.IntVar(&o.idle, "idle", 1000, "idle WebSockets opened for the memory-per-socket figure (0: skip)")
+	flag.StringVar(&o.bin, "bin", "", "datachat binary to run (default: go build ./cmd/datachat into a temp dir)")
+	flag.BoolVar(&o.footprint, "footprint", false, "measure binary size, cold start and idle memory only")
+	flag.BoolVar(&o.baseline, "baseline", true, "also measure the fake-to-client path without datachat, at each level")
+	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
+	flag.StringVar(&o.cpus, "server-cpus", "", "run the server pinned to these CPUs (taskset -c LIST; run the harness itself under taskset on the others)")
+	serverEnv := flag.String("server-env", "", "extra environment of the server, KEY=VALUE,… (e.g. GOGC=200)")
+	flag.Parse()
+	o.env = map[string]string{}
+	for _, kv := range strings.Split(*serverEnv, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			o.env[k] = v
+		}
+	}
+	for _, s := range strings.Split(*levels, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			log.Fatalf("-n: %q is not a positive number", s)
+		}
+		o.levels = append(o.levels, n)
+	}
+	if o.tool != "search_documents" && o.tool != "execute_sql" {
+		log.Fatalf("-tool: want search_documents or execute_sql, got %q", o.tool)
+	}
+
+	work, err := os.MkdirTemp("", "datachat-load-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !o.keep {
+		defer os.RemoveAll(work)
+	}
+	if o.bin == "" {
+		o.bin = filepath.Join(work, "datachat")
+		log.Printf("building datachat into %s", o.bin)
+		cmd := exec.Command("go", "build", "-o", o.bin, "./cmd/datachat")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			log.Fatalf("go build: %v (run from the repository root)", err)
+		}
+	}
+	printMachine(o.bin)
+	if o.footprint {
+		footprint(o, work)
+		return
+	}
+	var rows []string
+	for _, n := range o.levels {
+		rows = append(rows, runLevel(o, work, n))
+	}
+	fmt.Println()
+	fmt.Println("| N | turns | turns/s | tokens | tokens/s | added latency p50 / p99 / max (ms) | baseline p50 / p99 (ms) | server CPU (cores) | server RSS idle → peak (MB) | errors | busy | lost tokens | incomplete messages |")
+	fmt.Println("|---:|---:|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Println(r)
+	}
+}
+
+func printMachine(bin string) {
+	model := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); m != nil {
+			model = string(m[1])
+		}
+	}
+	mem := "?"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.Atoi(string(m[1]))
+			mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("machine: %d cores (%s), %s RAM, %s/%s, %s; load average %s",
+		runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+	if fi, err := os.Stat(bin); err == nil {
+		fmt.Printf("binary: %s, %.1f MB\n", bin, float64(fi.Size())/1e6)
+	}
+}
+
+// server is a `datachat serve` process.
+type server struct {
+	cmd  *exec.Cmd
+	pid  int
+	addr string
+	key  string
+	dir  string
+	log  *os.File
+}
+
+var (
+	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
+	keyRE     = regexp.MustCompile(`#key=(\S+)`)
+)
+
+// startServer starts serve on a fresh data directory and waits for /healthz;
+// it returns the time that took.
+func startServer(o options, work, name string, env map[string]string) (*server, time.Duration) {
+	dir, err := os.MkdirTemp(work, name+"-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	vars := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
+		"DATACHAT_DATA_DIR": filepath.Join(dir, "data"), "DATACHAT_ADDR": "127.0.0.1:0",
+		"DATACHAT_LOG_FORMAT": "json", "DATACHAT_LOG_LEVEL": "info",
+		"DATACHAT_RATE_LIMIT_RPM": "0", "DATACHAT_TOKENS_PER_DAY": "0",
+	}
+	for _, extra := range []map[string]string{o.env, env} {
+		for k, v := range extra {
+			vars[k] = v
+		}
+	}
+	s := &server{dir: dir, log: logf}
+	s.cmd = exec.Command(o.bin, "serve")
+	if o.cpus != "" {
+		s.cmd = exec.Command("taskset", "-c", o.cpus, o.bin, "serve") // taskset execs serve: same pid
+	}
+	for k, v := range vars {
+		s.cmd.Env = append(s.cmd.Env, k+"="+v)
+	}
+	stdout, _ := s.cmd.StdoutPipe()
+	stderr, _ := s.cmd.StderrPipe()
+	start := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		log.Fatalf("start serve: %v", err)
+	}
+	s.pid = s.cmd.Process.Pid
+	addr, key := make(chan string, 1), make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
+				key <- m[1]
+			}
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case s.addr = <-addr:
+	case <-time.After(30 * time.Second):
+		log.Fatalf("serve did not start; see %s", logf.Name())
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			log.Fatalf("/healthz never answered; see %s", logf.Name())
+		}
+	}
+	took := time.Since(start)
+	select {
+	case s.key = <-key:
+	case <-time.After(2 * time.Second):
+		log.Fatal("no login URL from serve")
+	}
+	return s, took
+}
+
+func (s *server) url() string { return "http://" + s.addr }
+
+// stop ends the server with SIGTERM, as an operator would.
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.log.Close()
+}
+
+// procStat reads a process's resident memory (bytes) and CPU time used.
+func procStat(pid int) (rss int64, cpu time.Duration) {
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		if m := regexp.MustCompile(`VmRSS:\s*(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
+			rss = kb << 10
+		}
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// Fields after the command name (which may hold spaces): utime and
+		// stime are the 12th and 13th.
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) > 13 {
+				ut, _ := strconv.ParseInt(f[11], 10, 64)
+				st, _ := strconv.ParseInt(f[12], 10, 64)
+				cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+			}
+		}
+	}
+	return rss, cpu
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// script answers each question with one tool call, then the tool result with
+// tokens at the fixed rate: one turn pair per conversation turn, so the fake
+// never runs out.
+func script(o options, turns int) llmtest.Script {
+	chunks := make([]string, o.tokens)
+	for i := range chunks {
+		chunks[i] = fmt.Sprintf("tok%02d ", i)
+	}
+	call := llmtest.Call(o.tool, `{"query":"regional revenue"}`)
+	if o.tool == "execute_sql" {
+		call = llmtest.Call(o.tool, `{"query":"SELECT 42 AS answer"}`)
+	}
+	delay := llmtest.Duration(time.Duration(float64(time.Second) / o.rate))
+	s := llmtest.Script{StampTime: true, Default: &llmtest.Turn{Text: []string{"(script exhausted)"}}}
+	for range turns {
+		s.Turns = append(s.Turns,
+			llmtest.Turn{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{call}},
+			llmtest.Turn{Match: &llmtest.Match{LastRole: "tool"}, Text: chunks, Delay: delay},
+		)
+	}
+	return s
+}
+
+// convResult is what one conversation saw.
+type convResult struct {
+	id        string
+	latencies []time.Duration
+	byTurn    [][]time.Duration // the same, by turn
+	tokens    int               // stamped tokens received
+	expected  int               // stamped tokens the fake sent in completed turns
+	texts     []string
+	turns     int
+	errs      map[string]int
+}
+
+func (r *convResult) fail(kind string) {
+	if r.errs == nil {
+		r.errs = map[string]int{}
+	}
+	r.errs[kind]++
+}
+
+// event is a server message as the harness reads it.
+type event struct {
+	Type string `json:"type"`
+	Data struct {
+		Token   string `json:"token"`
+		Status  string `json:"status"`
+		Message string `json:"message"`
+	} `json:"data"`
+}
+
+// converse runs one conversation's turns over one WebSocket.
+func converse(ctx context.Context, o options, s *server, id string, start time.Duration, res *convResult) {
+	time.Sleep(start)
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conn, resp, err := websocket.Dial(dctx, "ws://"+s.addr+"/ws?conversation_id="+id+"&api_key="+s.key, nil)
+	cancel()
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusServiceUnavailable {
+			res.fail("busy: WebSocket refused (503)")
+		} else {
+			res.fail("dial: " + err.Error())
+		}
+		return
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(1 << 20)
+	for turn := 0; turn < o.turns && ctx.Err() == nil; turn++ {
+		if turn > 0 && o.think > 0 {
+			time.Sleep(time.Duration(rand.Int64N(int64(o.think))))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		msg, _ := json.Marshal(map[string]any{"type": "chat_send", "data": map[string]string{"content": fmt.Sprintf("Question %d: revenue by region?", turn+1)}})
+		tctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		if err := conn.Write(tctx, websocket.MessageText, msg); err != nil {
+			cancel()
+			res.fail("write: " + err.Error())
+			return
+		}
+		var text strings.Builder
+		got := 0
+		done := false
+		for !done {
+			_, b, err := conn.Read(tctx)
+			at := time.Now()
+			if err != nil {
+				cancel()
+				if errors.Is(err, context.DeadlineExceeded) {
+					res.fail("timeout: no chat_complete within 60s")
+				} else {
+					res.fail("read: " + err.Error())
+				}
+				return
+			}
+			var ev event
+			if err := json.Unmarshal(b, &ev); err != nil {
+				res.fail("bad event")
+				continue
+			}
+			switch ev.Type {
+			case "chat_token":
+				stamps, _ := llmtest.Stamps(ev.Data.Token)
+				for len(res.byTurn) <= turn {
+					res.byTurn = append(res.byTurn, nil)
+				}
+				for _, st := range stamps {
+					res.latencies = append(res.latencies, at.Sub(st))
+					res.byTurn[turn] = append(res.byTurn[turn], at.Sub(st))
+				}
+				got += len(stamps)
+				text.WriteString(ev.Data.Token)
+			case "chat_complete":
+				done = true
+				if ev.Data.Status != "complete" {
+					res.fail("chat_complete " + ev.Data.Status)
+					break
+				}
+				res.turns++
+				res.tokens += got
+				res.expected += o.tokens
+				res.texts = append(res.texts, text.String())
+			case "chat_error":
+				done = true
+				if strings.Contains(strings.ToLower(ev.Data.Message), "busy") || strings.Contains(ev.Data.Message, "restarting") {
+					res.fail("busy: " + ev.Data.Message)
+				} else {
+					res.fail("chat_error: " + ev.Data.Message)
+				}
+			}
+		}
+		cancel()
+	}
+	conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// apiJSON calls the API with the admin key.
+func apiJSON(s *server, method, path, body string, out any) (int, error) {
+	req, _ := http.NewRequest(method, s.url()+path, strings.NewReader(body))
+	req.Header.Set("X-API-Key", s.key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// createConversations creates n conversations, 16 at a time.
+func createConversations(s *server, n int) []string {
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var c struct {
+				ID string `json:"id"`
+			}
+			if st, err := apiJSON(s, "POST", "/api/conversations", fmt.Sprintf(`{"title":"load %d"}`, i), &c); err != nil || st != 201 {
+				log.Fatalf("create conversation: HTTP %d %v", st, err)
+			}
+			ids[i] = c.ID
+		})
+	}
+	wg.Wait()
+	return ids
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+
+// runLevel runs n conversations against a fresh server and returns its
+// table row.
+func runLevel(o options, work string, n int) string {
+	fmt.Printf("\n== N = %d: %d turns each, %d tokens per answer at %.0f/s, tool %s\n", n, o.turns, o.tokens, o.rate, o.tool)
+	fake, err := llmtest.Start(llmtest.OpenAI, script(o, n*o.turns), "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fake.Close()
+	s, _ := startServer(o, work, fmt.Sprintf("n%d", n), map[string]string{
+		"LLM_PROVIDER": "openai", "OPENAI_API_KEY": "load", "OPENAI_BASE_URL": fake.URL,
+	})
+	defer s.stop()
+	fmt.Printf("server pid %d on %s, log %s\n", s.pid, s.addr, s.log.Name())
+	ids := createConversations(s, n)
+	time.Sleep(time.Second)
+	idleRSS, cpu0 := procStat(s.pid)
+	self0 := selfCPU()
+
+	// Sample the server's memory while the load runs.
+	var peak atomic.Int64
+	peak.Store(idleRSS)
+	stopSampling := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+				if rss, _ := procStat(s.pid); rss > peak.Load() {
+					peak.Store(rss)
+				}
+			}
+		}
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	defer cancel()
+	results := make([]*convResult, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		results[i] = &convResult{id: id}
+		// Conversations start spread over the first second, not in lock-step.
+		wg.Go(func() { converse(ctx, o, s, id, time.Duration(i)*time.Second/time.Duration(n), results[i]) })
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	close(stopSampling)
+	sampler.Wait()
+	_, cpu1 := procStat(s.pid)
+	selfUsed := selfCPU() - self0
+
+	var lat []time.Duration
+	var turns, tokens, expected int
+	errs := map[string]int{}
+	for _, r := range results {
+		lat = append(lat, r.latencies...)
+		turns += r.turns
+		tokens += r.tokens
+		expected += r.expected
+		for k, v := range r.errs {
+			errs[k] += v
+		}
+	}
+	slices.Sort(lat)
+	var byTurn []string
+	for turn := range o.turns {
+		var l []time.Duration
+		for _, r := range results {
+			if turn < len(r.byTurn) {
+				l = append(l, r.byTurn[turn]...)
+			}
+		}
+		slices.Sort(l)
+		byTurn = append(byTurn, fmt.Sprintf("turn %d: p50 %s p99 %s", turn+1, ms(percentile(l, .5)), ms(percentile(l, .99))))
+	}
+
+	// Every completed turn's answer is stored, complete, with the full text.
+	incomplete := verifyStored(s, results)
+
+	var errCount, busy int
+	var errKinds []string
+	for k, v := range errs {
+		errCount += v
+		if strings.HasPrefix(k, "busy") {
+			busy += v
+		}
+		errKinds = append(errKinds, fmt.Sprintf("%dx %s", v, k))
+	}
+	slices.Sort(errKinds)
+	serverCPU := (cpu1 - cpu0).Seconds() / wall.Seconds()
+	fmt.Printf("wall %.1fs; %d turns (%.1f/s); %d tokens (%.0f/s) of %d sent in completed turns\n",
+		wall.Seconds(), turns, float64(turns)/wall.Seconds(), tokens, float64(tokens)/wall.Seconds(), expected)
+	fmt.Printf("token latency, fake → client through datachat: p50 %s ms, p90 %s, p99 %s, p99.9 %s, max %s (%d samples)\n",
+		ms(percentile(lat, .5)), ms(percentile(lat, .9)), ms(percentile(lat, .99)), ms(percentile(lat, .999)), ms(percentile(lat, 1)), len(lat))
+	fmt.Printf("by turn (ms): %s\n", strings.Join(byTurn, "; "))
+	fmt.Printf("server: CPU %.2f cores (%.1fs over %.1fs), RSS idle %.1f MB → peak %.1f MB; harness (client + fake) CPU %.2f cores\n",
+		serverCPU, (cpu1 - cpu0).Seconds(), wall.Seconds(), mb(idleRSS), mb(peak.Load()), selfUsed.Seconds()/wall.Seconds())
+	fmt.Printf("errors: %d %v; stored answers incomplete or missing: %d\n", errCount, errKinds, incomplete)
+
+	base := "-"
+	if o.baseline {
+		b50, b99 := baseline(o, n)
+		base = ms(b50) + " / " + ms(b99)
+		fmt.Printf("baseline, fake → client directly (no datachat): p50 %s ms, p99 %s ms\n", ms(b50), ms(b99))
+	}
+	return fmt.Sprintf("| %d | %d | %.1f | %d | %.0f | %s / %s / %s | %s | %.2f | %.0f → %.0f | %d | %d | %d | %d |",
+		n, turns, float64(turns)/wall.Seconds(), tokens, float64(tokens)/wall.Seconds(),
+		ms(percentile(lat, .5)), ms(percentile(lat, .99)), ms(percentile(lat, 1)), base,
+		serverCPU, mb(idleRSS), mb(peak.Load()), errCount, busy, expected-tokens, incomplete)
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// verifyStored reads every conversation back and counts the completed turns
+// whose stored answer is missing, not complete, or not exactly the text the
+// client received.
+func verifyStored(s *server, results []*convResult) int {
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, r := range results {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var c struct {
+				Messages []struct {
+					Role, Content, Status string
+				} `json:"messages"`
+			}
+			if st, err := apiJSON(s, "GET", "/api/conversations/"+r.id, "", &c); err != nil || st != 200 {
+				bad.Add(int64(len(r.texts)))
+				return
+			}
+			var answers []string
+			for _, m := range c.Messages {
+				if m.Role == "assistant" && m.Status == "complete" {
+					answers = append(answers, m.Content)
+				}
+			}
+			for i, want := range r.texts {
+				if i >= len(answers) || answers[i] != want {
+					bad.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(bad.Load())
+}
+
+// baseline streams the same answers from a fake straight to n clients, no
+// datachat in between, in the same pattern (turns, think time): the floor the
+// harness, the fake and loopback set on this machine.
+func baseline(o options, n int) (p50, p99 time.Duration) {
+	chunks := make([]string, o.tokens)
+	for i := range chunks {
+		chunks[i] = fmt.Sprintf("tok%02d ", i)
+	}
+	fake, err := llmtest.Start(llmtest.OpenAI, llmtest.Script{StampTime: true,
+		Default: &llmtest.Turn{Text: chunks, Delay: llmtest.Duration(time.Duration(float64(time.Second) / o.rate))}}, "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fake.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * time.Second / time.Duration(n))
+			var mine []time.Duration
+			for turn := range o.turns {
+				if turn > 0 && o.think > 0 {
+					time.Sleep(time.Duration(rand.Int64N(int64(o.think))))
+				}
+				body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+				resp, err := client.Post(fake.URL+"/chat/completions", "application/json", strings.NewReader(body))
+				if err != nil {
+					return
+				}
+				sse := llm.NewSSEReader(resp.Body)
+				for {
+					ev, err := sse.Next()
+					at := time.Now()
+					if err != nil {
+						break
+					}
+					var chunk struct {
+						Choices []struct {
+							Delta struct {
+								Content string `json:"content"`
+							} `json:"delta"`
+						} `json:"choices"`
+					}
+					if json.Unmarshal([]byte(ev.Data), &chunk) != nil || len(chunk.Choices) == 0 {
+						continue
+					}
+					stamps, _ := llmtest.Stamps(chunk.Choices[0].Delta.Content)
+					for _, st := range stamps {
+						mine = append(mine, at.Sub(st))
+					}
+				}
+				resp.Body.Close()
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(lat)
+	return percentile(lat, .5), percentile(lat, .99)
+}
+
+// footprint measures the binary, its start, and its idle memory.
+func footprint(o options, work string) {
+	fi, err := os.Stat(o.bin)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("\n== footprint\nbinary size: %.1f MB (%d bytes)\n", float64(fi.Size())/1e6, fi.Size())
+
+	// Start: exec to /healthz answering 200, on a new data directory (a first
+	// start: migrations, the admin key) and on an existing one.
+	var first, again []time.Duration
+	var idle []int64
+	for i := range 7 {
+		s, took := startServer(o, work, fmt.Sprint("start", i), nil)
+		first = append(first, took)
+		time.Sleep(2 * time.Second)
+		rss, _ := procStat(s.pid)
+		idle = append(idle, rss)
+		s.stop()
+		// The same data directory again.
+		s2 := restart(o, s)
+		again = append(again, s2.took)
+		s2.srv.stop()
+	}
+	slices.Sort(first)
+	slices.Sort(again)
+	slices.Sort(idle)
+	fmt.Printf("start to /healthz 200, new data dir: median %s ms (min %s, max %s, 7 runs)\n", ms(first[3]), ms(first[0]), ms(first[6]))
+	fmt.Printf("start to /healthz 200, existing data dir: median %s ms (min %s, max %s)\n", ms(again[3]), ms(again[0]), ms(again[6]))
+	fmt.Printf("idle RSS 2 s after start: median %.1f MB (min %.1f, max %.1f)\n", mb(idle[3]), mb(idle[0]), mb(idle[6]))
+
+	firstQuery(o, work)
+	if o.idle > 0 {
+		idleSockets(o, work)
+	}
+}
+
+// firstQuery measures what the first SQL query costs a fresh server: the
+// sandboxed DuckDB instance of its conversation opens on demand.
+func firstQuery(o options, work string) {
+	s, _ := startServer(o, work, "query", nil)
+	defer s.stop()
+	ids := createConversations(s, 1)
+	time.Sleep(2 * time.Second)
+	before, _ := procStat(s.pid)
+	start := time.Now()
+	var res struct {
+		Rows [][]any `json:"rows"`
+	}
+	if st, err := apiJSON(s, "POST", "/api/conversations/"+ids[0]+"/sql", `{"query":"SELECT 42 AS answer"}`, &res); err != nil || st != 200 {
+		log.Fatalf("first query: HTTP %d %v", st, err)
+	}
+	took := time.Since(start)
+	time.Sleep(time.Second)
+	after, _ := procStat(s.pid)
+	fmt.Printf("first SQL query (opens the conversation's DuckDB instance): %s ms; RSS %.1f MB → %.1f MB\n", ms(took), mb(before), mb(after))
+}
+
+type restarted struct {
+	srv  *server
+	took time.Duration
+}
+
+// restart starts serve again on a stopped server's data directory.
+func restart(o options, old *server) restarted {
+	s := &server{dir: old.dir, key: old.key}
+	logf, _ := os.OpenFile(filepath.Join(old.dir, "serve.log"), os.O_APPEND|os.O_WRONLY, 0o600)
+	s.log = logf
+	s.cmd = exec.Command(o.bin, "serve")
+	s.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		"DATACHAT_DATA_DIR=" + filepath.Join(old.dir, "data"), "DATACHAT_ADDR=" + old.addr,
+		"DATACHAT_LOG_FORMAT=json"}
+	s.cmd.Stderr = logf
+	start := time.Now()
+	if err := s.cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	s.pid, s.addr = s.cmd.Process.Pid, old.addr
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if resp, err := http.Get(s.url() + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			log.Fatal("restarted serve never answered /healthz")
+		}
+	}
+	return restarted{s, time.Since(start)}
+}
+
+// idleSockets measures the memory an idle WebSocket costs the server.
+func idleSockets(o options, work string) {
+	m := o.idle
+	s, _ := startServer(o, work, "idle", nil)
+	defer s.stop()
+	ids := createConversations(s, m)
+	time.Sleep(2 * time.Second)
+	before, _ := procStat(s.pid)
+	conns := make([]*websocket.Conn, 0, m)
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, _, err := websocket.Dial(ctx, "ws://"+s.addr+"/ws?conversation_id="+id+"&api_key="+s.key, nil)
+		cancel()
+		if err != nil {
+			log.Fatalf("dial idle WebSocket %d: %v", len(conns), err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(3 * time.Second)
+	after, _ := procStat(s.pid)
+	fmt.Printf("idle WebSockets: %d open; server RSS %.1f MB → %.1f MB: %.1f KB per idle WebSocket\n",
+		m, mb(before), mb(after), float64(after-before)/1024/float64(m))
+	for _, c := range conns {
+		c.CloseNow()
+	}
+}

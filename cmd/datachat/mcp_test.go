@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"datachat/internal/nodetest"
+)
+
+const penguinsCSV = "../../internal/server/testdata/penguins.csv"
+
+// mcpEnv is the environment of a spawned `datachat mcp` using dataDir.
+func mcpEnv(dataDir string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir(),
+		"DATACHAT_DATA_DIR=" + dataDir, "DATACHAT_LOG_LEVEL=warn", "DATACHAT_LOG_FORMAT=text"}
+}
+
+// stdioSession runs `datachat mcp args…` and connects the Go SDK's client to it.
+func stdioSession(t *testing.T, dataDir string, stderr *bytes.Buffer, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(datachatBinary(t), append([]string{"mcp"}, args...)...)
+	cmd.Env = mcpEnv(dataDir)
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr: %s", err, stderr)
+	}
+	return s
+}
+
+func sqlRows(t *testing.T, s *mcp.ClientSession, query string) ([][]any, string) {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{"query": query}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if res.IsError {
+		return nil, text
+	}
+	var r struct {
+		Rows [][]any `json:"rows"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &r)
+	return r.Rows, text
+}
+
+var convLine = regexp.MustCompile(`serving conversation (\S+) of user local`)
+
+func TestMCPStdio(t *testing.T) {
+	dataDir := t.TempDir()
+	var stderr bytes.Buffer
+	s := stdioSession(t, dataDir, &stderr, "--data", penguinsCSV)
+	tools, err := s.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 5 {
+		t.Errorf("%d tools", len(tools.Tools))
+	}
+	for _, tool := range tools.Tools {
+		if b, _ := json.Marshal(tool.InputSchema); strings.Contains(string(b), "conversation_id") {
+			t.Errorf("%s takes a conversation_id over stdio: %s", tool.Name, b)
+		}
+	}
+	rows, text := sqlRows(t, s, "SELECT count(*) FROM penguins WHERE species = 'Adelie'")
+	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != "152" {
+		t.Fatalf("execute_sql: %v %s", rows, text)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("datachat mcp did not exit cleanly: %v\nstderr: %s", err, stderr.String())
+	}
+	m := convLine.FindStringSubmatch(stderr.String())
+	if m == nil || !strings.Contains(stderr.String(), "table penguins: penguins.csv, 344 rows") {
+		t.Fatalf("stderr %q names no conversation or table", stderr.String())
+	}
+
+	// The conversation was stored: --conversation reopens it.
+	stderr.Reset()
+	s = stdioSession(t, dataDir, &stderr, "--conversation", m[1])
+	rows, text = sqlRows(t, s, "SELECT count(*) FROM penguins")
+	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != "344" {
+		t.Errorf("reopened conversation: %v %s", rows, text)
+	}
+	if _, text := sqlRows(t, s, "COPY penguins TO '/tmp/x.csv'"); !strings.Contains(strings.ToLower(text), "refused") && !strings.Contains(text, "read-only") {
+		t.Errorf("COPY … TO over MCP: %q", text)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close: %v\nstderr: %s", err, stderr.String())
+	}
+}
+
+func TestMCPStdioRefusals(t *testing.T) {
+	env := testEnv(t, nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "--conversation", "nope"}, "not found"},
+		{[]string{"mcp", "--conversation", "x", "--data", penguinsCSV}, "not both"},
+		{[]string{"mcp", "--data", "missing.csv"}, "missing.csv"},
+		{[]string{"mcp", "extra"}, "unexpected"},
+	} {
+		_, _, err := runMain(t, env, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestMCPStdioNodeClient(t *testing.T) {
+	nodetest.Require(t)
+	bin := datachatBinary(t)
+	abs, err := filepath.Abs(penguinsCSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := nodetest.Run(t, []string{"DATACHAT_DATA_DIR=" + t.TempDir(), "DATACHAT_LOG_LEVEL=warn"},
+		"mcp_client.mjs", "stdio", "SELECT count(*) AS n, sum(body_mass_g) AS mass FROM penguins WHERE species = 'Adelie'", bin, "mcp", "--data", abs)
+	var got struct {
+		Tools []struct {
+			Name     string   `json:"name"`
+			Required []string `json:"required"`
+		} `json:"tools"`
+		SQL struct {
+			IsError    bool `json:"isError"`
+			Structured struct {
+				Rows [][]any `json:"rows"`
+			} `json:"structured"`
+		} `json:"sql"`
+		Refused struct {
+			IsError bool `json:"isError"`
+		} `json:"refused"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("output %s: %v", out, err)
+	}
+	if len(got.Tools) != 5 {
+		t.Errorf("tools %+v", got.Tools)
+	}
+	if r := got.SQL.Structured.Rows; got.SQL.IsError || len(r) != 1 || fmt.Sprint(r[0][0]) != "152" || fmt.Sprint(r[0][1]) != "558800" {
+		t.Errorf("execute_sql over stdio: %+v", got.SQL)
+	}
+	if !got.Refused.IsError {
+		t.Errorf("the sandbox did not refuse read_csv('/etc/passwd') over stdio")
+	}
+}

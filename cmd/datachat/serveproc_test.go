@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// serveProc is `datachat serve` running as its own process (the binary built
+// by datachatBinary), for the tests that kill it, stop it with a signal, or
+// run two of them on one database.
+type serveProc struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	Addr string // host:port it listens on
+	Key  string // the admin key of the login URL, on a first start
+
+	mu     sync.Mutex
+	stderr strings.Builder
+	exited chan struct{}
+	err    error // the process's exit, once exited is closed
+}
+
+// procEnv is the environment of a spawned serve: the machine's PATH and HOME,
+// quiet logs, no rate limits, and vars.
+func procEnv(vars map[string]string) []string {
+	env := map[string]string{
+		"PATH":                    os.Getenv("PATH"),
+		"HOME":                    os.Getenv("HOME"),
+		"TMPDIR":                  os.TempDir(),
+		"DATACHAT_ADDR":           "127.0.0.1:0",
+		"DATACHAT_LOG_FORMAT":     "json",
+		"DATACHAT_LOG_LEVEL":      "info",
+		"DATACHAT_RATE_LIMIT_RPM": "0",
+		"DATACHAT_TOKENS_PER_DAY": "0",
+		"DATACHAT_QUERY_THREADS":  "1",
+		"LLM_STREAM_IDLE_TIMEOUT": "10s",
+		"LLM_RETRY_DELAY":         "100ms",
+		"DATACHAT_SHUTDOWN_GRACE": "5s",
+	}
+	for k, v := range vars {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+var (
+	loginURL   = regexp.MustCompile(`http://[^/\s]+/#key=(\S+)`)
+	servingLog = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
+)
+
+// startProc starts serve with vars and waits until /healthz answers. The
+// process is killed when the test ends if it is still running.
+func startProc(t *testing.T, vars map[string]string) *serveProc {
+	t.Helper()
+	p := &serveProc{t: t, exited: make(chan struct{})}
+	p.cmd = exec.Command(datachatBinary(t), "serve")
+	p.cmd.Env = procEnv(vars)
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start serve: %v", err)
+	}
+	addr := make(chan string, 1)
+	key := make(chan string, 1)
+	var pipes sync.WaitGroup
+	pipes.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := loginURL.FindStringSubmatch(sc.Text()); m != nil {
+				key <- m[1]
+			}
+		}
+	})
+	pipes.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.stderr.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := servingLog.FindStringSubmatch(line); m != nil {
+				addr <- m[1]
+			}
+		}
+	})
+	go func() {
+		pipes.Wait() // Wait must not run before the pipes are read out
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("serve %s log:\n%s", p.Addr, p.Log())
+		}
+	})
+	select {
+	case p.Addr = <-addr:
+	case <-p.exited:
+		t.Fatalf("serve exited at start: %v\n%s", p.err, p.Log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start in 30s:\n%s", p.Log())
+	}
+	select {
+	case p.Key = <-key:
+	case <-time.After(200 * time.Millisecond): // only a first start prints one
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(p.URL() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz of %s does not answer 200: %v\n%s", p.Addr, err, p.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// URL is the process's base URL.
+func (p *serveProc) URL() string { return "http://" + p.Addr }
+
+// Log returns what the process logged so far.
+func (p *serveProc) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// Signal sends sig to the process.
+func (p *serveProc) Signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// Kill kills the process with SIGKILL, if it still runs, and waits for it.
+func (p *serveProc) Kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// Wait waits up to d for the process to exit and returns its exit error.
+func (p *serveProc) Wait(d time.Duration) error {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+		return p.err
+	case <-time.After(d):
+		p.t.Fatalf("serve %s still runs %s later:\n%s", p.Addr, d, p.Log())
+		return nil
+	}
+}
+
+// wsClient is a WebSocket client of one conversation that records every event
+// with the time it arrived.
+type wsClient struct {
+	t      *testing.T
+	conn   *websocket.Conn
+	events chan wsEvent
+	closed chan struct{}
+	err    error // why reading stopped, once closed is closed
+}
+
+type wsEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+	At   time.Time       `json:"-"`
+}
+
+func dialWS(t *testing.T, base, key, conversationID string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	url := strings.Replace(base, "http://", "ws://", 1) + "/ws?conversation_id=" + conversationID + "&api_key=" + key
+	conn, resp, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (HTTP %d)", url, err, status)
+	}
+	conn.SetReadLimit(16 << 20)
+	c := &wsClient{t: t, conn: conn, events: make(chan wsEvent, 4096), closed: make(chan struct{})}
+	go func() {
+		defer close(c.closed)
+		for {
+			_, b, err := conn.Read(context.Background())
+			if err != nil {
+				c.err = err
+				close(c.events)
+				return
+			}
+			ev := wsEvent{At: time.Now()}
+			if err := json.Unmarshal(b, &ev); err != nil {
+				c.err = err
+				close(c.events)
+				return
+			}
+			c.events <- ev
+		}
+	}()
+	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
+	return c
+}
+
+func (c *wsClient) send(typ string, data any) {
+	c.t.Helper()
+	b, _ := json.Marshal(map[string]any{"type": typ, "data": data})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		c.t.Fatalf("send %s: %v", typ, err)
+	}
+}
+
+// next returns the next event, failing the test after d.
+func (c *wsClient) next(d time.Duration) (wsEvent, bool) {
+	c.t.Helper()
+	select {
+	case ev, ok := <-c.events:
+		return ev, ok
+	case <-time.After(d):
+		c.t.Fatalf("no WebSocket event in %s", d)
+		return wsEvent{}, false
+	}
+}
+
+// until collects events up to the first of one of the types given (or
+// chat_error, or the end of the connection), failing the test after d.
+func (c *wsClient) until(d time.Duration, types ...string) []wsEvent {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	var got []wsEvent
+	for {
+		ev, ok := c.next(time.Until(deadline))
+		if !ok {
+			return got
+		}
+		got = append(got, ev)
+		if ev.Type == "chat_error" {
+			return got
+		}
+		for _, typ := range types {
+			if ev.Type == typ {
+				return got
+			}
+		}
+	}
+}
+
+// tokensText joins the chat_token events' tokens.
+func tokensText(evs []wsEvent) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Type == "chat_token" {
+			var d struct {
+				Token string `json:"token"`
+			}
+			json.Unmarshal(ev.Data, &d)
+			b.WriteString(d.Token)
+		}
+	}
+	return b.String()
+}
+
+// field reads a string field of an event's data.
+func field(ev wsEvent, name string) string {
+	var m map[string]any
+	json.Unmarshal(ev.Data, &m)
+	s, _ := m[name].(string)
+	return s
+}
+
+// apiMessage is a message as GET /api/conversations/{id} shows it.
+type apiMessage struct {
+	ID      string `json:"id"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	Status  string `json:"status"`
+}
+
+// conversationMessages returns a conversation's messages through the API.
+func conversationMessages(t *testing.T, base, key, id string) []apiMessage {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/api/conversations/"+id, nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("get conversation: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("get conversation: HTTP %d %s", resp.StatusCode, b)
+	}
+	var c struct {
+		Messages []apiMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatalf("get conversation: %v: %s", err, b)
+	}
+	return c.Messages
+}
+
+// newConversation creates a conversation through the API and returns its id.
+func newConversation(t *testing.T, base, key string) string {
+	t.Helper()
+	st, body := do(t, "POST", base+"/api/conversations", key, `{"title":"t"}`)
+	if st != 201 {
+		t.Fatalf("create conversation: HTTP %d %v", st, body)
+	}
+	return body["id"].(string)
+}

@@ -1,0 +1,394 @@
+// Package mcpserver exposes a conversation's data to agents as Model Context
+// Protocol tools — list_datasets, describe_dataset, load_dataset, execute_sql
+// and search_documents — over the same workspace (and so the same SQL sandbox)
+// the chat uses. [New] builds a server for one user; `datachat mcp` serves it
+// over stdio and the HTTP server at /mcp (streamable HTTP).
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"datachat"
+	"datachat/internal/chat"
+)
+
+// Tool names.
+const (
+	ToolListDatasets    = "list_datasets"
+	ToolDescribeDataset = "describe_dataset"
+	ToolLoadDataset     = "load_dataset"
+	ToolExecuteSQL      = "execute_sql"
+	ToolSearchDocuments = "search_documents"
+)
+
+// Workspace is the conversation data the tools work on; *workspace.Workspace
+// implements it. Errors are *datachat.Error: EINVALID for a query or URL the
+// caller can correct, ENOTFOUND, EBUSY.
+type Workspace interface {
+	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
+	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
+	AddURL(ctx context.Context, conversationID, url, name string) (*datachat.Dataset, error)
+	// Search answers an empty result when documents are not configured.
+	Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error)
+}
+
+// Observer is told about tool calls, for metrics. Its methods must not block.
+type Observer interface {
+	ToolCalled(tool string, ok bool, d time.Duration)
+	SQLQueried(ok bool, d time.Duration)
+}
+
+// Options configure a server.
+type Options struct {
+	Workspace Workspace
+	Store     datachat.Store
+	// User is whom the tools act for: they reach only this user's
+	// conversations.
+	User *datachat.User
+	// Conversation, if set, is the one conversation every tool acts on, and
+	// the tools take no conversation_id argument (stdio). Otherwise each tool
+	// takes a required conversation_id (HTTP).
+	Conversation string
+	Version      string
+	Logger       *slog.Logger // tool failures
+	SDKLogger    *slog.Logger // the SDK's own messages; default Logger
+	Observer     Observer     // may be nil
+	// SchemaCache, shared by servers built per request, saves re-resolving
+	// the tools' schemas.
+	SchemaCache *mcp.SchemaCache
+}
+
+// sampleRows is how many rows describe_dataset shows.
+const sampleRows = 5
+
+// New returns an MCP server whose tools act for o.User.
+func New(o Options) *mcp.Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	sdkLog := o.SDKLogger
+	if sdkLog == nil {
+		sdkLog = o.Logger
+	}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "datachat", Title: "datachat", Version: version}, &mcp.ServerOptions{
+		Instructions: "Tools over a datachat conversation's data: datasets (Parquet or CSV files, one SQL table each) and documents. " +
+			"Start with list_datasets; execute_sql runs one read-only DuckDB SQL statement over the tables (at most 1000 rows returned).",
+		Logger:      sdkLog,
+		SchemaCache: o.SchemaCache,
+	})
+	t := &tools{o: o}
+	fixed := o.Conversation != ""
+	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
+
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        ToolListDatasets,
+		Description: "List the conversation's datasets: table name, source, row count and columns (name, type, DuckDB type).",
+		InputSchema: schema(fixed, ToolListDatasets, nil),
+		Annotations: readOnly,
+	}, observed(t, ToolListDatasets, t.listDatasets))
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        ToolDescribeDataset,
+		Description: fmt.Sprintf("Describe one dataset: its columns with types and its first %d rows.", sampleRows),
+		InputSchema: schema(fixed, ToolDescribeDataset, map[string]string{"name": "The dataset's table name (or its id)."}, "name"),
+		Annotations: readOnly,
+	}, observed(t, ToolDescribeDataset, t.describeDataset))
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        ToolLoadDataset,
+		Description: "Download a Parquet or CSV file from an http(s) URL into the conversation as a new table, and return its table name and columns.",
+		InputSchema: schema(fixed, ToolLoadDataset, map[string]string{
+			"url":  "The http(s) URL of a Parquet or CSV file.",
+			"name": "Optional table name (default: from the file name).",
+		}, "url"),
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
+	}, observed(t, ToolLoadDataset, t.loadDataset))
+	mcp.AddTool(srv, &mcp.Tool{
+		Name: ToolExecuteSQL,
+		Description: "Run one read-only DuckDB SQL statement over the conversation's datasets (tables named as list_datasets shows) in a sandbox, " +
+			"and return {columns, rows, row_count, truncated, elapsed_ms}; at most 1000 rows come back, so aggregate in SQL.",
+		InputSchema: schema(fixed, ToolExecuteSQL, map[string]string{"query": "One DuckDB SQL statement."}, "query"),
+		Annotations: readOnly,
+	}, observed(t, ToolExecuteSQL, t.executeSQL))
+	mcp.AddTool(srv, &mcp.Tool{
+		Name:        ToolSearchDocuments,
+		Description: "Search the conversation's documents and return the most relevant excerpts with their document and page (an empty list when there are none).",
+		InputSchema: schemaWith(fixed, ToolSearchDocuments, map[string]any{
+			"query": map[string]any{"type": "string", "description": "What to look for."},
+			"top_k": map[string]any{"type": "integer", "minimum": 1, "maximum": 20, "description": "How many excerpts (default 5)."},
+		}, "query"),
+		Annotations: readOnly,
+	}, observed(t, ToolSearchDocuments, t.searchDocuments))
+	return srv
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// schema is a tool's input schema with string properties, plus a required
+// conversation_id unless the conversation is fixed.
+func schema(fixed bool, tool string, props map[string]string, required ...string) *jsonschema.Schema {
+	p := map[string]any{}
+	for k, desc := range props {
+		p[k] = map[string]any{"type": "string", "description": desc}
+	}
+	return schemaWith(fixed, tool, p, required...)
+}
+
+// schemas holds each tool's input schema, made once: the SDK resolves a
+// schema once per pointer, and the HTTP server builds a server per request.
+var schemas sync.Map // "tool fixed" → *jsonschema.Schema
+
+func schemaWith(fixed bool, tool string, props map[string]any, required ...string) *jsonschema.Schema {
+	key := fmt.Sprint(tool, " ", fixed)
+	if s, ok := schemas.Load(key); ok {
+		return s.(*jsonschema.Schema)
+	}
+	if !fixed {
+		props["conversation_id"] = map[string]any{"type": "string", "description": "The id of the datachat conversation whose data to use."}
+		required = append([]string{"conversation_id"}, required...)
+	}
+	m := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		m["required"] = required
+	}
+	b, err := json.Marshal(m)
+	s := new(jsonschema.Schema)
+	if err == nil {
+		err = json.Unmarshal(b, s)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("input schema of %s: %v", tool, err)) // a bug in the literals above
+	}
+	v, _ := schemas.LoadOrStore(key, s)
+	return v.(*jsonschema.Schema)
+}
+
+// Tool inputs. ConversationID is empty when the conversation is fixed.
+type (
+	conversationArgs struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	describeArgs struct {
+		ConversationID string `json:"conversation_id"`
+		Name           string `json:"name"`
+	}
+	loadArgs struct {
+		ConversationID string `json:"conversation_id"`
+		URL            string `json:"url"`
+		Name           string `json:"name"`
+	}
+	sqlArgs struct {
+		ConversationID string `json:"conversation_id"`
+		Query          string `json:"query"`
+	}
+	searchArgs struct {
+		ConversationID string `json:"conversation_id"`
+		Query          string `json:"query"`
+		TopK           int    `json:"top_k"`
+	}
+)
+
+// Tool outputs.
+type (
+	// DatasetInfo is a dataset as the tools show it.
+	DatasetInfo struct {
+		ID       string            `json:"id"`
+		Name     string            `json:"name"`
+		Source   string            `json:"source"`
+		Format   string            `json:"format"`
+		RowCount int64             `json:"row_count"`
+		Bytes    int64             `json:"bytes"`
+		Columns  []datachat.Column `json:"columns"`
+	}
+	DatasetList struct {
+		Datasets []DatasetInfo `json:"datasets"`
+	}
+	DatasetDescription struct {
+		DatasetInfo
+		SampleRows [][]any `json:"sample_rows"`
+	}
+	SearchResults struct {
+		Results []datachat.Source `json:"results"`
+	}
+)
+
+func info(d *datachat.Dataset) DatasetInfo {
+	cols := make([]datachat.Column, len(d.Columns))
+	for i, c := range d.Columns {
+		cols[i] = datachat.Column{Name: c.Name, Type: c.Type, SQLType: c.SQLType}
+	}
+	return DatasetInfo{ID: d.ID, Name: d.Name, Source: d.Source, Format: d.Format, RowCount: d.RowCount, Bytes: d.Bytes, Columns: cols}
+}
+
+type tools struct{ o Options }
+
+// observed wraps a tool handler: it reports the call to the observer and
+// turns errors into messages safe to show, logging internal ones.
+func observed[In, Out any](t *tools, name string, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		start := time.Now()
+		res, out, err := h(ctx, req, in)
+		if t.o.Observer != nil {
+			t.o.Observer.ToolCalled(name, err == nil, time.Since(start))
+		}
+		if err != nil {
+			if datachat.ErrorCode(err) == datachat.EINTERNAL && ctx.Err() == nil {
+				t.o.Logger.Error("mcp tool failed", slog.String("tool", name), slog.String("error", err.Error()))
+			}
+			return nil, out, errors.New(datachat.ErrorMessage(err))
+		}
+		return res, out, nil
+	}
+}
+
+// conversation returns the conversation a call acts on, checking it is the
+// user's.
+func (t *tools) conversation(ctx context.Context, id string) (string, error) {
+	if t.o.Conversation != "" {
+		return t.o.Conversation, nil
+	}
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return "", datachat.Errorf(datachat.EINVALID, "conversation_id is required.")
+	}
+	c, err := t.o.Store.Conversation(ctx, t.o.User.ID, id)
+	if err != nil {
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return "", datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", id)
+		}
+		return "", err
+	}
+	return c.ID, nil
+}
+
+func (t *tools) listDatasets(ctx context.Context, _ *mcp.CallToolRequest, in conversationArgs) (*mcp.CallToolResult, DatasetList, error) {
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, DatasetList{}, err
+	}
+	ds, err := t.o.Workspace.Datasets(ctx, conv)
+	if err != nil {
+		return nil, DatasetList{}, err
+	}
+	out := DatasetList{Datasets: make([]DatasetInfo, len(ds))}
+	for i, d := range ds {
+		out.Datasets[i] = info(d)
+	}
+	return nil, out, nil
+}
+
+func (t *tools) describeDataset(ctx context.Context, _ *mcp.CallToolRequest, in describeArgs) (*mcp.CallToolResult, DatasetDescription, error) {
+	var out DatasetDescription
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, out, err
+	}
+	ds, err := t.o.Workspace.Datasets(ctx, conv)
+	if err != nil {
+		return nil, out, err
+	}
+	want := strings.TrimSpace(in.Name)
+	var d *datachat.Dataset
+	names := make([]string, len(ds))
+	for i, x := range ds {
+		names[i] = x.Name
+		if strings.EqualFold(x.Name, want) || x.ID == want {
+			d = x
+		}
+	}
+	if d == nil {
+		if len(ds) == 0 {
+			return nil, out, datachat.Errorf(datachat.ENOTFOUND, "No dataset named %q: the conversation has no datasets; add one with load_dataset.", want)
+		}
+		return nil, out, datachat.Errorf(datachat.ENOTFOUND, "No dataset named %q; the tables are: %s.", want, strings.Join(names, ", "))
+	}
+	out.DatasetInfo = info(d)
+	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM "%s" LIMIT %d`, strings.ReplaceAll(d.Name, `"`, `""`), sampleRows))
+	if err != nil {
+		return nil, out, err
+	}
+	out.SampleRows = sample.Rows
+	if out.SampleRows == nil {
+		out.SampleRows = [][]any{}
+	}
+	return nil, out, nil
+}
+
+func (t *tools) loadDataset(ctx context.Context, _ *mcp.CallToolRequest, in loadArgs) (*mcp.CallToolResult, DatasetInfo, error) {
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, DatasetInfo{}, err
+	}
+	url := strings.TrimSpace(in.URL)
+	if url == "" {
+		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "url is required: the http(s) URL of a Parquet or CSV file.")
+	}
+	d, err := t.o.Workspace.AddURL(ctx, conv, url, strings.TrimSpace(in.Name))
+	if err != nil {
+		return nil, DatasetInfo{}, err
+	}
+	return nil, info(d), nil
+}
+
+func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlArgs) (*mcp.CallToolResult, *datachat.QueryResult, error) {
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return nil, nil, datachat.Errorf(datachat.EINVALID, "query is required: one DuckDB SQL statement.")
+	}
+	r, err := t.query(ctx, conv, in.Query)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Rows == nil {
+		r.Rows = [][]any{}
+	}
+	return nil, r, nil
+}
+
+// query runs SQL through the workspace, reporting its duration.
+func (t *tools) query(ctx context.Context, conv, sql string) (*datachat.QueryResult, error) {
+	start := time.Now()
+	r, err := t.o.Workspace.Query(ctx, conv, sql)
+	if t.o.Observer != nil {
+		t.o.Observer.SQLQueried(err == nil, time.Since(start))
+	}
+	return r, err
+}
+
+func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in searchArgs) (*mcp.CallToolResult, SearchResults, error) {
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, SearchResults{}, err
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return nil, SearchResults{}, datachat.Errorf(datachat.EINVALID, "query is required.")
+	}
+	k := in.TopK
+	if k <= 0 {
+		k = 5
+	}
+	res, err := t.o.Workspace.Search(ctx, conv, chat.SearchQuery{Text: in.Query, TopK: min(k, 20)})
+	if err != nil {
+		return nil, SearchResults{}, err
+	}
+	out := SearchResults{Results: res.Sources}
+	if out.Results == nil {
+		out.Results = []datachat.Source{}
+	}
+	return nil, out, nil
+}

@@ -1,0 +1,50 @@
+package ollama
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"datachat"
+)
+
+// FuzzMapError feeds arbitrary error answers (status and body) to mapError,
+// which turns what the provider says went wrong into the chat_error a person
+// reads. (The Retry-After header is left out: see BENCHMARKS.md, fuzzing.)
+func FuzzMapError(f *testing.F) {
+	addSeed := func(f *testing.F, status int, name string) {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(status, b)
+	}
+	addSeed(f, 400, "ollama_error_400_tools_unsupported.json")
+	f.Add(404, []byte(`{"error":"model \"llama3.1\" not found, try pulling it first"}`))
+	f.Add(0, []byte(`{"error":"input length exceeds the context length"}`))
+	f.Add(500, []byte("\xff\xfe not json"))
+	f.Add(502, []byte("<html>Bad Gateway</html>"))
+	f.Add(200, []byte(""))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 0 || status > 999 {
+			return // not an HTTP status
+		}
+		pe := mapError(status, http.Header{}, body)
+		if pe == nil {
+			t.Fatal("mapError returned nil")
+		}
+		switch pe.Kind {
+		case datachat.ProviderAuth, datachat.ProviderRateLimited, datachat.ProviderUnavailable, datachat.ProviderBadRequest,
+			datachat.ProviderContextTooLarge, datachat.ProviderMalformed, datachat.ProviderTimeout, datachat.ProviderConnection:
+		default:
+			t.Fatalf("mapError(%d, %q): kind %q", status, body, pe.Kind)
+		}
+		if pe.Reason == "" {
+			t.Fatalf("mapError(%d, %q): no reason for the user", status, body)
+		}
+		if pe.RetryAfter < 0 {
+			t.Fatalf("mapError(%d, %q): negative retry-after %v", status, body, pe.RetryAfter)
+		}
+	})
+}
