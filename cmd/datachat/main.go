@@ -38,7 +38,7 @@ func main() {
 	if m.Command == "serve" {
 		<-ctx.Done()
 		stop() // a second signal kills the process at once
-		m.Logger.Info("shutting down", slog.Duration("grace", shutdownGrace))
+		m.Logger.Info("shutting down", slog.Duration("grace", m.shutdownGrace()))
 	}
 	if err := m.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "datachat:", err)

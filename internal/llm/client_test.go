@@ -430,6 +430,10 @@ func TestRetryAfter(t *testing.T) {
 		{http.Header{"Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
 		{http.Header{"Retry-After": {"soon"}}, 0},
 		{http.Header{}, 0},
+		{http.Header{"Retry-After": {"1e300"}}, 24 * time.Hour},
+		{http.Header{"Retry-After": {"NaN"}}, 0},
+		{http.Header{"Retry-After": {"+Inf"}}, 24 * time.Hour},
+		{http.Header{"Retry-After-Ms": {"1e300"}}, 24 * time.Hour},
 	} {
 		if got := RetryAfter(tt.h); got != tt.want {
 			t.Errorf("%v: got %v, want %v", tt.h, got, tt.want)

@@ -233,7 +233,7 @@ func MentionsContextLimit(message string) bool {
 func RetryAfter(h http.Header) time.Duration {
 	if ms := h.Get("Retry-After-Ms"); ms != "" {
 		if v, err := strconv.ParseFloat(ms, 64); err == nil && v > 0 {
-			return time.Duration(v * float64(time.Millisecond))
+			return clampWait(v * float64(time.Millisecond))
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -241,10 +241,10 @@ func RetryAfter(h http.Header) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
+		if !(s > 0) { // also NaN
 			return 0
 		}
-		return time.Duration(s * float64(time.Second))
+		return clampWait(s * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		if d := time.Until(t); d > 0 {
@@ -252,6 +252,17 @@ func RetryAfter(h http.Header) time.Duration {
 		}
 	}
 	return 0
+}
+
+// maxWait caps a provider's Retry-After: a day is already absurd, and larger
+// values (1e300, +Inf) would overflow a time.Duration into a negative one.
+const maxWait = 24 * time.Hour
+
+func clampWait(ns float64) time.Duration {
+	if ns >= float64(maxWait) {
+		return maxWait
+	}
+	return time.Duration(ns)
 }
 
 func statusText(status int) string {
