@@ -45,6 +45,24 @@ type Store struct {
 	read  *sql.DB // query_only connections
 }
 
+// pingBusy opens a first connection, retrying while the file is locked: when
+// several processes create the database at once, switching it to WAL can
+// answer SQLITE_BUSY without waiting for busy_timeout.
+func pingBusy(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
 // Open opens (creating if needed) the SQLite database at path, a file name,
 // and checks that it answers. It does not migrate: call [Store.Migrate].
 // In-memory databases are refused, since the two pools would each see their
@@ -79,7 +97,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetConnMaxIdleTime(0)
 	// The writer connects first: it creates the file and switches it to WAL
 	// before any read-only connection opens it.
-	if err := write.PingContext(ctx); err != nil {
+	if err := pingBusy(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -94,7 +112,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
 	read.SetMaxIdleConns(n)
-	if err := read.PingContext(ctx); err != nil {
+	if err := pingBusy(ctx, read); err != nil {
 		write.Close()
 		read.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
