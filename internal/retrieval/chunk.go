@@ -188,7 +188,7 @@ func cut(s string, lo, hi int) int {
 	if i := strings.LastIndexByte(w, '\n'); i >= 0 {
 		return lo + i
 	}
-	if i := strings.LastIndexAny(w, " \t"); i >= 0 {
+	if i := strings.LastIndexFunc(w, unicode.IsSpace); i >= 0 {
 		return lo + i
 	}
 	// no boundary: cut at a code point boundary
