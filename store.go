@@ -59,6 +59,9 @@ type Store interface {
 	UpdateMessage(ctx context.Context, m *Message) error
 	// Messages returns a conversation's messages in order, each with its tool calls.
 	Messages(ctx context.Context, conversationID string) ([]*Message, error)
+	// RecentMessages returns the newest n messages in order, each with its
+	// tool calls: what a turn reads, since it sends at most the newest 50.
+	RecentMessages(ctx context.Context, conversationID string, n int) ([]*Message, error)
 	// BeginTurn stores the messages that start a turn, in one transaction: user
 	// (nil when there is none) and assistant, whose Status is streaming and which
 	// is leased to lease. It is how "one turn at a time per conversation" holds

@@ -147,8 +147,9 @@ func TestTurnAssemblyBudget(t *testing.T) {
 }
 
 // BenchmarkLoadHistory measures what precedes assembly on every turn: reading
-// the conversation's 10,000 messages and 10,000 tool rounds from SQLite (the
-// turn loads the whole history, then prunes it to 50 messages).
+// history from SQLite in a conversation of 10,000 messages and 10,000 tool
+// rounds — all of it (the page reopening a conversation) and the newest 49
+// (what a turn reads, since it sends at most 50 with the new question).
 func BenchmarkLoadHistory(b *testing.B) {
 	ctx := b.Context()
 	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
@@ -181,10 +182,20 @@ func BenchmarkLoadHistory(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	for b.Loop() {
-		msgs, err := st.Messages(ctx, conv.ID)
-		if err != nil || len(msgs) != 10_000 {
-			b.Fatalf("Messages: %d, %v", len(msgs), err)
+	b.Run("all", func(b *testing.B) {
+		for b.Loop() {
+			msgs, err := st.Messages(ctx, conv.ID)
+			if err != nil || len(msgs) != 10_000 {
+				b.Fatalf("Messages: %d, %v", len(msgs), err)
+			}
 		}
-	}
+	})
+	b.Run("turn", func(b *testing.B) {
+		for b.Loop() {
+			msgs, err := st.RecentMessages(ctx, conv.ID, MaxContextMessages-1)
+			if err != nil || len(msgs) != MaxContextMessages-1 {
+				b.Fatalf("RecentMessages: %d, %v", len(msgs), err)
+			}
+		}
+	})
 }

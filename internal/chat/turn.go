@@ -371,7 +371,9 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 		return nil, err
 	}
 
-	history, err := r.Store.Messages(ctx, conv.ID)
+	// Pruning keeps at most the newest MaxContextMessages, the new question
+	// among them: read no more than that.
+	history, err := r.Store.RecentMessages(ctx, conv.ID, MaxContextMessages-1)
 	if err != nil {
 		return nil, err
 	}

@@ -148,13 +148,29 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
+	return s.messages(ctx, conversationID, nil)
+}
+
+// RecentMessages returns the newest n messages of a conversation, oldest first,
+// each with its tool calls.
+func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int) ([]*datachat.Message, error) {
+	if n <= 0 {
+		return []*datachat.Message{}, nil
+	}
+	return s.messages(ctx, conversationID, &n)
+}
+
+// messages lists the newest limit messages (all when limit is nil) in order.
+func (s *Store) messages(ctx context.Context, conversationID string, limit *int) ([]*datachat.Message, error) {
 	msgs := []*datachat.Message{}
 	// One snapshot for both queries.
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at
-			FROM messages WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
+			FROM (SELECT * FROM messages WHERE conversation_id = $1
+			      ORDER BY created_at DESC, row_seq DESC LIMIT $2) recent
+			ORDER BY created_at, row_seq`, conversationID, limit)
 		if err != nil {
 			return err
 		}
@@ -175,7 +191,8 @@ func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datacha
 		rows, err = tx.Query(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
-			WHERE m.conversation_id = $1 ORDER BY t.message_id, t.seq, t.row_seq`, conversationID)
+			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY t.message_id, t.seq, t.row_seq`,
+			conversationID, msgs[0].CreatedAt)
 		if err != nil {
 			return err
 		}

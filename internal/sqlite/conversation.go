@@ -153,11 +153,27 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
+	return s.messages(ctx, conversationID, -1)
+}
+
+// RecentMessages returns the newest n messages of a conversation, oldest first,
+// each with its tool calls.
+func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int) ([]*datachat.Message, error) {
+	if n <= 0 {
+		return []*datachat.Message{}, nil
+	}
+	return s.messages(ctx, conversationID, n)
+}
+
+// messages lists the newest limit messages (all when limit < 0) in order.
+func (s *Store) messages(ctx context.Context, conversationID string, limit int) ([]*datachat.Message, error) {
 	msgs := []*datachat.Message{}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at
-			FROM messages WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
+			FROM (SELECT *, rowid AS r FROM messages WHERE conversation_id = ?
+			      ORDER BY created_at DESC, rowid DESC LIMIT ?)
+			ORDER BY created_at, r`, conversationID, limit)
 		if err != nil {
 			return err
 		}
@@ -181,7 +197,8 @@ func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datacha
 		rows, err = tx.QueryContext(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
-			WHERE m.conversation_id = ? ORDER BY t.message_id, t.seq, t.rowid`, conversationID)
+			WHERE m.conversation_id = ? AND m.created_at >= ? ORDER BY t.message_id, t.seq, t.rowid`,
+			conversationID, ts(msgs[0].CreatedAt))
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"Conversations", testConversations},
 		{"OtherUsersConversation", testOtherUsersConversation},
 		{"Messages", testMessages},
+		{"RecentMessages", testRecentMessages},
 		{"ToolCalls", testToolCalls},
 		{"InterruptStreaming", testInterruptStreaming},
 		{"BeginTurn", testBeginTurn},
@@ -319,6 +320,46 @@ func testOtherUsersConversation(t *testing.T, s datachat.Store) {
 		t.Fatalf("Conversation of its owner: %v", err)
 	}
 	equal(t, "Conversation after another user's attempts", got, c)
+}
+
+func testRecentMessages(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	c := mustConversation(t, s, alice.ID)
+	other := mustConversation(t, s, alice.ID)
+	var all []*datachat.Message
+	for i := range 10 {
+		// Pairs share a timestamp: insertion order decides among them.
+		m := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleUser, Content: fmt.Sprint(i),
+			Status: datachat.StatusComplete, CreatedAt: base.Add(time.Duration(i/2) * time.Second)}
+		if err := s.CreateMessage(ctx, m); err != nil {
+			t.Fatalf("CreateMessage: %v", err)
+		}
+		if err := s.CreateToolCall(ctx, &datachat.ToolCall{MessageID: m.ID, Seq: 1, Tool: "execute_sql",
+			Args: json.RawMessage(`{"query":"SELECT ` + fmt.Sprint(i) + `"}`), OK: true}); err != nil {
+			t.Fatalf("CreateToolCall: %v", err)
+		}
+		all = append(all, m)
+	}
+	if err := s.CreateMessage(ctx, &datachat.Message{ConversationID: other.ID, Role: datachat.RoleUser,
+		Content: "elsewhere", Status: datachat.StatusComplete, CreatedAt: base.Add(time.Hour)}); err != nil {
+		t.Fatalf("CreateMessage: %v", err)
+	}
+	for _, n := range []int{0, 1, 3, 10, 50} {
+		got, err := s.RecentMessages(ctx, c.ID, n)
+		if err != nil {
+			t.Fatalf("RecentMessages(%d): %v", n, err)
+		}
+		want := all[max(0, len(all)-n):]
+		if got == nil || len(got) != len(want) {
+			t.Fatalf("RecentMessages(%d): got %d messages, want %d", n, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].ID != want[i].ID || len(got[i].ToolCalls) != 1 || !strings.Contains(string(got[i].ToolCalls[0].Args), got[i].Content) {
+				t.Errorf("RecentMessages(%d)[%d]: got %q with %d tool calls, want %q with its one", n, i, got[i].Content, len(got[i].ToolCalls), want[i].Content)
+			}
+		}
+	}
 }
 
 func testMessages(t *testing.T, s datachat.Store) {
