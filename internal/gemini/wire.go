@@ -336,8 +336,9 @@ func errorDetails(ae *apiError) (map[string]bool, time.Duration) {
 			reasons[d.Reason] = true
 		}
 		if d.RetryDelay != "" {
-			if v, err := time.ParseDuration(d.RetryDelay); err == nil {
-				delay = v
+			// A wait that is not positive says nothing; a day is already absurd.
+			if v, err := time.ParseDuration(d.RetryDelay); err == nil && v > 0 {
+				delay = min(v, 24*time.Hour)
 			}
 		}
 	}
