@@ -250,7 +250,7 @@ type Outcome struct {
 func NotConfiguredError() error {
 	return &datachat.ProviderError{
 		Kind:            datachat.ProviderNotConfigured,
-		Reason:          "No LLM provider is configured.",
+		Reason:          "None of GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST is set, and no Ollama answers on 127.0.0.1:11434.",
 		SuggestedAction: "Set GEMINI_API_KEY (Gemini), OPENAI_API_KEY with OPENAI_BASE_URL (an OpenAI-compatible server), or OLLAMA_HOST (Ollama), then restart datachat.",
 	}
 }
