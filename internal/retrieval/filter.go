@@ -36,23 +36,31 @@ func CheckFilters(filters map[string]any, allowed []string) error {
 			return datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not allowed", k)
 		}
 	}
-	_, err := parseFilters(filters)
+	_, err := ParseFilters(filters)
 	return err
 }
 
-// filters is a parsed filter map. A nil slice is no condition.
-type filters struct {
-	names    []string
-	docIDs   []string
-	pages    []int
-	sections []string
-	meta     map[string][]string
+// Filters is a parsed filter map (see [CheckFilters]). A nil slice is no
+// condition; all conditions must hold.
+type Filters struct {
+	Documents   []string            // "document": file names
+	DocumentIDs []string            // "document_id"
+	Pages       []int               // "page": page numbers; empty (not nil) when no value was a page number, so nothing matches
+	Sections    []string            // "section": full heading paths
+	Meta        map[string][]string // the documents' own metadata
 }
 
-func (f filters) byDocument() bool { return f.names != nil || f.docIDs != nil || len(f.meta) > 0 }
+// ByDocument reports whether the filters select documents (by name, id or
+// metadata) rather than only pages or sections.
+func (f Filters) ByDocument() bool {
+	return f.Documents != nil || f.DocumentIDs != nil || len(f.Meta) > 0
+}
 
-func parseFilters(m map[string]any) (filters, error) {
-	var f filters
+// ParseFilters reads a filter map without checking its keys against an
+// allow-list (that is [CheckFilters]). Errors: EINVALID naming the malformed
+// filter.
+func ParseFilters(m map[string]any) (Filters, error) {
+	var f Filters
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -61,29 +69,29 @@ func parseFilters(m map[string]any) (filters, error) {
 	for _, k := range keys {
 		vals, err := filterValues(k, m[k])
 		if err != nil {
-			return filters{}, err
+			return Filters{}, err
 		}
 		switch k {
 		case MetaDocument:
-			f.names = vals
+			f.Documents = vals
 		case MetaDocumentID:
-			f.docIDs = vals
+			f.DocumentIDs = vals
 		case MetaSection:
-			f.sections = vals
+			f.Sections = vals
 		case MetaPage:
-			f.pages = []int{}
+			f.Pages = []int{}
 			for _, v := range vals {
 				if n, ok := parsePage(v); ok {
-					f.pages = append(f.pages, n)
+					f.Pages = append(f.Pages, n)
 				}
 			}
 		case MetaChunk:
-			return filters{}, datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not supported", k)
+			return Filters{}, datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not supported", k)
 		default:
-			if f.meta == nil {
-				f.meta = map[string][]string{}
+			if f.Meta == nil {
+				f.Meta = map[string][]string{}
 			}
-			f.meta[k] = vals
+			f.Meta[k] = vals
 		}
 	}
 	return f, nil
@@ -142,8 +150,8 @@ func scalarString(v any) (string, bool) {
 
 // matchDocuments returns the ids of the conversation's documents that pass
 // the document-level filters, or nil when there are none.
-func (ix *Index) matchDocuments(ctx context.Context, conversationID string, f filters) ([]string, error) {
-	if !f.byDocument() {
+func (ix *Index) matchDocuments(ctx context.Context, conversationID string, f Filters) ([]string, error) {
+	if !f.ByDocument() {
 		return nil, nil
 	}
 	rows, err := ix.read.QueryContext(ctx, `SELECT d.id, d.name, m.key, m.value FROM documents d
@@ -180,33 +188,42 @@ func (ix *Index) matchDocuments(ctx context.Context, conversationID string, f fi
 	}
 	out := []string{}
 	for _, id := range order {
-		d := docs[id]
-		if f.names != nil && !slices.Contains(f.names, d.name) {
-			continue
-		}
-		if f.docIDs != nil && !slices.Contains(f.docIDs, id) {
-			continue
-		}
-		ok := true
-		for k, vals := range f.meta {
-			v, has := d.meta[k]
-			if !has || !slices.Contains(vals, v) {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if d := docs[id]; f.MatchDocument(d.name, id, d.meta) {
 			out = append(out, id)
 		}
 	}
 	return out, nil
 }
 
+// MatchDocument reports whether a document passes the document-level
+// filters (name, id, metadata).
+func (f Filters) MatchDocument(name, id string, meta map[string]string) bool {
+	if f.Documents != nil && !slices.Contains(f.Documents, name) {
+		return false
+	}
+	if f.DocumentIDs != nil && !slices.Contains(f.DocumentIDs, id) {
+		return false
+	}
+	for k, vals := range f.Meta {
+		v, has := meta[k]
+		if !has || !slices.Contains(vals, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchChunk reports whether a chunk on page (0: none) under the heading path
+// section passes the page and section filters.
+func (f Filters) MatchChunk(page int, section string) bool {
+	return (f.Pages == nil || slices.Contains(f.Pages, page)) && (f.Sections == nil || slices.Contains(f.Sections, section))
+}
+
 // keeper returns the test a chunk of ci must pass: in one of docs (nil: any
 // document), and on one of the filtered pages and sections. It returns nil
 // when nothing is filtered. The caller holds ci.mu.
-func (f filters) keeper(ci *convIndex, docs []string) func(c int) bool {
-	if docs == nil && f.pages == nil && f.sections == nil {
+func (f Filters) keeper(ci *convIndex, docs []string) func(c int) bool {
+	if docs == nil && f.Pages == nil && f.Sections == nil {
 		return nil
 	}
 	var allowed []bool
@@ -222,10 +239,10 @@ func (f filters) keeper(ci *convIndex, docs []string) func(c int) bool {
 		if allowed != nil && !allowed[ci.docs[c]] {
 			return false
 		}
-		if f.pages != nil && !slices.Contains(f.pages, int(ci.pages[c])) {
+		if f.Pages != nil && !slices.Contains(f.Pages, int(ci.pages[c])) {
 			return false
 		}
-		if f.sections != nil && !slices.Contains(f.sections, ci.headings[c]) {
+		if f.Sections != nil && !slices.Contains(f.Sections, ci.headings[c]) {
 			return false
 		}
 		return true

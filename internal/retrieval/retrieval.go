@@ -192,19 +192,13 @@ func (ix *Index) HasVectors() bool { return ix.embedder != nil }
 // Errors: EINVALID for a document without an id or name; the embedder's error
 // (wrapped) when embedding fails; others are internal.
 func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk) error {
-	if conversationID == "" {
-		return datachat.Errorf(datachat.EINVALID, "conversation id is required")
-	}
-	if doc == nil || doc.ID == "" {
-		return datachat.Errorf(datachat.EINVALID, "document id is required")
-	}
-	if doc.Name == "" {
-		return datachat.Errorf(datachat.EINVALID, "document name is required")
+	if err := CheckDocument(conversationID, doc); err != nil {
+		return err
 	}
 	var vecs [][]float32
 	if ix.embedder != nil && len(chunks) > 0 {
 		var err error
-		if vecs, err = ix.embedChunks(ctx, chunks); err != nil {
+		if vecs, err = EmbedChunks(ctx, ix.embedder, chunks); err != nil {
 			return fmt.Errorf("embed chunks of %q: %w", doc.Name, err)
 		}
 	}
@@ -236,10 +230,7 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 		}
 		defer ins.Close()
 		for i, c := range chunks {
-			id := c.ID
-			if id == "" {
-				id = fmt.Sprintf("%s:%d", doc.ID, c.Seq)
-			}
+			id := ChunkID(doc.ID, c)
 			var blob []byte
 			if vecs != nil {
 				blob = encodeVector(vecs[i])
@@ -342,35 +333,6 @@ func (ix *Index) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
-}
-
-// embedChunks embeds the chunks' texts (each prefixed with its heading path)
-// in batches.
-func (ix *Index) embedChunks(ctx context.Context, chunks []*datachat.Chunk) ([][]float32, error) {
-	vecs := make([][]float32, 0, len(chunks))
-	dim := 0
-	for i := 0; i < len(chunks); i += EmbedBatch {
-		batch := chunks[i:min(i+EmbedBatch, len(chunks))]
-		texts := make([]string, len(batch))
-		for j, c := range batch {
-			texts[j] = embedText(c)
-		}
-		out, err := ix.embedder.Embed(ctx, texts)
-		if err != nil {
-			return nil, err
-		}
-		if len(out) != len(texts) {
-			return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(out), len(texts))
-		}
-		for _, v := range out {
-			if len(v) == 0 || dim != 0 && len(v) != dim {
-				return nil, fmt.Errorf("embedder returned vectors of %d and %d dimensions", dim, len(v))
-			}
-			dim = len(v)
-			vecs = append(vecs, normalize(v))
-		}
-	}
-	return vecs, nil
 }
 
 func embedText(c *datachat.Chunk) string {

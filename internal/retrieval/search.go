@@ -100,17 +100,7 @@ func (ix *Index) Search(ctx context.Context, conversationID, query string, topK 
 // Errors: EINVALID for an empty query, topK above [MaxTopK] or malformed
 // filters; others are internal.
 func (ix *Index) Query(ctx context.Context, q Query) (*Result, error) {
-	if strings.TrimSpace(q.Text) == "" {
-		return nil, datachat.Errorf(datachat.EINVALID, "query is required")
-	}
-	topK := q.TopK
-	switch {
-	case topK <= 0:
-		topK = DefaultTopK
-	case topK > MaxTopK:
-		return nil, datachat.Errorf(datachat.EINVALID, "top_k must be between 1 and %d", MaxTopK)
-	}
-	f, err := parseFilters(q.Filters)
+	topK, f, err := Prepare(q)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +130,7 @@ func (ix *Index) Query(ctx context.Context, q Query) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if docs != nil && len(docs) == 0 || f.pages != nil && len(f.pages) == 0 {
+	if docs != nil && len(docs) == 0 || f.Pages != nil && len(f.Pages) == 0 {
 		return res, nil
 	}
 	ci, err := ix.cache.get(ctx, ix.read, q.ConversationID)
@@ -225,13 +215,7 @@ func (ix *Index) load(ctx context.Context, conversationID string, rowids []int64
 			rows.Close()
 			return nil, fmt.Errorf("load chunks: %w", err)
 		}
-		md := map[string]any{MetaDocument: name, MetaDocumentID: docID, MetaPage: nil, MetaChunk: seq}
-		if page > 0 {
-			md[MetaPage] = page
-		}
-		if head != "" {
-			md[MetaSection] = head
-		}
+		md := SourceMetadata(name, docID, page, head, seq, nil)
 		s := &Source{ID: id, Text: text, Metadata: md}
 		byRow[rowid] = s
 		docIDs[docID] = append(docIDs[docID], s)
