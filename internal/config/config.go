@@ -173,6 +173,9 @@ func (c *Config) Validate() error {
 	if c.Retrieval == "chroma" && c.ChromaURL == "" {
 		errs = append(errs, errors.New("DATACHAT_RETRIEVAL=chroma needs CHROMA_URL"))
 	}
+	if c.Retrieval == "chroma" && c.EmbeddingProvider == "" {
+		errs = append(errs, errors.New("DATACHAT_RETRIEVAL=chroma needs EMBEDDING_PROVIDER: Chroma searches by vectors and does not embed text itself"))
+	}
 	if c.Retrieval == "postgres" && !IsPostgres(c.DatabaseURL) {
 		errs = append(errs, errors.New("DATACHAT_RETRIEVAL=postgres needs DATACHAT_DATABASE_URL=postgres://…"))
 	}

@@ -153,3 +153,25 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+func TestRetrievalBackendsNameWhatTheyNeed(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // "" means valid
+	}{
+		{map[string]string{"DATACHAT_RETRIEVAL": "chroma"}, "DATACHAT_RETRIEVAL=chroma needs CHROMA_URL"},
+		{map[string]string{"DATACHAT_RETRIEVAL": "chroma", "CHROMA_URL": "http://127.0.0.1:8000"}, "DATACHAT_RETRIEVAL=chroma needs EMBEDDING_PROVIDER"},
+		{map[string]string{"DATACHAT_RETRIEVAL": "chroma", "CHROMA_URL": "http://127.0.0.1:8000", "EMBEDDING_PROVIDER": "ollama"}, ""},
+		{map[string]string{"DATACHAT_RETRIEVAL": "postgres"}, "DATACHAT_RETRIEVAL=postgres needs DATACHAT_DATABASE_URL=postgres://"},
+		{map[string]string{"DATACHAT_RETRIEVAL": "postgres", "DATACHAT_DATABASE_URL": "postgres://u@127.0.0.1/db"}, ""},
+		{map[string]string{"DATACHAT_RETRIEVAL": "bleve"}, "DATACHAT_RETRIEVAL"},
+	} {
+		_, err := Load("", env(tc.env))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: got %v, want an error containing %q", tc.env, err, tc.want)
+		}
+	}
+}

@@ -29,7 +29,7 @@ type Workspace struct {
 	Store  datachat.Store
 	Loader *dataset.Loader
 	Engine *duckdb.Engine
-	Index  *retrieval.Index // nil: documents are not available
+	Index  retrieval.Backend // nil: documents are not available
 	Logger *slog.Logger
 
 	MaxDocumentBytes int64 // largest document accepted; 0: no cap
