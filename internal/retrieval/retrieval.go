@@ -261,6 +261,27 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 	return nil
 }
 
+// Documents returns the ids of the conversation's indexed documents.
+func (ix *Index) Documents(ctx context.Context, conversationID string) ([]string, error) {
+	rows, err := ix.read.QueryContext(ctx, `SELECT id FROM documents WHERE conversation_id = ? ORDER BY id`, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("list indexed documents: %w", err)
+	}
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list indexed documents: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list indexed documents: %w", err)
+	}
+	return ids, nil
+}
+
 // DeleteDocument removes a document's chunks from the conversation's index.
 // Deleting a document that is not indexed is not an error.
 func (ix *Index) DeleteDocument(ctx context.Context, conversationID, documentID string) error {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,8 +35,9 @@ type Workspace struct {
 
 	MaxDocumentBytes int64 // largest document accepted; 0: no cap
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex // per conversation, so table names don't race
+	mu      sync.Mutex
+	locks   map[string]*sync.Mutex // per conversation, so table names don't race
+	indexed map[string]bool        // conversations whose documents were checked to be in the index
 }
 
 func (w *Workspace) lock(conversationID string) func() {
@@ -239,6 +241,7 @@ func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io
 	}
 	chunks := retrieval.Chunk(ext, d.ID, retrieval.ChunkOptions{})
 	d.Chunks = len(chunks)
+	defer w.lock(docLock(conversationID))()
 	if err := w.Store.CreateDocument(ctx, d, chunks); err != nil {
 		return nil, err
 	}
@@ -260,6 +263,7 @@ func (w *Workspace) Documents(ctx context.Context, conversationID string) ([]*da
 
 // DeleteDocument removes a document from the store and the index.
 func (w *Workspace) DeleteDocument(ctx context.Context, conversationID, id string) error {
+	defer w.lock(docLock(conversationID))()
 	if _, err := w.Store.Document(ctx, conversationID, id); err != nil {
 		return err
 	}
@@ -286,10 +290,90 @@ func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.Se
 	if w.Index == nil {
 		return &chat.SearchResult{}, nil
 	}
+	w.ensureIndexed(ctx, conversationID)
 	res, err := w.Index.Query(ctx, retrieval.Query{ConversationID: conversationID, Text: q.Text, TopK: q.TopK, Filters: q.Filters})
 	if err != nil {
 		return nil, err
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return &chat.SearchResult{Sources: res.Sources, EmbeddingMS: ms(res.Embedding), RetrievalMS: ms(res.Retrieval)}, nil
+}
+
+// docLock names the lock that orders a conversation's document additions
+// with the check of [Workspace.ensureIndexed].
+func docLock(conversationID string) string { return "documents:" + conversationID }
+
+// ensureIndexed indexes, once per process and conversation, the documents the
+// store holds but the index lacks. The store is the record and the index is
+// derived from it: a lost or rebuilt index file, or a switch of
+// DATACHAT_RETRIEVAL, would otherwise leave listed documents that no search
+// finds. A failure is logged and retried on the next search; the search
+// itself goes on with what the index has.
+func (w *Workspace) ensureIndexed(ctx context.Context, conversationID string) {
+	lister, ok := w.Index.(retrieval.Lister)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	done := w.indexed[conversationID]
+	w.mu.Unlock()
+	if done {
+		return
+	}
+	defer w.lock(docLock(conversationID))()
+	w.mu.Lock()
+	done = w.indexed[conversationID]
+	w.mu.Unlock()
+	if done {
+		return
+	}
+	if err := w.reindexMissing(ctx, lister, conversationID); err != nil {
+		w.Logger.WarnContext(ctx, "re-indexing documents failed; will retry on the next search",
+			slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
+		return
+	}
+	w.mu.Lock()
+	if w.indexed == nil {
+		w.indexed = map[string]bool{}
+	}
+	w.indexed[conversationID] = true
+	w.mu.Unlock()
+}
+
+func (w *Workspace) reindexMissing(ctx context.Context, lister retrieval.Lister, conversationID string) error {
+	docs, err := w.Store.Documents(ctx, conversationID)
+	if err != nil || len(docs) == 0 {
+		return err
+	}
+	have, err := lister.Documents(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	var missing []*datachat.Document
+	for _, d := range docs {
+		if !slices.Contains(have, d.ID) {
+			missing = append(missing, d)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	all, err := w.Store.Chunks(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	byDoc := map[string][]*datachat.Chunk{}
+	for _, c := range all {
+		byDoc[c.DocumentID] = append(byDoc[c.DocumentID], c)
+	}
+	for _, d := range missing {
+		start := time.Now()
+		if err := w.Index.Add(ctx, conversationID, d, byDoc[d.ID]); err != nil {
+			return fmt.Errorf("re-index %q: %w", d.Name, err)
+		}
+		w.Logger.InfoContext(ctx, "document re-indexed from the store", slog.String("conversation_id", conversationID),
+			slog.String("document_id", d.ID), slog.String("name", d.Name), slog.Int("chunks", len(byDoc[d.ID])),
+			slog.Duration("took", time.Since(start)))
+	}
+	return nil
 }
