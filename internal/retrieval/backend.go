@@ -11,7 +11,7 @@ import (
 
 // Backend is a document index a workspace searches: the embedded [Index]
 // (the default), PostgreSQL's own full-text search (postgres.Index, shared by
-// every server process on one database) or a Chroma server (chroma.Index).
+// every server process on one database) or a Chroma server (chroma.Client).
 // All return the same [Source] objects for the same [Query], and all take
 // [Query.Filters] with the meaning [CheckFilters] documents. The conformance
 // suite in internal/retrieval/backendtest runs against each.

@@ -187,7 +187,7 @@ func (ix *Index) HasVectors() bool { return ix.embedder != nil }
 // Add indexes the chunks of doc in the conversation, replacing any chunks the
 // document had. doc supplies the name, media type and metadata that search
 // results carry and filters match. With an Embedder, the chunks are embedded
-// first; if that fails nothing is indexed.
+// first; if that fails, nothing of the document stays indexed.
 //
 // Errors: EINVALID for a document without an id or name; the embedder's error
 // (wrapped) when embedding fails; others are internal.
@@ -199,6 +199,10 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 	if ix.embedder != nil && len(chunks) > 0 {
 		var err error
 		if vecs, err = EmbedChunks(ctx, ix.embedder, chunks); err != nil {
+			// Nothing of the document stays searchable, not even an earlier version.
+			if derr := ix.DeleteDocument(context.WithoutCancel(ctx), conversationID, doc.ID); derr != nil {
+				ix.log.WarnContext(ctx, "removing a document after a failed add failed", slog.String("document_id", doc.ID), slog.Any("error", derr))
+			}
 			return fmt.Errorf("embed chunks of %q: %w", doc.Name, err)
 		}
 	}

@@ -129,6 +129,8 @@ func (s *suite) scopesAndDeletes(t *testing.T) {
 	if got := s.search(t, b, c, "bananas", 5, nil); len(got) != 0 {
 		t.Errorf("search in an empty conversation = %v", s.ids(got))
 	}
+	s.listed(t, b, a, "fruit", "veg")
+	s.listed(t, b, c)
 	if got := s.search(t, b, a, "bananas apples carrots potatoes", 2, nil); len(got) != 2 {
 		t.Errorf("top_k 2 gave %d sources", len(got))
 	}
@@ -153,9 +155,12 @@ func (s *suite) scopesAndDeletes(t *testing.T) {
 	if !slices.Equal(s.ids(got), []string{"veg:0"}) || got[0].Text != "Leeks only now." {
 		t.Errorf("after replace: %v", s.ids(got))
 	}
+	s.listed(t, b, a, "veg")
 	if err := b.DeleteConversation(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
+	s.listed(t, b, a)
+	s.listed(t, b, bb, "fruit2")
 	if got := s.search(t, b, a, "leeks", 5, nil); len(got) != 0 {
 		t.Errorf("after deleting the conversation: %v", s.ids(got))
 	}
@@ -168,6 +173,28 @@ func (s *suite) scopesAndDeletes(t *testing.T) {
 	}
 	if err := b.DeleteConversation(context.Background(), s.conv("zzz")); err != nil {
 		t.Errorf("delete a missing conversation: %v", err)
+	}
+}
+
+// listed checks the documents a [retrieval.Lister] lists for a conversation.
+func (s *suite) listed(t *testing.T, b retrieval.Backend, conv string, want ...string) {
+	t.Helper()
+	l, ok := b.(retrieval.Lister)
+	if !ok {
+		return
+	}
+	got, err := l.Documents(context.Background(), conv)
+	if err != nil {
+		t.Fatalf("documents of %s: %v", conv, err)
+	}
+	var ids []string
+	for _, id := range got {
+		ids = append(ids, strings.TrimPrefix(id, s.prefix))
+	}
+	slices.Sort(ids)
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Errorf("documents of %s = %v, want %v", strings.TrimPrefix(conv, s.prefix), ids, want)
 	}
 }
 
@@ -347,10 +374,23 @@ func (s *suite) failedAdd(t *testing.T) {
 	if !errors.Is(err, retrievaltest.ErrEmbed) {
 		t.Errorf("add with a failing embedder: got %v, want the embedder's error", err)
 	}
+	// A failed re-add leaves nothing of the document either, not even the
+	// earlier version.
 	emb.Fail.Store(false)
-	for _, src := range s.search(t, b, conv, "never indexed bark", 5, nil) {
-		if strings.HasPrefix(src.ID, s.prefix+"bad:") {
-			t.Errorf("half-indexed document found: %s", src.ID)
+	s.add(t, b, conv, "again", nil, "Foxes bark at dawn.")
+	emb.Fail.Store(true)
+	doc, chunks = TextDoc(s.prefix+"again", nil, "Foxes bark at dusk.")
+	doc.ConversationID = conv
+	if s.h.Store != nil {
+		s.h.Store(t, conv, doc, chunks)
+	}
+	if err := b.Add(context.Background(), conv, doc, chunks); !errors.Is(err, retrievaltest.ErrEmbed) {
+		t.Errorf("re-add with a failing embedder: got %v, want the embedder's error", err)
+	}
+	emb.Fail.Store(false)
+	for _, src := range s.search(t, b, conv, "never indexed bark foxes", 5, nil) {
+		if strings.HasPrefix(src.ID, s.prefix+"bad:") || strings.HasPrefix(src.ID, s.prefix+"again:") {
+			t.Errorf("document of a failed add found: %s", src.ID)
 		}
 	}
 	if calls, texts := emb.Calls(); calls == 0 || texts == 0 {
