@@ -10,15 +10,25 @@
 //	go run ./bench/retrieval                    # BM25, 100,000 chunks
 //	go run ./bench/retrieval -embed 256         # hybrid, hashed test embedder
 //	go run ./bench/retrieval -chunks 20000 -rounds 3
+//	go run ./bench/retrieval -backend postgres -postgres-url postgres://…
+//
+// With -backend postgres the documents are stored as the workspace stores
+// them (postgres.Store.CreateDocument) and indexed by PostgreSQL's full-text
+// search (postgres.Index), in a new schema of that database, dropped at the
+// end.
 package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
-	"math/rand/v2"
+	mrand "math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -27,8 +37,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"datachat"
 	"datachat/internal/extract"
+	"datachat/internal/postgres"
 	"datachat/internal/retrieval"
 	"datachat/internal/retrieval/retrievaltest"
 )
@@ -41,6 +54,9 @@ func main() {
 		embedDim = flag.Int("embed", 0, "vector dimensions of the hashed test embedder; 0: BM25 only")
 		dir      = flag.String("dir", "", "directory for the index file (default: a temporary one, removed at the end)")
 		others   = flag.Int("other-conversations", 0, "extra conversations, each with a copy of -chunks/10 synthetic chunks, to measure scoping")
+		backend  = flag.String("backend", "embedded", "index to measure: embedded (SQLite file + in-memory index) or postgres (PostgreSQL full-text search)")
+		pgURL    = flag.String("postgres-url", os.Getenv("DATACHAT_TEST_POSTGRES_URL"), "database for -backend postgres (default $DATACHAT_TEST_POSTGRES_URL); the bench works in a new schema it drops at the end")
+		pgKeep   = flag.Bool("postgres-keep", false, "keep the schema -backend postgres made (to study query plans), and print its name")
 	)
 	flag.Parse()
 	log.SetFlags(0)
@@ -65,23 +81,44 @@ func main() {
 	if *embedDim > 0 {
 		emb = &retrievaltest.HashEmbedder{Dim: *embedDim}
 	}
-	ix, err := retrieval.Open(ctx, retrieval.Options{Path: filepath.Join(*dir, "index.db"), Embedder: emb})
+	var tg *target
+	switch *backend {
+	case "embedded":
+		tg, err = openEmbedded(ctx, filepath.Join(*dir, "index.db"), emb)
+	case "postgres":
+		if *pgURL == "" {
+			log.Fatal("-backend postgres needs -postgres-url (or DATACHAT_TEST_POSTGRES_URL)")
+		}
+		tg, err = openPostgres(ctx, *pgURL, emb, *pgKeep)
+	default:
+		log.Fatalf("-backend %q: want embedded or postgres", *backend)
+	}
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ix.Close()
+	defer tg.close()
+	// fatal drops the PostgreSQL schema before exiting.
+	fatal := func(v ...any) {
+		tg.close()
+		log.Fatal(v...)
+	}
+	ix := tg.ix
 
 	fmt.Printf("machine: %s/%s, %d CPUs (GOMAXPROCS %d), %s; load average at start: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), loadAvg())
-	mode := "BM25 only"
-	if emb != nil {
-		mode = fmt.Sprintf("hybrid (BM25 + %d-dim hashed vectors, RRF k=60)", *embedDim)
+	ranking := "BM25"
+	if *backend == "postgres" {
+		ranking = "full text (ts_rank)"
 	}
-	fmt.Printf("mode: %s\n\n", mode)
+	mode := ranking + " only"
+	if emb != nil {
+		mode = fmt.Sprintf("hybrid (%s + %d-dim hashed vectors, RRF k=60)", ranking, *embedDim)
+	}
+	fmt.Printf("backend: %s; mode: %s\n\n", tg.name, mode)
 
 	// 1. Extract and chunk the real documents.
 	entries, err := os.ReadDir(docsDir)
 	if err != nil {
-		log.Fatal(err)
+		fatal(err)
 	}
 	var (
 		realDocs   []*datachat.Document
@@ -93,7 +130,7 @@ func main() {
 	for _, e := range entries {
 		f, err := os.Open(filepath.Join(docsDir, e.Name()))
 		if err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		start := time.Now()
 		ex, err := extract.Extract(ctx, f, e.Name(), 100<<20)
@@ -118,22 +155,22 @@ func main() {
 
 	// 2. Synthetic chunks from the real sentences.
 	sentences, headings := sentencePool(realChunks)
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := mrand.New(mrand.NewPCG(1, 2))
 	synth := synthesize(rng, sentences, headings, *nChunks, *perDoc)
 
 	// 3. Index: the real documents, one search (which builds the
 	// conversation's in-memory index, as a user's first question would), then
 	// the synthetic documents, which are added to the database and to the
-	// in-memory index.
+	// in-memory index. PostgreSQL: each document is stored, then indexed.
 	const conv = "bench"
 	start := time.Now()
 	for i, d := range realDocs {
-		if err := ix.Add(ctx, conv, d, realChunks[i]); err != nil {
-			log.Fatal(err)
+		if err := tg.add(ctx, conv, d, realChunks[i]); err != nil {
+			fatal(err)
 		}
 	}
-	if _, err := ix.Search(ctx, conv, "warm up", 5, nil); err != nil {
-		log.Fatal(err)
+	if _, err := ix.Query(ctx, retrieval.Query{ConversationID: conv, Text: "warm up", TopK: 5}); err != nil {
+		fatal(err)
 	}
 	var before runtime.MemStats
 	runtime.GC()
@@ -146,23 +183,35 @@ func main() {
 			synthBytes += int64(len(c.Text))
 		}
 		synthChunks += len(s.chunks)
-		if err := ix.Add(ctx, conv, s.doc, s.chunks); err != nil {
-			log.Fatal(err)
+		if err := tg.add(ctx, conv, s.doc, s.chunks); err != nil {
+			fatal(err)
 		}
 	}
 	addDur := time.Since(addStart)
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	fmt.Printf("indexed %d synthetic chunks (%.1f MB of text) in %.1fs: %.2f MB/s, %.0f chunks/s (SQLite + in-memory index%s)\n",
-		synthChunks, mb(synthBytes), addDur.Seconds(), mb(synthBytes)/addDur.Seconds(), float64(synthChunks)/addDur.Seconds(), map[bool]string{true: " + embedding", false: ""}[emb != nil])
-	fmt.Printf("in-memory index growth: %.0f MB of Go heap for %d chunks\n", mb(int64(after.HeapAlloc)-int64(before.HeapAlloc)), synthChunks)
+	fmt.Printf("indexed %d synthetic chunks (%.1f MB of text) in %.1fs: %.2f MB/s, %.0f chunks/s (%s%s)\n",
+		synthChunks, mb(synthBytes), addDur.Seconds(), mb(synthBytes)/addDur.Seconds(), float64(synthChunks)/addDur.Seconds(), tg.what, map[bool]string{true: " + embedding", false: ""}[emb != nil])
+	if tg.storeDur > 0 {
+		fmt.Printf("  of which storing (CreateDocument, COPY) %.1fs and indexing (Index.Add) %.1fs, over all documents\n", tg.storeDur.Seconds(), tg.indexDur.Seconds())
+	}
+	fmt.Printf("Go heap growth: %.0f MB for %d chunks\n", mb(int64(after.HeapAlloc)-int64(before.HeapAlloc)), synthChunks)
 	for c := 0; c < *others; c++ {
 		id := fmt.Sprintf("other-%d", c)
 		for _, s := range synth[:max(1, len(synth)/10)] {
+			// Document and chunk ids are unique across conversations in
+			// the PostgreSQL store.
 			d := *s.doc
-			if err := ix.Add(ctx, id, &d, s.chunks); err != nil {
-				log.Fatal(err)
+			d.ID = id + "/" + d.ID
+			chunks := make([]*datachat.Chunk, len(s.chunks))
+			for i, ch := range s.chunks {
+				cc := *ch
+				cc.ID, cc.DocumentID = id+"/"+cc.ID, d.ID
+				chunks[i] = &cc
+			}
+			if err := tg.add(ctx, id, &d, chunks); err != nil {
+				fatal(err)
 			}
 		}
 	}
@@ -171,23 +220,22 @@ func main() {
 		fmt.Printf("; %d other conversations hold %d chunks each", *others, max(1, len(synth)/10)**perDoc)
 	}
 	fmt.Println()
-	if fi, err := os.Stat(filepath.Join(*dir, "index.db")); err == nil {
-		fmt.Printf("index file: %.1f MB (plus WAL)\n", mb(fi.Size()))
-	}
+	fmt.Println(tg.size(ctx))
 
 	// Cold start: a second Index on the same file builds the conversation's
-	// in-memory index on its first search.
+	// in-memory index on its first search; on PostgreSQL, a new pool's first
+	// search (connection, planning).
 	{
-		ix2, err := retrieval.Open(ctx, retrieval.Options{Path: filepath.Join(*dir, "index.db"), Embedder: emb})
+		ix2, closeIx2, err := tg.reopen(ctx)
 		if err != nil {
-			log.Fatal(err)
+			fatal(err)
 		}
 		t0 := time.Now()
-		if _, err := ix2.Search(ctx, conv, questions[0].Question, 5, nil); err != nil {
-			log.Fatal(err)
+		if _, err := ix2.Query(ctx, retrieval.Query{ConversationID: conv, Text: questions[0].Question, TopK: 5}); err != nil {
+			fatal(err)
 		}
-		fmt.Printf("cold start: first search after opening the file took %.2fs (builds the in-memory index of %d chunks)\n", time.Since(t0).Seconds(), nReal+synthChunks)
-		ix2.Close()
+		fmt.Printf("cold start: first search of a second index took %.2fs (%s, %d chunks)\n", time.Since(t0).Seconds(), tg.coldWhat, nReal+synthChunks)
+		closeIx2()
 	}
 
 	// 4. Queries: the labelled questions, warm-up round first.
@@ -200,7 +248,7 @@ func main() {
 			res, err := ix.Query(ctx, retrieval.Query{ConversationID: conv, Text: q.Question, TopK: 5})
 			d := time.Since(t0)
 			if err != nil {
-				log.Fatal(err)
+				fatal(err)
 			}
 			if r == 0 {
 				asked++
@@ -287,7 +335,7 @@ type synthDoc struct {
 	chunks []*datachat.Chunk
 }
 
-func synthesize(rng *rand.Rand, sentences, headings []string, n, perDoc int) []synthDoc {
+func synthesize(rng *mrand.Rand, sentences, headings []string, n, perDoc int) []synthDoc {
 	var out []synthDoc
 	for made := 0; made < n; {
 		k := min(perDoc, n-made)
@@ -345,4 +393,156 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// target is the index under measurement.
+type target struct {
+	name, what, coldWhat string
+	ix                   retrieval.Backend
+	// store, if set, stores a document before the index adds it, as the
+	// workspace does for the PostgreSQL index.
+	store              func(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk) error
+	storeDur, indexDur time.Duration
+	reopen             func(ctx context.Context) (retrieval.Backend, func(), error)
+	size               func(ctx context.Context) string
+	close              func()
+}
+
+func (tg *target) add(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk) error {
+	if tg.store != nil {
+		t0 := time.Now()
+		if err := tg.store(ctx, conversationID, doc, chunks); err != nil {
+			return err
+		}
+		tg.storeDur += time.Since(t0)
+	}
+	t0 := time.Now()
+	err := tg.ix.Add(ctx, conversationID, doc, chunks)
+	tg.indexDur += time.Since(t0)
+	return err
+}
+
+func openEmbedded(ctx context.Context, path string, emb retrieval.Embedder) (*target, error) {
+	ix, err := retrieval.Open(ctx, retrieval.Options{Path: path, Embedder: emb})
+	if err != nil {
+		return nil, err
+	}
+	return &target{
+		name:     "embedded",
+		what:     "SQLite + in-memory index",
+		coldWhat: "builds the in-memory index",
+		ix:       ix,
+		reopen: func(ctx context.Context) (retrieval.Backend, func(), error) {
+			ix2, err := retrieval.Open(ctx, retrieval.Options{Path: path, Embedder: emb})
+			if err != nil {
+				return nil, nil, err
+			}
+			return ix2, func() { ix2.Close() }, nil
+		},
+		size: func(context.Context) string {
+			fi, err := os.Stat(path)
+			if err != nil {
+				return "index file: unknown size"
+			}
+			return fmt.Sprintf("index file: %.1f MB (plus WAL)", mb(fi.Size()))
+		},
+		close: func() { ix.Close() },
+	}, nil
+}
+
+// openPostgres creates a schema in the database at dsn, migrates it and
+// opens the store and index on it; close drops the schema unless keep.
+func openPostgres(ctx context.Context, dsn string, emb retrieval.Embedder, keep bool) (*target, error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "datachat_bench_" + hex.EncodeToString(b)
+	exec := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return nil, fmt.Errorf("create schema: %w", err)
+	}
+	drop := func() {
+		if keep {
+			log.Printf("kept schema %s", schema)
+			return
+		}
+		if err := exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			log.Printf("drop schema %s: %v", schema, err)
+		}
+	}
+	u, err := url.Parse(dsn)
+	if err != nil || !strings.HasPrefix(dsn, "postgres") {
+		drop()
+		return nil, errors.New("-postgres-url: want a postgres:// URL")
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	dsn = u.String()
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		drop()
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		drop()
+		return nil, err
+	}
+	user, err := s.EnsureUser(ctx, "bench")
+	if err != nil {
+		s.Close()
+		drop()
+		return nil, err
+	}
+	convs := map[string]bool{}
+	opts := postgres.IndexOptions{Embedder: emb}
+	return &target{
+		name:     "postgres",
+		what:     "PostgreSQL: store + full-text index",
+		coldWhat: "a new connection pool",
+		ix:       postgres.NewIndex(s, opts),
+		store: func(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk) error {
+			if !convs[conversationID] {
+				if err := s.CreateConversation(ctx, &datachat.Conversation{ID: conversationID, UserID: user.ID}); err != nil {
+					return err
+				}
+				convs[conversationID] = true
+			}
+			doc.ConversationID = conversationID
+			return s.CreateDocument(ctx, doc, chunks)
+		},
+		reopen: func(ctx context.Context) (retrieval.Backend, func(), error) {
+			s2, err := postgres.Open(ctx, dsn)
+			if err != nil {
+				return nil, nil, err
+			}
+			return postgres.NewIndex(s2, opts), func() { s2.Close() }, nil
+		},
+		size: func(ctx context.Context) string {
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				return "table sizes: " + err.Error()
+			}
+			defer conn.Close(ctx)
+			var table, toast, gin, other int64
+			err = conn.QueryRow(ctx, `SELECT pg_relation_size('chunks'), pg_total_relation_size('chunks') - pg_relation_size('chunks') - pg_indexes_size('chunks'),
+				pg_relation_size('chunks_tsv'), pg_indexes_size('chunks') - pg_relation_size('chunks_tsv')`).Scan(&table, &toast, &gin, &other)
+			if err != nil {
+				return "table sizes: " + err.Error()
+			}
+			return fmt.Sprintf("chunks table: %.1f MB heap + %.1f MB TOAST; GIN index on tsv %.1f MB; other indexes %.1f MB", mb(table), mb(toast), mb(gin), mb(other))
+		},
+		close: func() {
+			s.Close()
+			drop()
+		},
+	}, nil
 }

@@ -5,7 +5,8 @@
 // database can hold several datachat instances (or test runs), each with
 // ?search_path=NAME in its URL. Open a store with [Open], then bring its
 // schema up to date with [Store.Migrate]; [Store.PendingMigrations] reports
-// what Migrate would apply.
+// what Migrate would apply. [Index] searches the documents the store holds
+// (a retrieval.Backend), shared by every process on the database.
 package postgres
 
 import (
