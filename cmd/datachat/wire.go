@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,12 +13,14 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/chroma"
 	"datachat/internal/config"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
 	"datachat/internal/gemini"
 	"datachat/internal/ollama"
 	"datachat/internal/openai"
+	"datachat/internal/postgres"
 	"datachat/internal/retrieval"
 	"datachat/internal/workspace"
 )
@@ -51,13 +54,47 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Works
 	if err != nil {
 		return nil, fmt.Errorf("dataset loader: %w", err)
 	}
-	if cfg.Retrieval != "embedded" {
-		// Not built yet: refuse rather than silently use the embedded index.
-		return nil, fmt.Errorf("DATACHAT_RETRIEVAL=%s is not available in this version: use embedded (the default)", cfg.Retrieval)
+	index, err := m.newIndex(st, dataDir)
+	if err != nil {
+		return nil, err
 	}
+	return &workspace.Workspace{
+		Store: st, Loader: loader, Engine: engine, Index: index, Logger: m.Logger,
+		MaxDocumentBytes: cfg.MaxDocumentBytes,
+	}, nil
+}
+
+// newIndex opens the document index DATACHAT_RETRIEVAL names: the embedded
+// one in dataDir, PostgreSQL's full-text search on the store's database, or a
+// Chroma server, which is asked for a heartbeat so that a wrong CHROMA_URL
+// stops start-up rather than the first upload.
+func (m *Main) newIndex(st datachat.Store, dataDir string) (retrieval.Backend, error) {
+	cfg := m.Config
 	embedder, err := m.newEmbedder()
 	if err != nil {
 		return nil, err
+	}
+	switch cfg.Retrieval {
+	case "chroma":
+		c, err := chroma.New(chroma.Options{URL: cfg.ChromaURL, Embedder: embedder, Logger: m.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("DATACHAT_RETRIEVAL=chroma: %w", err)
+		}
+		m.closers = append(m.closers, c.Close)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("DATACHAT_RETRIEVAL=chroma: %w", err)
+		}
+		m.Logger.Info("document index", slog.String("backend", "chroma"), slog.String("url", redactURL(cfg.ChromaURL)))
+		return c, nil
+	case "postgres":
+		pg, ok := st.(*postgres.Store)
+		if !ok {
+			return nil, errors.New("DATACHAT_RETRIEVAL=postgres needs DATACHAT_DATABASE_URL=postgres://…")
+		}
+		m.Logger.Info("document index", slog.String("backend", "postgres"))
+		return postgres.NewIndex(pg, postgres.IndexOptions{Embedder: embedder, Logger: m.Logger}), nil
 	}
 	index, err := retrieval.Open(context.Background(), retrieval.Options{
 		Path: filepath.Join(dataDir, "index.db"), Embedder: embedder, Logger: m.Logger,
@@ -66,10 +103,16 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Works
 		return nil, fmt.Errorf("open document index: %w", err)
 	}
 	m.closers = append(m.closers, index.Close)
-	return &workspace.Workspace{
-		Store: st, Loader: loader, Engine: engine, Index: index, Logger: m.Logger,
-		MaxDocumentBytes: cfg.MaxDocumentBytes,
-	}, nil
+	return index, nil
+}
+
+// redactURL returns u without its password, for logs.
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	return p.Redacted()
 }
 
 // newEmbedder returns the client of EMBEDDING_PROVIDER, or nil (full-text
