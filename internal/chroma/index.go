@@ -286,7 +286,7 @@ func (c *Client) DeleteDocument(ctx context.Context, conversationID, documentID 
 }
 
 // Documents returns the ids of the conversation's indexed documents (those
-// with a first chunk), for [retrieval.Lister].
+// with a first chunk).
 //
 // Errors: EBUSY when Chroma cannot be reached; others are internal.
 func (c *Client) Documents(ctx context.Context, conversationID string) ([]string, error) {

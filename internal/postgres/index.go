@@ -197,8 +197,8 @@ func (ix *Index) storedChunks(ctx context.Context, conversationID, documentID st
 	return version, chunks, nil
 }
 
-// Documents returns the ids of the conversation's indexed documents, for
-// [retrieval.Lister]: stored documents with at least one indexed chunk.
+// Documents returns the ids of the conversation's indexed documents:
+// stored documents with at least one indexed chunk.
 func (ix *Index) Documents(ctx context.Context, conversationID string) ([]string, error) {
 	rows, err := ix.pool.Query(ctx, `SELECT d.id FROM documents d
 		WHERE d.conversation_id = $1

@@ -26,17 +26,13 @@ type Backend interface {
 	DeleteConversation(ctx context.Context, conversationID string) error
 	// Query searches one conversation's chunks, best first.
 	Query(ctx context.Context, q Query) (*Result, error)
+	// Documents returns the ids of the conversation's indexed documents, so
+	// that documents the store has and the index lacks (a lost index file, a
+	// switch of backend) can be indexed again.
+	Documents(ctx context.Context, conversationID string) ([]string, error)
 }
 
 var _ Backend = (*Index)(nil)
-
-// Lister is implemented by backends that can say which documents of a
-// conversation they hold, so that documents the store has and the index lacks
-// (a lost index file, a switch of backend) can be indexed again.
-type Lister interface {
-	// Documents returns the ids of the conversation's indexed documents.
-	Documents(ctx context.Context, conversationID string) ([]string, error)
-}
 
 // Prepare validates a query as every backend must: a query that is not empty,
 // TopK at most [MaxTopK] (0 means [DefaultTopK]) and well-formed filters. It

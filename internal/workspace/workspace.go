@@ -310,10 +310,6 @@ func docLock(conversationID string) string { return "documents:" + conversationI
 // finds. A failure is logged and retried on the next search; the search
 // itself goes on with what the index has.
 func (w *Workspace) ensureIndexed(ctx context.Context, conversationID string) {
-	lister, ok := w.Index.(retrieval.Lister)
-	if !ok {
-		return
-	}
 	w.mu.Lock()
 	done := w.indexed[conversationID]
 	w.mu.Unlock()
@@ -327,7 +323,7 @@ func (w *Workspace) ensureIndexed(ctx context.Context, conversationID string) {
 	if done {
 		return
 	}
-	if err := w.reindexMissing(ctx, lister, conversationID); err != nil {
+	if err := w.reindexMissing(ctx, conversationID); err != nil {
 		w.Logger.WarnContext(ctx, "re-indexing documents failed; will retry on the next search",
 			slog.String("conversation_id", conversationID), slog.String("error", err.Error()))
 		return
@@ -340,12 +336,12 @@ func (w *Workspace) ensureIndexed(ctx context.Context, conversationID string) {
 	w.mu.Unlock()
 }
 
-func (w *Workspace) reindexMissing(ctx context.Context, lister retrieval.Lister, conversationID string) error {
+func (w *Workspace) reindexMissing(ctx context.Context, conversationID string) error {
 	docs, err := w.Store.Documents(ctx, conversationID)
 	if err != nil || len(docs) == 0 {
 		return err
 	}
-	have, err := lister.Documents(ctx, conversationID)
+	have, err := w.Index.Documents(ctx, conversationID)
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,9 @@ type Harness struct {
 	// New returns a backend over empty state that embeds with emb. emb is nil
 	// only when VectorsOnly is false.
 	New func(t *testing.T, emb retrieval.Embedder) retrieval.Backend
-	// Store, if set, is called before every Add with what the workspace would
-	// have stored first (PostgreSQL indexes the chunks the store holds). It
+	// Store, if set, is called before every Add (also from other goroutines,
+	// so it must not call t.Fatal) with what the workspace would have stored
+	// first (PostgreSQL indexes the chunks the store holds). It
 	// must make the conversation exist and store the document and chunks,
 	// replacing a document of the same id.
 	Store func(t *testing.T, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk)
@@ -176,14 +177,10 @@ func (s *suite) scopesAndDeletes(t *testing.T) {
 	}
 }
 
-// listed checks the documents a [retrieval.Lister] lists for a conversation.
+// listed checks the documents the backend lists for a conversation.
 func (s *suite) listed(t *testing.T, b retrieval.Backend, conv string, want ...string) {
 	t.Helper()
-	l, ok := b.(retrieval.Lister)
-	if !ok {
-		return
-	}
-	got, err := l.Documents(context.Background(), conv)
+	got, err := b.Documents(context.Background(), conv)
 	if err != nil {
 		t.Fatalf("documents of %s: %v", conv, err)
 	}
