@@ -504,10 +504,14 @@ func openPostgres(ctx context.Context, dsn string, emb retrieval.Embedder, keep 
 	}
 	convs := map[string]bool{}
 	opts := postgres.IndexOptions{Embedder: emb}
+	coldWhat := "a new connection pool"
+	if emb != nil {
+		coldWhat += " loading the conversation's vectors"
+	}
 	return &target{
 		name:     "postgres",
 		what:     "PostgreSQL: store + full-text index",
-		coldWhat: "a new connection pool",
+		coldWhat: coldWhat,
 		ix:       postgres.NewIndex(s, opts),
 		store: func(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk) error {
 			if !convs[conversationID] {

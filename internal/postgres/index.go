@@ -25,13 +25,18 @@ type IndexOptions struct {
 	Embedder retrieval.Embedder
 	// Logger gets warnings (a failed query embedding); nil discards them.
 	Logger *slog.Logger
+	// CacheBytes is the memory the index keeps conversations' vectors in
+	// (with an Embedder): 0 means [DefaultCacheBytes]; negative keeps none,
+	// ranking vectors in SQL.
+	CacheBytes int64
 }
 
 // Index is a [retrieval.Backend] on the store's own tables: PostgreSQL
 // full-text search over the chunks [Store.CreateDocument] stored, so that
 // every server process on one database searches one index and sees another's
-// adds and deletes at once. It keeps no state of its own and is safe for
-// concurrent use.
+// adds and deletes at once. Its only state is a cache of vectors, checked
+// against the database on every search (below). It is safe for concurrent
+// use.
 //
 // The chunks are stored once, in the chunks table; [Index.Add] makes a stored
 // document's chunks searchable by filling their tsv column (the chunk's text,
@@ -44,21 +49,39 @@ type IndexOptions struct {
 // PostgreSQL's ts_rank has no inverse document frequency, the 'english'
 // configuration stems with Snowball (Porter 2) rather than Porter and does not
 // fold diacritics (no unaccent: it is an extension), and its stop words differ
-// slightly. Vectors are searched exactly, by a dot product computed in SQL
-// over the conversation's chunks (no pgvector).
+// slightly.
+//
+// Vectors are searched exactly (no pgvector), by a dot product computed in
+// Go over the conversation's vectors, which the index keeps in memory: the
+// same ranking in SQL takes about 40 µs per chunk with 256 dimensions (4 s at
+// 100,000 chunks), the scan in Go a few milliseconds. The cache is checked on
+// every search against the conversation's index version (migration 0004),
+// which every Add and delete changes in its transaction, read in the round
+// trip of the full-text ranking: a changed or absent version reloads the
+// conversation's vectors with their version from one snapshot, concurrent
+// searches sharing the load. So a search sees what another process indexed
+// or deleted before it began, as it does with full text. The cache holds
+// [IndexOptions.CacheBytes], dropping the least recently searched
+// conversation first; a conversation whose vectors alone are over it is not
+// loaded, and its vectors are ranked in SQL. A vector of a chunk deleted
+// without a version change (the store's own delete, until the workspace
+// deletes the document from the index) can take a place in the vector
+// ranking but never becomes a source: sources are read from the chunks
+// table, indexed chunks only.
 //
 // Cost: the question's words are OR-ed, so a search ranks every chunk of the
 // conversation that has any of them, usually most: about 2–5 µs per matching
 // chunk: p50 4 ms for a conversation of 3,500 chunks, 30 ms at 21,000,
-// 120–170 ms at 100,000 (p95 280–750 ms; bench/retrieval). The vector
-// ranking takes about 40 µs per chunk with 256 dimensions (4 s at 100,000). Chunks are scoped through
-// their document (documents.conversation_id): a copy of the conversation id
-// on chunks was measured and made small conversations slower, the planner
-// then intersecting the whole table's GIN matches with it.
+// 120–170 ms at 100,000 (p95 280–750 ms; bench/retrieval). Chunks are scoped
+// through their document (documents.conversation_id): a copy of the
+// conversation id on chunks was measured and made small conversations
+// slower, the planner then intersecting the whole table's GIN matches with
+// it.
 type Index struct {
 	pool     *pgxpool.Pool
 	embedder retrieval.Embedder
 	log      *slog.Logger
+	cache    *vectorCache // nil without an embedder or with CacheBytes < 0
 }
 
 // NewIndex returns the search index on s's database. The schema must be
@@ -68,7 +91,15 @@ func NewIndex(s *Store, opts IndexOptions) *Index {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Index{pool: s.pool, embedder: opts.Embedder, log: log}
+	ix := &Index{pool: s.pool, embedder: opts.Embedder, log: log}
+	if opts.Embedder != nil && opts.CacheBytes >= 0 {
+		budget := opts.CacheBytes
+		if budget == 0 {
+			budget = DefaultCacheBytes
+		}
+		ix.cache = newVectorCache(budget)
+	}
+	return ix
 }
 
 // HasVectors reports whether the index embeds chunks (an Embedder is set).
@@ -115,8 +146,14 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 		}
 	}
 	err := pgx.BeginFunc(ctx, ix.pool, func(tx pgx.Tx) error {
-		// The lock keeps the document and so its chunks as they are until
-		// commit: deleting or replacing it waits.
+		// The locks keep the conversation, the document and so its chunks as
+		// they are until commit: deleting or replacing them waits.
+		if err := lockConversation(ctx, tx, conversationID); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notStored(doc.ID)
+			}
+			return err
+		}
 		var name string
 		var rowSeq int64
 		err := tx.QueryRow(ctx, `SELECT name, row_seq FROM documents WHERE id = $1 AND conversation_id = $2 FOR SHARE`,
@@ -133,7 +170,10 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 		if ids == nil {
 			_, err := tx.Exec(ctx, `UPDATE chunks SET tsv = chunk_tsvector(text, heading, $2), embedding = NULL
 				WHERE document_id = $1`, doc.ID, name)
-			return err
+			if err != nil {
+				return err
+			}
+			return bumpVersion(ctx, tx, conversationID)
 		}
 		// Chunk i's vector is vecs[(i-1)*dim+1 : i*dim] (arrays count from 1).
 		tag, err := tx.Exec(ctx, `UPDATE chunks c
@@ -146,12 +186,40 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 		if tag.RowsAffected() != int64(len(ids)) {
 			return fmt.Errorf("%d chunks embedded, %d updated", len(ids), tag.RowsAffected())
 		}
-		return nil
+		return bumpVersion(ctx, tx, conversationID)
 	})
+	ix.dropCached(conversationID)
 	if err != nil {
 		return fmt.Errorf("index document %q: %w", doc.Name, err)
 	}
 	return nil
+}
+
+// lockConversation locks the conversation row against deletion until
+// commit, before any other lock of the transaction: [bumpVersion]'s foreign
+// key check would otherwise wait for a deletion of the conversation that
+// waits for the transaction's locks on its documents or chunks. It returns
+// pgx.ErrNoRows when there is no such conversation.
+func lockConversation(ctx context.Context, tx pgx.Tx, conversationID string) error {
+	var ok bool
+	return tx.QueryRow(ctx, `SELECT true FROM conversations WHERE id = $1 FOR KEY SHARE`, conversationID).Scan(&ok)
+}
+
+// bumpVersion gives the conversation a new index version, as the last
+// statement of a transaction that changes its indexed chunks, after
+// [lockConversation].
+func bumpVersion(ctx context.Context, tx pgx.Tx, conversationID string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO index_versions (conversation_id, version) VALUES ($1, nextval('index_version_seq'))
+		ON CONFLICT (conversation_id) DO UPDATE SET version = excluded.version`, conversationID)
+	return err
+}
+
+// dropCached frees the memory of a conversation's cached vectors after this
+// process changed its index (their version is out of date).
+func (ix *Index) dropCached(conversationID string) {
+	if ix.cache != nil {
+		ix.cache.drop(conversationID)
+	}
 }
 
 func notStored(documentID string) error {
@@ -219,11 +287,14 @@ func (ix *Index) Documents(ctx context.Context, conversationID string) ([]string
 
 // DeleteDocument makes a document's chunks unsearchable (the store deletes
 // the records). Deleting a document that is not indexed is not an error.
+// The version changes even when no chunk is left to clear: the workspace
+// deletes the document from the store first, which deletes its chunks
+// without changing the version.
 func (ix *Index) DeleteDocument(ctx context.Context, conversationID, documentID string) error {
-	_, err := ix.pool.Exec(ctx, `UPDATE chunks c SET tsv = NULL, embedding = NULL
+	err := ix.unindex(ctx, conversationID, `UPDATE chunks c SET tsv = NULL, embedding = NULL
 		FROM documents d
-		WHERE d.id = c.document_id AND d.id = $1 AND d.conversation_id = $2
-			AND (c.tsv IS NOT NULL OR c.embedding IS NOT NULL)`, documentID, conversationID)
+		WHERE d.id = c.document_id AND d.id = $2 AND d.conversation_id = $1
+			AND (c.tsv IS NOT NULL OR c.embedding IS NOT NULL)`, documentID)
 	if err != nil {
 		return fmt.Errorf("delete document %s from index: %w", documentID, err)
 	}
@@ -232,14 +303,35 @@ func (ix *Index) DeleteDocument(ctx context.Context, conversationID, documentID 
 
 // DeleteConversation makes every chunk of the conversation unsearchable.
 func (ix *Index) DeleteConversation(ctx context.Context, conversationID string) error {
-	_, err := ix.pool.Exec(ctx, `UPDATE chunks c SET tsv = NULL, embedding = NULL
+	err := ix.unindex(ctx, conversationID, `UPDATE chunks c SET tsv = NULL, embedding = NULL
 		FROM documents d
 		WHERE d.id = c.document_id AND d.conversation_id = $1
-			AND (c.tsv IS NOT NULL OR c.embedding IS NOT NULL)`, conversationID)
+			AND (c.tsv IS NOT NULL OR c.embedding IS NOT NULL)`)
 	if err != nil {
 		return fmt.Errorf("delete conversation %s from index: %w", conversationID, err)
 	}
 	return nil
+}
+
+// unindex runs update, which clears chunks of the conversation ($1), and
+// changes the conversation's version, in one transaction. A conversation
+// that no longer exists has nothing left to clear (its chunks and version
+// went with it).
+func (ix *Index) unindex(ctx context.Context, conversationID, update string, args ...any) error {
+	err := pgx.BeginFunc(ctx, ix.pool, func(tx pgx.Tx) error {
+		if err := lockConversation(ctx, tx, conversationID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, update, append([]any{conversationID}, args...)...); err != nil {
+			return err
+		}
+		return bumpVersion(ctx, tx, conversationID)
+	})
+	ix.dropCached(conversationID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // Ranking. ts_rank, not ts_rank_cd: for an OR of words, cover density
@@ -284,8 +376,9 @@ const maxQueryBytes = 64 << 10
 // chunk matches if it has any of them, ranked by ts_rank over its text,
 // heading path and document name. Filters are applied in SQL, their keys and
 // values bound as parameters. With an Embedder the query is also embedded and
-// ranked against the conversation's vectors by dot product (exact, computed
-// in SQL, the best max(50, 5·topK)), and the two rankings are fused by
+// ranked against the conversation's vectors by dot product (exact, the best
+// max(50, 5·topK), in memory or in SQL: see [Index]), and the two rankings
+// are fused by
 // [retrieval.Fuse]; if the embedding fails, the search falls back to full text
 // and logs a warning.
 //
@@ -424,30 +517,47 @@ func (ix *Index) textSearch(ctx context.Context, conversationID, text string, f 
 	return out, rows.Err()
 }
 
-// hybridSearch ranks by full text and by vectors, both in one round trip,
-// fuses the rankings and loads the best topK. It reports whether vectors took
-// part: not when no indexed chunk of the conversation has a vector of the
-// query's dimensions (indexed without an embedder, or by another model).
+// hybridSearch ranks by full text and by vectors, fuses the rankings and
+// loads the best topK. It reports whether vectors took part: not when no
+// indexed chunk of the conversation has a vector of the query's dimensions
+// (indexed without an embedder, or by another model) or passes the filters.
+//
+// The full-text ranking, the conversation's index version and, with
+// document filters, the documents they select are read in one round trip;
+// the vectors are then ranked in memory (loaded first when the cached
+// version differs). The SQL vector ranking, for a conversation over the
+// cache's budget or without a cache, is queued in that round trip when it
+// is known to be needed.
 func (ix *Index) hybridSearch(ctx context.Context, conversationID, text string, qvec []float32, f retrieval.Filters, topK int) ([]retrieval.Source, bool, error) {
 	n := max(50, 5*topK)
 	ta := sqlArgs{conversationID, text}
 	tcond := filterSQL(&ta, f)
-	va := sqlArgs{conversationID, len(qvec), qvec}
-	vcond := filterSQL(&va, f)
 	var batch pgx.Batch
 	batch.Queue(queryCTE+`SELECT c.id, `+rankSQL+` AS score
 		FROM query, chunks c JOIN documents d ON d.id = c.document_id
 		WHERE d.conversation_id = $1 AND c.tsv @@ query.q`+tcond+`
 		ORDER BY score DESC, c.row_seq
 		LIMIT `+ta.bind(n), ta...)
-	batch.Queue(`SELECT c.id, `+dotSQL+` AS dot
-		FROM chunks c JOIN documents d ON d.id = c.document_id
-		WHERE d.conversation_id = $1 AND c.tsv IS NOT NULL AND cardinality(c.embedding) = $2`+vcond+`
-		ORDER BY dot DESC, c.row_seq
-		LIMIT `+va.bind(n), va...)
+	cached := ix.cache != nil
+	byDoc := cached && f.ByDocument()
+	if cached {
+		batch.Queue(versionSQL, conversationID)
+		if byDoc {
+			da := sqlArgs{conversationID}
+			docOnly := retrieval.Filters{Documents: f.Documents, DocumentIDs: f.DocumentIDs, Meta: f.Meta}
+			batch.Queue(`SELECT d.id FROM documents d WHERE d.conversation_id = $1`+filterSQL(&da, docOnly), da...)
+		}
+	}
+	inSQL := !cached || ix.cache.tooBig(conversationID)
+	if inSQL {
+		sql, args := vectorRankingSQL(conversationID, qvec, f, n)
+		batch.Queue(sql, args...)
+	}
 	var (
 		textIDs, vecIDs []string
 		textScore       = map[string]float64{}
+		version         int64
+		docs            []string // with document filters, those they select (not nil)
 	)
 	br := ix.pool.SendBatch(ctx, &batch)
 	rows, err := br.Query()
@@ -460,22 +570,34 @@ func (ix *Index) hybridSearch(ctx context.Context, conversationID, text string, 
 			return nil
 		})
 	}
-	if err == nil {
-		rows, err = br.Query()
+	if err == nil && cached {
+		err = br.QueryRow().Scan(&version)
 	}
-	if err == nil {
-		var id string
-		var dot float64
-		_, err = pgx.ForEachRow(rows, []any{&id, &dot}, func() error {
-			vecIDs = append(vecIDs, id)
-			return nil
-		})
+	if err == nil && byDoc {
+		docs, err = collectIDs(br.Query())
+	}
+	if err == nil && inSQL {
+		vecIDs, err = collectIDs(br.Query())
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, false, err
+	}
+	if cached {
+		vs, err := ix.cache.get(ctx, ix.pool, conversationID, version, len(qvec))
+		switch {
+		case err != nil:
+			return nil, false, err
+		case !vs.tooBig:
+			vecIDs = vs.search(qvec, n, vs.keeper(f, docs))
+		case !inSQL: // over the budget since this search began
+			sql, args := vectorRankingSQL(conversationID, qvec, f, n)
+			if vecIDs, err = collectIDs(ix.pool.Query(ctx, sql, args...)); err != nil {
+				return nil, false, err
+			}
+		}
 	}
 
 	hybrid := len(vecIDs) > 0
@@ -528,4 +650,34 @@ func (ix *Index) hybridSearch(ctx context.Context, conversationID, text string, 
 		out = append(out, src)
 	}
 	return out, hybrid, nil
+}
+
+// vectorRankingSQL ranks the conversation's indexed chunks with vectors of
+// qvec's dimensions by their dot product with it, in SQL, and returns the
+// ids of the best n passing f.
+func vectorRankingSQL(conversationID string, qvec []float32, f retrieval.Filters, n int) (string, sqlArgs) {
+	a := sqlArgs{conversationID, len(qvec), qvec}
+	cond := filterSQL(&a, f)
+	return `SELECT c.id
+		FROM chunks c JOIN documents d ON d.id = c.document_id
+		WHERE d.conversation_id = $1 AND c.tsv IS NOT NULL AND cardinality(c.embedding) = $2` + cond + `
+		ORDER BY ` + dotSQL + ` DESC, c.row_seq
+		LIMIT ` + a.bind(n), a
+}
+
+// collectIDs reads the first column, text, of every row.
+func collectIDs(rows pgx.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	ids := []string{}
+	var id string
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error {
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
