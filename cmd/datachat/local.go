@@ -112,7 +112,9 @@ func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
 	if err := st.Migrate(context.Background()); err != nil {
 		return nil, err
 	}
-	return m.newWorkspace(st, dir)
+	// The store and its documents last one command: their index is the
+	// embedded one in dir, whatever DATACHAT_RETRIEVAL says for the server.
+	return m.newWorkspace(st, dir, "embedded")
 }
 
 // runAsk is `datachat ask --data FILE_OR_URL… "question"`: one turn in the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,32 @@ func TestAskCommand(t *testing.T) {
 	_, _, err = runMain(t, testEnv(t, nil), "ask", "hello")
 	if err == nil || !strings.Contains(err.Error(), "GEMINI_API_KEY") {
 		t.Errorf("no provider: got %v", err)
+	}
+}
+
+// TestAskWithDocumentIgnoresServerRetrieval: `ask` keeps its documents in its
+// own temporary index, whatever DATACHAT_RETRIEVAL names for the server (here
+// a Chroma that is not running).
+func TestAskWithDocumentIgnoresServerRetrieval(t *testing.T) {
+	var system string
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
+		ReplyFunc: func(r *llmtest.Request) string {
+			system = r.Messages[0].Text
+			return "Title V [1]."
+		},
+	}})
+	env := testEnv(t, map[string]string{
+		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms",
+		"DATACHAT_RETRIEVAL": "chroma", "CHROMA_URL": "http://127.0.0.1:1", "EMBEDDING_PROVIDER": "openai",
+	})
+	out, stderr, err := runMain(t, env, "ask", "--doc", "testdata/dmca.pdf", dmcaQuestion)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if strings.TrimSpace(out) != "Title V [1]." {
+		t.Errorf("stdout %q", out)
+	}
+	if want := fmt.Sprintf("dmca.pdf, page %d", dmcaPage); !strings.Contains(system, want) {
+		t.Errorf("system prompt lacks %q:\n%.2000s", want, system)
 	}
 }

@@ -43,7 +43,7 @@ func (m *Main) runMCP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ws, err := m.newWorkspace(st, m.Config.DataDir)
+	ws, err := m.newWorkspace(st, m.Config.DataDir, m.Config.Retrieval)
 	if err != nil {
 		return err
 	}

@@ -279,7 +279,7 @@ func (m *Main) runServe(ctx context.Context) error {
 	} else if n > 0 {
 		m.Logger.Warn("messages left streaming by the last run marked interrupted", slog.Int("count", n))
 	}
-	ws, err := m.newWorkspace(st, m.Config.DataDir)
+	ws, err := m.newWorkspace(st, m.Config.DataDir, m.Config.Retrieval)
 	if err != nil {
 		ln.Close()
 		return err

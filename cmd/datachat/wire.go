@@ -26,8 +26,9 @@ import (
 )
 
 // newWorkspace builds the SQL engine, the dataset loader and the workspace over
-// st, keeping files under dataDir.
-func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Workspace, error) {
+// st, keeping files under dataDir, with documents searched in the index
+// backend names (DATACHAT_RETRIEVAL's values).
+func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*workspace.Workspace, error) {
 	cfg := m.Config
 	tmp := filepath.Join(dataDir, "tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
@@ -54,7 +55,7 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Works
 	if err != nil {
 		return nil, fmt.Errorf("dataset loader: %w", err)
 	}
-	index, err := m.newIndex(st, dataDir)
+	index, err := m.newIndex(st, dataDir, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +69,13 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir string) (*workspace.Works
 // one in dataDir, PostgreSQL's full-text search on the store's database, or a
 // Chroma server, which is asked for a heartbeat so that a wrong CHROMA_URL
 // stops start-up rather than the first upload.
-func (m *Main) newIndex(st datachat.Store, dataDir string) (retrieval.Backend, error) {
+func (m *Main) newIndex(st datachat.Store, dataDir, backend string) (retrieval.Backend, error) {
 	cfg := m.Config
 	embedder, err := m.newEmbedder()
 	if err != nil {
 		return nil, err
 	}
-	switch cfg.Retrieval {
+	switch backend {
 	case "chroma":
 		c, err := chroma.New(chroma.Options{URL: cfg.ChromaURL, Embedder: embedder, Logger: m.Logger})
 		if err != nil {
@@ -84,6 +85,11 @@ func (m *Main) newIndex(st datachat.Store, dataDir string) (retrieval.Backend, e
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := c.Ping(ctx); err != nil {
+			// The operator wants the cause, not the message a user would get.
+			var de *datachat.Error
+			if errors.As(err, &de) && de.Err != nil {
+				err = de.Err
+			}
 			return nil, fmt.Errorf("DATACHAT_RETRIEVAL=chroma: %w", err)
 		}
 		m.Logger.Info("document index", slog.String("backend", "chroma"), slog.String("url", redactURL(cfg.ChromaURL)))
