@@ -69,6 +69,10 @@ type Message struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 	ToolCalls      []ToolCall `json:"tool_calls"`
+	// Sources are the document excerpts an assistant answer could cite, [n]
+	// being Sources[n-1]: those its prompt was built with, then those its
+	// search_documents calls found. Stored when the answer ends; nil before.
+	Sources []Source `json:"sources,omitempty"`
 }
 
 // ToolCall is one tool round of an assistant message: the call the model made and

@@ -55,7 +55,9 @@ type Store interface {
 
 	// CreateMessage stores m and bumps the conversation's UpdatedAt.
 	CreateMessage(ctx context.Context, m *Message) error
-	// UpdateMessage stores m's Content, Status, tokens and Error.
+	// UpdateMessage stores m's Content, Status, tokens, Error and Sources.
+	// Messages returns Sources; RecentMessages (the turn's history) leaves
+	// them out.
 	UpdateMessage(ctx context.Context, m *Message) error
 	// Messages returns a conversation's messages in order, each with its tool calls.
 	Messages(ctx context.Context, conversationID string) ([]*Message, error)

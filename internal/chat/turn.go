@@ -1107,6 +1107,7 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	}
 	t.msg.Status = status
 	t.msg.InputTokens, t.msg.OutputTokens = t.state.Usage.Input, t.state.Usage.Output
+	t.msg.Sources = t.state.Sources // so a reopened answer's [n] resolve
 	t.dirty = false
 	held := t.pending.String()
 	t.pending.Reset()

@@ -127,14 +127,18 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
-// UpdateMessage stores m's Content, Status, tokens and Error, and sets its
+// UpdateMessage stores m's Content, Status, tokens, Error and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := now()
+	sources, err := sourcesJSON(m.Sources)
+	if err != nil {
+		return fmt.Errorf("update message: %w", err)
+	}
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5, updated_at = $6
-		WHERE id = $7`,
-		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, t, m.ID)
+		UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5, sources = $6, updated_at = $7
+		WHERE id = $8`,
+		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, sources, t, m.ID)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -148,7 +152,7 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
-	return s.messages(ctx, conversationID, nil)
+	return s.messages(ctx, conversationID, nil, true)
 }
 
 // RecentMessages returns the newest n messages of a conversation, oldest first,
@@ -157,27 +161,29 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int
 	if n <= 0 {
 		return []*datachat.Message{}, nil
 	}
-	return s.messages(ctx, conversationID, &n)
+	return s.messages(ctx, conversationID, &n, false)
 }
 
-// messages lists the newest limit messages (all when limit is nil) in order.
-func (s *Store) messages(ctx context.Context, conversationID string, limit *int) ([]*datachat.Message, error) {
+// messages lists the newest limit messages (all when limit is nil) in order,
+// with their sources if withSources is set.
+func (s *Store) messages(ctx context.Context, conversationID string, limit *int, withSources bool) ([]*datachat.Message, error) {
 	msgs := []*datachat.Message{}
 	// One snapshot for both queries.
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at
+			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at,
+				CASE WHEN $3 THEN sources END
 			FROM (SELECT * FROM messages WHERE conversation_id = $1
 			      ORDER BY created_at DESC, row_seq DESC LIMIT $2) recent
-			ORDER BY created_at, row_seq`, conversationID, limit)
+			ORDER BY created_at, row_seq`, conversationID, limit, withSources)
 		if err != nil {
 			return err
 		}
 		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Message, error) {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.CreatedAt, &m.UpdatedAt)
+				&m.InputTokens, &m.OutputTokens, &m.Error, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources})
 			return m, err
 		})
 		if err != nil || len(list) == 0 {
@@ -341,4 +347,13 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		return fmt.Errorf("create tool call: %w", err)
 	}
 	return nil
+}
+
+// sourcesJSON is a message's sources for the sources column: NULL when there
+// are none.
+func sourcesJSON(sources []datachat.Source) (any, error) {
+	if len(sources) == 0 {
+		return nil, nil
+	}
+	return marshalJSON(sources)
 }

@@ -100,6 +100,23 @@ func TestChatCitesDocuments(t *testing.T) {
 	if len(done.Sources) == 0 || done.Sources[0].Metadata["document"] != "google-doc-document.pdf" || fmt.Sprint(done.Sources[0].Metadata["page"]) != "1" {
 		t.Errorf("chat_complete sources %+v", done.Sources)
 	}
+	// Reopened, the answer still has them: its [1] resolves as it did.
+	st, conversation := cs.getJSON(t, "/api/conversations/"+conv)
+	if st != 200 {
+		t.Fatalf("GET conversation: %d %v", st, conversation)
+	}
+	msgs, _ := conversation["messages"].([]any)
+	if len(msgs) != 2 {
+		t.Fatalf("messages %v", msgs)
+	}
+	stored, _ := msgs[1].(map[string]any)["sources"].([]any)
+	if len(stored) != len(done.Sources) || stored[0].(map[string]any)["id"] != done.Sources[0].ID ||
+		stored[0].(map[string]any)["text"] != done.Sources[0].Text {
+		t.Errorf("stored sources %v, want those of chat_complete %+v", stored, done.Sources)
+	}
+	if _, ok := msgs[0].(map[string]any)["sources"]; ok {
+		t.Errorf("the user's message has sources: %v", msgs[0])
+	}
 	// /chat/query returns the same sources with retrieval timings.
 	st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"beauty?","conversation_id":"`+conv+`"}`)
 	if st != 200 || len(body["sources"].([]any)) == 0 {

@@ -132,14 +132,18 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
-// UpdateMessage stores m's Content, Status, tokens and Error, and sets its
+// UpdateMessage stores m's Content, Status, tokens, Error and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := now()
+	sources, err := sourcesJSON(m.Sources)
+	if err != nil {
+		return fmt.Errorf("update message: %w", err)
+	}
 	res, err := s.write.ExecContext(ctx, `
-		UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?, updated_at = ?
+		UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?, sources = ?, updated_at = ?
 		WHERE id = ?`,
-		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, ts(t), m.ID)
+		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, sources, ts(t), m.ID)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -153,7 +157,7 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
-	return s.messages(ctx, conversationID, -1)
+	return s.messages(ctx, conversationID, -1, true)
 }
 
 // RecentMessages returns the newest n messages of a conversation, oldest first,
@@ -162,18 +166,20 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int
 	if n <= 0 {
 		return []*datachat.Message{}, nil
 	}
-	return s.messages(ctx, conversationID, n)
+	return s.messages(ctx, conversationID, n, false)
 }
 
-// messages lists the newest limit messages (all when limit < 0) in order.
-func (s *Store) messages(ctx context.Context, conversationID string, limit int) ([]*datachat.Message, error) {
+// messages lists the newest limit messages (all when limit < 0) in order,
+// with their sources if withSources is set.
+func (s *Store) messages(ctx context.Context, conversationID string, limit int, withSources bool) ([]*datachat.Message, error) {
 	msgs := []*datachat.Message{}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `
-			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at
+			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at,
+				CASE WHEN ? THEN sources END
 			FROM (SELECT *, rowid AS r FROM messages WHERE conversation_id = ?
 			      ORDER BY created_at DESC, rowid DESC LIMIT ?)
-			ORDER BY created_at, r`, conversationID, limit)
+			ORDER BY created_at, r`, withSources, conversationID, limit)
 		if err != nil {
 			return err
 		}
@@ -182,7 +188,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int) 
 		for rows.Next() {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}); err != nil {
+				&m.InputTokens, &m.OutputTokens, &m.Error, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}); err != nil {
 				return err
 			}
 			msgs = append(msgs, m)
@@ -345,4 +351,13 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		return fmt.Errorf("create tool call: %w", err)
 	}
 	return nil
+}
+
+// sourcesJSON is a message's sources for the sources column: NULL when there
+// are none.
+func sourcesJSON(sources []datachat.Source) (any, error) {
+	if len(sources) == 0 {
+		return nil, nil
+	}
+	return marshalJSON(sources)
 }

@@ -413,6 +413,12 @@ func testMessages(t *testing.T, s datachat.Store) {
 	m2.Status = datachat.StatusComplete
 	m2.InputTokens, m2.OutputTokens = 100, 20
 	m2.Error = "partial failure"
+	dist := 0.25
+	m2.Sources = []datachat.Source{
+		{ID: "doc:0", Text: "An excerpt, with \"quotes\".", Score: 1.5, Distance: &dist,
+			Metadata: map[string]any{"document": "a.pdf", "page": float64(3), "section": "Intro"}},
+		{ID: "doc:7", Text: "Another.", Score: 0.5, Metadata: map[string]any{"document": "a.pdf", "page": nil}},
+	}
 	before := m2.UpdatedAt
 	if err := s.UpdateMessage(ctx, m2); err != nil {
 		t.Fatalf("UpdateMessage: %v", err)
@@ -425,6 +431,14 @@ func testMessages(t *testing.T, s datachat.Store) {
 		t.Fatalf("Messages: %v", err)
 	}
 	equal(t, "Messages after UpdateMessage", msgs, []*datachat.Message{m1, m2, m3})
+	// The turn's history does not need the sources: RecentMessages leaves them out.
+	recent, err := s.RecentMessages(ctx, c.ID, 3)
+	if err != nil {
+		t.Fatalf("RecentMessages: %v", err)
+	}
+	if len(recent) != 3 || recent[1].Sources != nil || recent[1].Content != "the answer" {
+		t.Errorf("RecentMessages: got %d messages, the answer's sources %v", len(recent), recent[1].Sources)
+	}
 
 	wantCode(t, "UpdateMessage of an unknown message",
 		s.UpdateMessage(ctx, &datachat.Message{ID: "no-such-message", Status: datachat.StatusComplete}), datachat.ENOTFOUND)

@@ -184,6 +184,9 @@ export class AssistantView {
   static fromStored(msg, ctx) {
     const v = new AssistantView(ctx);
     v.setWaiting(false);
+    // Stored with the answer since the server kept them; older answers fall
+    // back to what their search_documents calls returned.
+    if (Array.isArray(msg.sources)) v.sources = msg.sources;
     for (const tc of msg.tool_calls || []) {
       if (tc.tool === 'search_documents') for (const [n, s] of parseSourcesText(tc.result)) v.sourceMap.set(n, s);
       const card = createToolCard(tc.tool, tc.args, ctx);

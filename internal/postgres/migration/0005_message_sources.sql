@@ -1,0 +1,3 @@
+-- The document excerpts an answer could cite ([n] is the n-th), so that
+-- citations of a reopened answer resolve as they did when it streamed.
+ALTER TABLE messages ADD COLUMN sources jsonb;
