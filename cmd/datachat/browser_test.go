@@ -60,6 +60,7 @@ func TestBrowser(t *testing.T) {
 		shots = t.TempDir()
 	}
 	csv, _ := filepath.Abs("testdata/penguins.csv")
+	doc, _ := filepath.Abs("testdata/dmca.pdf")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -69,6 +70,8 @@ func TestBrowser(t *testing.T) {
 		"DATACHAT_E2E_KEY="+strings.TrimSpace(key),
 		"DATACHAT_E2E_CSV="+csv,
 		"DATACHAT_E2E_SHOTS="+shots,
+		"DATACHAT_E2E_EXTRAS=1", // chat_error, hostile Markdown, citations: scripted in llmfake-script.json
+		"DATACHAT_E2E_DOC="+doc,
 	)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -383,6 +383,17 @@ async function main() {
     expect(statuses.includes('cancelled'), `the stopped answer is not marked cancelled after reload (${statuses})`);
     await byTestId('dataset-item').first().waitFor();
     expect(await page.locator('#message-list').locator('img, script, iframe').count() === 0, 'stored messages created img/script/iframe elements');
+    if (EXTRAS && DOC) {
+      // The reopened answer's [1] still opens its excerpt: sources are stored with it.
+      const cite = lastAssistant().locator('button.cite').first();
+      expect(await cite.count() === 1, 'after a reload the citation of the last answer does not resolve');
+      await cite.click();
+      const pop = page.locator('#popover');
+      await pop.waitFor({ state: 'visible' });
+      expect(/Page \d+/.test(await pop.textContent()), 'after a reload the source popover has no page');
+      await page.keyboard.press('Escape');
+      await pop.waitFor({ state: 'hidden' });
+    }
     await shot('08-reloaded');
   });
 
