@@ -58,17 +58,21 @@ const (
 // Message is one user or assistant message. An assistant message carries the
 // tool rounds that ran while it was produced.
 type Message struct {
-	ID             string     `json:"id"`
-	ConversationID string     `json:"conversation_id"`
-	Role           string     `json:"role"`
-	Content        string     `json:"content"`
-	Status         string     `json:"status"`
-	InputTokens    int64      `json:"input_tokens"`
-	OutputTokens   int64      `json:"output_tokens"`
-	Error          string     `json:"error,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	ToolCalls      []ToolCall `json:"tool_calls"`
+	ID             string `json:"id"`
+	ConversationID string `json:"conversation_id"`
+	Role           string `json:"role"`
+	Content        string `json:"content"`
+	Status         string `json:"status"`
+	InputTokens    int64  `json:"input_tokens"`
+	OutputTokens   int64  `json:"output_tokens"`
+	Error          string `json:"error,omitempty"`
+	// ErrorReason and ErrorSuggestedAction are the failed answer's chat_error
+	// reason and suggested action, so a reopened answer says what to do.
+	ErrorReason          string     `json:"error_reason,omitempty"`
+	ErrorSuggestedAction string     `json:"error_suggested_action,omitempty"`
+	CreatedAt            time.Time  `json:"created_at"`
+	UpdatedAt            time.Time  `json:"updated_at"`
+	ToolCalls            []ToolCall `json:"tool_calls"`
 	// Sources are the document excerpts an assistant answer could cite, [n]
 	// being Sources[n-1]: those its prompt was built with, then those its
 	// search_documents calls found. Stored when the answer ends; nil before.

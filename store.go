@@ -55,7 +55,8 @@ type Store interface {
 
 	// CreateMessage stores m and bumps the conversation's UpdatedAt.
 	CreateMessage(ctx context.Context, m *Message) error
-	// UpdateMessage stores m's Content, Status, tokens, Error and Sources.
+	// UpdateMessage stores m's Content, Status, tokens, Error (with its reason
+	// and suggested action) and Sources.
 	// Messages returns Sources; RecentMessages (the turn's history) leaves
 	// them out.
 	UpdateMessage(ctx context.Context, m *Message) error

@@ -1103,7 +1103,8 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 		err = nil
 	case err != nil:
 		status = datachat.StatusError
-		t.msg.Error = ErrorEventFor(err).Message
+		ev := ErrorEventFor(err)
+		t.msg.Error, t.msg.ErrorReason, t.msg.ErrorSuggestedAction = ev.Message, ev.Reason, ev.SuggestedAction
 	}
 	t.msg.Status = status
 	t.msg.InputTokens, t.msg.OutputTokens = t.state.Usage.Input, t.state.Usage.Output

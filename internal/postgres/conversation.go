@@ -127,7 +127,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
-// UpdateMessage stores m's Content, Status, tokens, Error and Sources, and sets its
+// UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := now()
@@ -136,9 +136,10 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 		return fmt.Errorf("update message: %w", err)
 	}
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5, sources = $6, updated_at = $7
-		WHERE id = $8`,
-		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, sources, t, m.ID)
+		UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5,
+			error_reason = $6, error_suggested_action = $7, sources = $8, updated_at = $9
+		WHERE id = $10`,
+		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, t, m.ID)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -172,8 +173,8 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
-			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at,
-				CASE WHEN $3 THEN sources END
+			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
+				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN $3 THEN sources END
 			FROM (SELECT * FROM messages WHERE conversation_id = $1
 			      ORDER BY created_at DESC, row_seq DESC LIMIT $2) recent
 			ORDER BY created_at, row_seq`, conversationID, limit, withSources)
@@ -183,7 +184,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Message, error) {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources})
+				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources})
 			return m, err
 		})
 		if err != nil || len(list) == 0 {

@@ -808,3 +808,26 @@ func TestChatDailyTokenLimit(t *testing.T) {
 		t.Errorf("bob: %d", st)
 	}
 }
+
+// TestChatProviderErrorStored: a turn the provider refuses is stored as
+// failed with chat_error's message, reason and suggested action, so the
+// reopened answer still says what to do.
+func TestChatProviderErrorStored(t *testing.T) {
+	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{Error: &llmtest.ErrorReply{Preset: "permission_denied"}}})
+	conv := cs.newConversation(t, cs.alice)
+	c := cs.dial(t, conv, cs.alice)
+	c.send("chat_send", map[string]string{"content": "hello"})
+	e := decode[chat.ErrorEvent](t, find(c.until("chat_complete"), "chat_error")[0])
+	if e.Reason == "" || e.SuggestedAction == "" {
+		t.Fatalf("chat_error %+v lacks a reason or suggested action", e)
+	}
+	st, body := cs.getJSON(t, "/api/conversations/"+conv)
+	msgs, _ := body["messages"].([]any)
+	if st != 200 || len(msgs) != 2 {
+		t.Fatalf("GET conversation: %d %v", st, body)
+	}
+	m := msgs[1].(map[string]any)
+	if m["status"] != "error" || m["error"] != e.Message || m["error_reason"] != e.Reason || m["error_suggested_action"] != e.SuggestedAction {
+		t.Errorf("stored answer %v, want the chat_error %+v", m, e)
+	}
+}

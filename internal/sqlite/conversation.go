@@ -132,7 +132,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
-// UpdateMessage stores m's Content, Status, tokens, Error and Sources, and sets its
+// UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := now()
@@ -141,9 +141,10 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 		return fmt.Errorf("update message: %w", err)
 	}
 	res, err := s.write.ExecContext(ctx, `
-		UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?, sources = ?, updated_at = ?
+		UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?,
+			error_reason = ?, error_suggested_action = ?, sources = ?, updated_at = ?
 		WHERE id = ?`,
-		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, sources, ts(t), m.ID)
+		m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, ts(t), m.ID)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -175,8 +176,8 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 	msgs := []*datachat.Message{}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `
-			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at,
-				CASE WHEN ? THEN sources END
+			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
+				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN ? THEN sources END
 			FROM (SELECT *, rowid AS r FROM messages WHERE conversation_id = ?
 			      ORDER BY created_at DESC, rowid DESC LIMIT ?)
 			ORDER BY created_at, r`, withSources, conversationID, limit)
@@ -188,7 +189,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		for rows.Next() {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}); err != nil {
+				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}); err != nil {
 				return err
 			}
 			msgs = append(msgs, m)

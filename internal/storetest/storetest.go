@@ -413,6 +413,7 @@ func testMessages(t *testing.T, s datachat.Store) {
 	m2.Status = datachat.StatusComplete
 	m2.InputTokens, m2.OutputTokens = 100, 20
 	m2.Error = "partial failure"
+	m2.ErrorReason, m2.ErrorSuggestedAction = "quota_exceeded", "Check the provider's billing page."
 	dist := 0.25
 	m2.Sources = []datachat.Source{
 		{ID: "doc:0", Text: "An excerpt, with \"quotes\".", Score: 1.5, Distance: &dist,

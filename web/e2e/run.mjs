@@ -383,6 +383,11 @@ async function main() {
     expect(statuses.includes('cancelled'), `the stopped answer is not marked cancelled after reload (${statuses})`);
     await byTestId('dataset-item').first().waitFor();
     expect(await page.locator('#message-list').locator('img, script, iframe').count() === 0, 'stored messages created img/script/iframe elements');
+    if (EXTRAS) {
+      const err = byTestId('chat-error').first();
+      expect(await err.count() === 1 && /What to do/.test(await err.textContent()),
+        'after a reload the failed answer no longer says what to do');
+    }
     if (EXTRAS && DOC) {
       // The reopened answer's [1] still opens its excerpt: sources are stored with it.
       const cite = lastAssistant().locator('button.cite').first();

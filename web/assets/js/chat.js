@@ -199,7 +199,9 @@ export class AssistantView {
     const status = msg.status || 'complete';
     if (status === 'awaiting_confirmation') v.awaiting();
     else v.setStatus(status);
-    if (msg.error) v.extra.append(errorBlock({ message: msg.error }));
+    if (msg.error) {
+      v.extra.append(errorBlock({ message: msg.error, reason: msg.error_reason, suggested_action: msg.error_suggested_action }));
+    }
     v.setUsage(msg.input_tokens, msg.output_tokens);
     if (!msg.content && !(msg.tool_calls || []).length && status === 'complete') v.ensureNotEmpty();
     return v;

@@ -1,0 +1,4 @@
+-- A failed answer's reason and suggested action (chat_error's), beside its
+-- message, so a reopened answer still says what to do.
+ALTER TABLE messages ADD COLUMN error_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN error_suggested_action TEXT NOT NULL DEFAULT '';
