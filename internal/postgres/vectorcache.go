@@ -1,12 +1,10 @@
 package postgres
 
 import (
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -366,113 +364,21 @@ func (vs *vectorSet) keeper(f retrieval.Filters, docs []string) func(i int) bool
 	}
 }
 
-// parallelScan is the number of vectors from which a search is split across
-// goroutines (up to GOMAXPROCS, at most 4).
-const parallelScan = 16384
-
 // search returns the ids of the n chunks whose vectors have the greatest dot
 // product with q (a unit vector of vs.dim), among those keep accepts (nil:
 // all), best first; ties go to the older chunk (lower row_seq), as in SQL.
 func (vs *vectorSet) search(q []float32, n int, keep func(i int) bool) []string {
-	total := len(vs.ids)
-	if len(q) != vs.dim || n <= 0 || total == 0 {
+	if len(q) != vs.dim {
 		return nil
 	}
-	parts := min(runtime.GOMAXPROCS(0), 4, total/parallelScan)
-	var h *hitHeap
-	if parts <= 1 {
-		h = vs.scan(q, n, keep, 0, total)
-	} else {
-		heaps := make([]*hitHeap, parts)
-		var wg sync.WaitGroup
-		step := (total + parts - 1) / parts
-		for p := range parts {
-			wg.Go(func() { heaps[p] = vs.scan(q, n, keep, p*step, min((p+1)*step, total)) })
-		}
-		wg.Wait()
-		h = heaps[0]
-		for _, o := range heaps[1:] {
-			for _, x := range *o {
-				h.offer(x, n)
-			}
-		}
-	}
-	out := make([]string, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = vs.ids[heap.Pop(h).(hit).idx]
+	d := vs.dim
+	idx := retrieval.NearestVectors(q, len(vs.ids), n,
+		func(i int) []float32 { return vs.data[i*d : (i+1)*d] },
+		func(i int) int64 { return vs.rowSeqs[i] },
+		keep)
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = vs.ids[j]
 	}
 	return out
-}
-
-// scan scores chunks [from, to) into a heap of the best n.
-func (vs *vectorSet) scan(q []float32, n int, keep func(i int) bool, from, to int) *hitHeap {
-	h := &hitHeap{}
-	d := vs.dim
-	for i := from; i < to; i++ {
-		if keep != nil && !keep(i) {
-			continue
-		}
-		h.offer(hit{idx: i, rowSeq: vs.rowSeqs[i], score: dot(q, vs.data[i*d:(i+1)*d])}, n)
-	}
-	return h
-}
-
-// hit is a ranked chunk: its place in a vectorSet, its row_seq and its
-// score.
-type hit struct {
-	idx    int
-	rowSeq int64
-	score  float32
-}
-
-// better orders hits: higher score first, then the older chunk.
-func (a hit) better(b hit) bool {
-	return a.score > b.score || a.score == b.score && a.rowSeq < b.rowSeq
-}
-
-// hitHeap keeps the worst hit on top.
-type hitHeap []hit
-
-func (h hitHeap) Len() int           { return len(h) }
-func (h hitHeap) Less(i, j int) bool { return h[j].better(h[i]) }
-func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(x any)        { *h = append(*h, x.(hit)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// offer adds x if the heap has fewer than n hits or x beats the worst.
-func (h *hitHeap) offer(x hit, n int) {
-	if h.Len() < n {
-		heap.Push(h, x)
-	} else if x.better((*h)[0]) {
-		(*h)[0] = x
-		heap.Fix(h, 0)
-	}
-}
-
-// dot is the dot product of two vectors of one length, in eight running
-// sums for speed.
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3, s4, s5, s6, s7 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		x, y := a[i:i+8:i+8], b[i:i+8:i+8]
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s4 += x[4] * y[4]
-		s5 += x[5] * y[5]
-		s6 += x[6] * y[6]
-		s7 += x[7] * y[7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
 }

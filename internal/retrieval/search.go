@@ -279,7 +279,7 @@ func fuse(a, b []hit, n int) []hit {
 	}
 	out := make([]hit, 0, len(scores))
 	for c, s := range scores {
-		out = append(out, hit{idx: c, score: s})
+		out = append(out, hit{idx: c, tie: int64(c), score: s})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].better(out[j]) })
 	if len(out) > n {

@@ -244,7 +244,7 @@ func (ti *textIndex) search(terms []string, n int, keep func(c int) bool) []hit 
 	h := &minHeap{}
 	for _, c := range touched {
 		if keep == nil || keep(int(c)) {
-			h.offer(hit{idx: int(c), score: float64(acc[c])}, n)
+			h.offer(hit{idx: int(c), tie: int64(c), score: float64(acc[c])}, n)
 		}
 	}
 	return h.sorted()

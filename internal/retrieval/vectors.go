@@ -8,15 +8,17 @@ import (
 	"sync"
 )
 
-// hit is a ranked chunk: its number in the conversation index and its score.
+// hit is a ranked candidate: its number, its score, and what orders it
+// among equal scores (lower first: in an index, its number, the older chunk).
 type hit struct {
 	idx   int
+	tie   int64
 	score float64
 }
 
-// better orders hits: higher score first, then lower number (older chunk).
+// better orders hits: higher score first, then lower tie.
 func (a hit) better(b hit) bool {
-	return a.score > b.score || a.score == b.score && a.idx < b.idx
+	return a.score > b.score || a.score == b.score && a.tie < b.tie
 }
 
 // minHeap keeps the worst hit on top.
@@ -82,42 +84,79 @@ const parallelScan = 16384
 // search returns the n chunks most similar to q (normalised) among those keep
 // accepts, best first, scored by cosine similarity.
 func (vi *vectorIndex) search(q []float32, n int, keep func(c int) bool) []hit {
-	if vi.dim == 0 || len(q) != vi.dim || n <= 0 {
+	if vi.dim == 0 || len(q) != vi.dim {
 		return nil
 	}
-	parts := min(runtime.GOMAXPROCS(0), 4, len(vi.slot)/parallelScan)
-	if parts <= 1 {
-		return vi.scan(q, n, keep, 0, len(vi.slot)).sorted()
+	idx := NearestVectors(q, len(vi.slot), n, vi.vector, nil, keep)
+	out := make([]hit, len(idx))
+	for i, c := range idx {
+		out[i] = hit{idx: c, tie: int64(c)}
 	}
-	heaps := make([]*minHeap, parts)
-	var wg sync.WaitGroup
-	step := (len(vi.slot) + parts - 1) / parts
-	for p := range parts {
-		wg.Go(func() {
-			heaps[p] = vi.scan(q, n, keep, p*step, min((p+1)*step, len(vi.slot)))
-		})
-	}
-	wg.Wait()
-	h := heaps[0]
-	for _, o := range heaps[1:] {
-		for _, x := range *o {
-			h.offer(x, n)
-		}
-	}
-	return h.sorted()
+	return out
 }
 
-// scan scores chunks [from, to) into a heap of the best n.
-func (vi *vectorIndex) scan(q []float32, n int, keep func(c int) bool, from, to int) *minHeap {
-	h := &minHeap{}
-	for c := from; c < to; c++ {
-		s := vi.slot[c]
-		if s < 0 || keep != nil && !keep(c) {
-			continue
-		}
-		h.offer(hit{idx: c, score: dot(q, vi.data[int(s)*vi.dim:(int(s)+1)*vi.dim])}, n)
+// vector is chunk c's vector, nil when it has none.
+func (vi *vectorIndex) vector(c int) []float32 {
+	s := int(vi.slot[c])
+	if s < 0 {
+		return nil
 	}
-	return h
+	return vi.data[s*vi.dim : (s+1)*vi.dim]
+}
+
+// NearestVectors is an exact (brute-force) vector search: it returns, best
+// first, the n candidates 0…count−1 whose vectors have the greatest dot
+// product with q, among those keep accepts (nil: all). vector(i) is
+// candidate i's vector, of len(q) floats, or nil when it has none; equal
+// scores go to the lower tie(i) (nil: the lower i). Over [parallelScan]
+// candidates the scan is split across goroutines. With unit vectors the dot
+// product is the cosine similarity.
+func NearestVectors(q []float32, count, n int, vector func(i int) []float32, tie func(i int) int64, keep func(i int) bool) []int {
+	if n <= 0 || count <= 0 {
+		return nil
+	}
+	scan := func(from, to int) *minHeap {
+		h := &minHeap{}
+		for i := from; i < to; i++ {
+			if keep != nil && !keep(i) {
+				continue
+			}
+			v := vector(i)
+			if v == nil {
+				continue
+			}
+			t := int64(i)
+			if tie != nil {
+				t = tie(i)
+			}
+			h.offer(hit{idx: i, tie: t, score: float64(Dot(q, v))}, n)
+		}
+		return h
+	}
+	var h *minHeap
+	if parts := min(runtime.GOMAXPROCS(0), 4, count/parallelScan); parts <= 1 {
+		h = scan(0, count)
+	} else {
+		heaps := make([]*minHeap, parts)
+		var wg sync.WaitGroup
+		step := (count + parts - 1) / parts
+		for p := range parts {
+			wg.Go(func() { heaps[p] = scan(p*step, min((p+1)*step, count)) })
+		}
+		wg.Wait()
+		h = heaps[0]
+		for _, o := range heaps[1:] {
+			for _, x := range *o {
+				h.offer(x, n)
+			}
+		}
+	}
+	hits := h.sorted()
+	out := make([]int, len(hits))
+	for i, x := range hits {
+		out[i] = x.idx
+	}
+	return out
 }
 
 // distance returns the cosine distance between q and chunk c's vector.
@@ -125,11 +164,13 @@ func (vi *vectorIndex) distance(c int, q []float32) (float64, bool) {
 	if c >= len(vi.slot) || vi.slot[c] < 0 || len(q) != vi.dim {
 		return 0, false
 	}
-	s := int(vi.slot[c])
-	return 1 - dot(q, vi.data[s*vi.dim:(s+1)*vi.dim]), true
+	return 1 - float64(Dot(q, vi.vector(c))), true
 }
 
-func dot(a, b []float32) float64 {
+// Dot is the dot product of two vectors of one length, in eight running
+// float32 sums for speed (PostgreSQL's sum of real products agrees with it to
+// float32 precision).
+func Dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	i := 0
@@ -147,7 +188,7 @@ func dot(a, b []float32) float64 {
 	for ; i < len(a); i++ {
 		s0 += a[i] * b[i]
 	}
-	return float64((s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7))
+	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
 }
 
 // normalize returns v scaled to unit length (a copy).
