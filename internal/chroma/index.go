@@ -30,14 +30,6 @@ const (
 // batchBytes caps the estimated JSON size of one add request.
 const batchBytes = 16 << 20
 
-func reservedKey(k string) bool {
-	switch k {
-	case retrieval.MetaDocument, retrieval.MetaDocumentID, retrieval.MetaPage, retrieval.MetaSection, retrieval.MetaChunk:
-		return true
-	}
-	return false
-}
-
 // CollectionName returns the name of a conversation's collection:
 // "datachat-<id>" when that is a valid Chroma name, else
 // "datachat_<sha256 of the id in hex>" (the two forms cannot collide).
@@ -200,7 +192,7 @@ func (c *Client) add(ctx context.Context, conversationID string, doc *datachat.D
 	docMeta := map[string]any{}
 	metaBytes := 0
 	for k, v := range doc.Metadata {
-		if !reservedKey(k) {
+		if !retrieval.ReservedKey(k) {
 			docMeta[metaPrefix+k] = v
 			metaBytes += len(k) + len(v) + 16
 		}

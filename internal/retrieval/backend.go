@@ -90,7 +90,7 @@ func ChunkID(documentID string, c *datachat.Chunk) string {
 func SourceMetadata(name, documentID string, page int, heading string, seq int, docMeta map[string]string) map[string]any {
 	md := make(map[string]any, 5+len(docMeta))
 	for k, v := range docMeta {
-		if !reservedKey(k) {
+		if !ReservedKey(k) {
 			md[k] = v
 		}
 	}

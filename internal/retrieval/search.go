@@ -38,7 +38,9 @@ const (
 	MetaChunk      = "chunk"
 )
 
-func reservedKey(k string) bool {
+// ReservedKey reports whether k is one of the metadata keys every source has,
+// which a document's own metadata cannot take.
+func ReservedKey(k string) bool {
 	switch k {
 	case MetaDocument, MetaDocumentID, MetaPage, MetaSection, MetaChunk:
 		return true
@@ -242,7 +244,7 @@ func (ix *Index) load(ctx context.Context, conversationID string, rowids []int64
 				rows.Close()
 				return nil, fmt.Errorf("load document metadata: %w", err)
 			}
-			if reservedKey(k) {
+			if ReservedKey(k) {
 				continue
 			}
 			for _, s := range docIDs[docID] {
