@@ -186,6 +186,18 @@ func TestTwoProcessesOneDatabase(t *testing.T) {
 // upload posts a file as a dataset of a conversation.
 func upload(t *testing.T, base, key, conv, path string) (int, map[string]any) {
 	t.Helper()
+	return postFile(t, base+"/api/conversations/"+conv+"/datasets", key, path)
+}
+
+// uploadDocument posts a file as a document of a conversation.
+func uploadDocument(t *testing.T, base, key, conv, path string) (int, map[string]any) {
+	t.Helper()
+	return postFile(t, base+"/api/conversations/"+conv+"/documents", key, path)
+}
+
+// postFile posts a file as the multipart field "file" and decodes the JSON answer.
+func postFile(t *testing.T, url, key, path string) (int, map[string]any) {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +207,7 @@ func upload(t *testing.T, base, key, conv, path string) (int, map[string]any) {
 	fw, _ := mw.CreateFormFile("file", path[strings.LastIndex(path, "/")+1:])
 	fw.Write(data)
 	mw.Close()
-	req, _ := http.NewRequest("POST", base+"/api/conversations/"+conv+"/datasets", &body)
+	req, _ := http.NewRequest("POST", url, &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("X-API-Key", key)
 	resp, err := http.DefaultClient.Do(req)

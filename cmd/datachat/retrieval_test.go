@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"os"
@@ -149,32 +147,6 @@ func describe(srcs []source) string {
 		parts = append(parts, fmt.Sprintf("%v p.%v (%.3g)", s.Metadata["document"], s.Metadata["page"], s.Score))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
-}
-
-// uploadDocument posts a file as a document of a conversation.
-func uploadDocument(t *testing.T, base, key, conv, path string) (int, map[string]any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, _ := mw.CreateFormFile("file", filepath.Base(path))
-	fw.Write(data)
-	mw.Close()
-	req, _ := http.NewRequest("POST", base+"/api/conversations/"+conv+"/documents", &body)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("X-API-Key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	json.Unmarshal(b, &out)
-	return resp.StatusCode, out
 }
 
 // TestIndexRebuiltFromStore loses the embedded index file between two runs:
