@@ -347,6 +347,7 @@ func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 // nil Outcome; an error during the turn comes back with the Outcome of the
 // stored, failed message. The caller turns errors into chat_error.
 func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, content string, opts TurnOptions, sink Sink) (*Outcome, error) {
+	ctx = datachat.WithUserID(ctx, user.ID)
 	content, err := CleanQuery(content, r.MaxQueryChars)
 	if err != nil {
 		return nil, err
@@ -396,6 +397,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 
 // Confirm answers a pending confirmation and continues its turn.
 func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationID, confirmationID string, approved bool, note string, sink Sink) (*Outcome, error) {
+	ctx = datachat.WithUserID(ctx, user.ID)
 	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
 	if err != nil {
 		return nil, err
@@ -814,7 +816,14 @@ func (t *turn) runTools(ctx context.Context, calls []datachat.ModelToolCall) err
 			continue
 		}
 		t.state.ToolCalls++
-		if call.Name == ToolRequestConfirmation || (t.r.ConfirmAlways && call.Name == ToolExecuteSQL) {
+		ask := call.Name == ToolRequestConfirmation || t.r.ConfirmAlways && (call.Name == ToolExecuteSQL || call.Name == ToolLoadDataset)
+		if !ask && call.Name == ToolLoadDataset {
+			var err error
+			if ask, err = t.unfamiliarURL(ctx, call); err != nil {
+				return err
+			}
+		}
+		if ask {
 			paused, err := t.requestConfirmation(ctx, call)
 			if err != nil {
 				return err
@@ -974,9 +983,35 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 	}
 }
 
+// unfamiliarURL reports whether a load_dataset call names a URL that no
+// message of the user's in this conversation contains: the model found it
+// somewhere else (a document, a cell, a page it read), and loading it would
+// send a request — maybe carrying data in its query — where the user never
+// asked. Such a load waits for the user's approval.
+func (t *turn) unfamiliarURL(ctx context.Context, call datachat.ModelToolCall) (bool, error) {
+	var a struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(call.Args, &a) != nil || strings.TrimSpace(a.URL) == "" {
+		return false, nil // execute answers the bad arguments
+	}
+	url := strings.TrimSpace(a.URL)
+	msgs, err := t.r.Store.Messages(ctx, t.conv.ID)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range msgs {
+		if m.Role == datachat.RoleUser && strings.Contains(m.Content, url) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // requestConfirmation handles a request_confirmation call (or, with
-// DATACHAT_CONFIRM_SQL=always, an execute_sql call). It reports whether the
-// turn must pause; if not, it has answered the call itself.
+// DATACHAT_CONFIRM_SQL=always, an execute_sql or load_dataset call, or a
+// load_dataset of a URL the user did not give). It reports whether the turn
+// must pause; if not, it has answered the call itself.
 func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolCall) (bool, error) {
 	var a struct {
 		Action      string          `json:"action"`
@@ -1005,6 +1040,20 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		a.Action = ToolExecuteSQL
 		a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "estimated_rows": rows})
 		a.Explanation = "Run this SQL query over your data?"
+	} else if call.Name == ToolLoadDataset {
+		var l struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(call.Args, &l); err != nil || strings.TrimSpace(l.URL) == "" {
+			t.skip(call, `Error: load_dataset needs {"url": "https://…"}.`)
+			return false, nil
+		}
+		a.Action = ToolLoadDataset
+		a.Parameters, _ = json.Marshal(map[string]string{"url": strings.TrimSpace(l.URL)})
+		a.Explanation = "Load the dataset at this address? It was not in your messages: the assistant found it elsewhere (a document or a dataset), and loading it sends a request to that server."
+		if t.r.ConfirmAlways {
+			a.Explanation = "Load the dataset at this address?"
+		}
 	} else {
 		err := json.Unmarshal(call.Args, &a)
 		if err == nil && a.Action != ToolExecuteSQL && a.Action != ToolLoadDataset {
