@@ -6,6 +6,7 @@
 package datachat
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -203,4 +204,18 @@ type Usage struct {
 	Success        bool      `json:"success"`
 	Estimated      bool      `json:"estimated"` // counts estimated at chars/4
 	CreatedAt      time.Time `json:"created_at"`
+}
+
+type userIDKey struct{}
+
+// WithUserID returns ctx carrying the ID of the user a request acts for, so
+// that shared resources (the SQL engine's queue) can be shared fairly.
+func WithUserID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, userIDKey{}, id)
+}
+
+// UserIDFrom returns the user ID set by [WithUserID], or "".
+func UserIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(userIDKey{}).(string)
+	return id
 }

@@ -180,7 +180,7 @@ func main() {
 		log.Fatal(err)
 	}
 	mb := float64(fi.Size()) / 1e6
-	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), MemoryLimit: 4 << 30})
+	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), Engine: eng})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"datachat"
 	"datachat/internal/chat"
 	"datachat/internal/config"
+	"datachat/internal/duckdb"
 	"datachat/internal/postgres"
 	"datachat/internal/server"
 	"datachat/internal/sqlite"
@@ -284,6 +285,17 @@ func (m *Main) runServe(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	// A worker started now says which OS limits contain DuckDB here, and
+	// proves workers start at all before the first query needs one.
+	limits, err := ws.Engine.Limits(ctx)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("the SQL engine's worker process does not start: %w", err)
+	}
+	o := ws.Engine.Options()
+	m.Logger.Info("sql workers", slog.Int("queries_at_once", o.Workers), slog.Int("per_user", o.PerUserRunning),
+		slog.String("memory_per_query", duckdb.SizeText(o.MemoryLimit)), slog.Duration("timeout", o.Timeout),
+		slog.Any("os_limits", limits))
 	runner, err := m.newRunner(st, ws)
 	if err != nil {
 		ln.Close()

@@ -35,10 +35,14 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 		return nil, fmt.Errorf("DATACHAT_DATA_DIR: %w", err)
 	}
 	engine, err := duckdb.New(duckdb.Options{
-		Timeout:     cfg.QueryTimeout,
-		MemoryLimit: cfg.QueryMemory,
-		Threads:     cfg.QueryThreads,
-		TempDir:     tmp,
+		Timeout:       cfg.QueryTimeout,
+		MemoryLimit:   cfg.QueryMemory,
+		Threads:       cfg.QueryThreads,
+		Workers:       cfg.SQLWorkers,
+		IngestWorkers: max(1, cfg.SQLWorkers/2),
+		IngestTimeout: cfg.IngestTimeout,
+		TempDir:       tmp,
+		Logger:        m.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start SQL engine: %w", err)
@@ -49,8 +53,7 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 		MaxBytes:     cfg.MaxDatasetBytes,
 		AllowPrivate: cfg.AllowPrivateAll,
 		AllowNets:    cfg.AllowPrivateCIDRs,
-		MemoryLimit:  cfg.QueryMemory,
-		Threads:      cfg.QueryThreads,
+		Engine:       engine,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dataset loader: %w", err)

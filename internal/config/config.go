@@ -56,9 +56,11 @@ type Config struct {
 	RateLimitRPM int
 	TokensPerDay int64
 
-	QueryTimeout time.Duration
-	QueryMemory  int64
-	QueryThreads int
+	QueryTimeout  time.Duration
+	QueryMemory   int64
+	QueryThreads  int
+	SQLWorkers    int           // SQL queries running at once, each in its conversation's worker process
+	IngestTimeout time.Duration // one dataset's check and conversion
 
 	MaxDatasetBytes  int64
 	MaxDocumentBytes int64
@@ -138,9 +140,11 @@ func Load(path string, env Lookup) (*Config, error) {
 		RateLimitRPM: p.integer("DATACHAT_RATE_LIMIT_RPM", 60, 0),
 		TokensPerDay: int64(p.integer("DATACHAT_TOKENS_PER_DAY", 2_000_000, 0)),
 
-		QueryTimeout: p.durationMin("DATACHAT_QUERY_TIMEOUT", 30*time.Second, time.Millisecond),
-		QueryMemory:  p.size("DATACHAT_QUERY_MEMORY", 1<<30, 16<<20),
-		QueryThreads: p.integer("DATACHAT_QUERY_THREADS", runtime.NumCPU(), 1),
+		QueryTimeout:  p.durationMin("DATACHAT_QUERY_TIMEOUT", 30*time.Second, time.Millisecond),
+		QueryMemory:   p.size("DATACHAT_QUERY_MEMORY", 1<<30, 16<<20),
+		QueryThreads:  p.integer("DATACHAT_QUERY_THREADS", runtime.NumCPU(), 1),
+		SQLWorkers:    p.integer("DATACHAT_SQL_WORKERS", runtime.NumCPU(), 1),
+		IngestTimeout: p.durationMin("DATACHAT_INGEST_TIMEOUT", 10*time.Minute, time.Second),
 
 		MaxDatasetBytes:  p.size("DATACHAT_MAX_DATASET_BYTES", 2<<30, 1),
 		MaxDocumentBytes: p.size("DATACHAT_MAX_DOCUMENT_BYTES", 100<<20, 1),
@@ -538,7 +542,7 @@ func init() {
 		"CHAT_ALLOWED_METADATA_KEYS", "CHAT_DEFAULT_SYSTEM_PROMPT_PATH",
 		"CHAT_ENABLE_STREAMING", "CHAT_RESPONSE_FORMAT", "CHAT_MAX_QUERY_CHARS",
 		"DATACHAT_RATE_LIMIT_RPM", "DATACHAT_TOKENS_PER_DAY", "DATACHAT_QUERY_TIMEOUT",
-		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_MAX_DATASET_BYTES",
+		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_SQL_WORKERS", "DATACHAT_INGEST_TIMEOUT", "DATACHAT_MAX_DATASET_BYTES",
 		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL",
 		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
 	} {

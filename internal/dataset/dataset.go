@@ -1,9 +1,10 @@
 // Package dataset takes datasets in, from an upload or a URL, and stores each as
-// a Parquet file with its schema: Parquet files are validated (DuckDB reads
-// every page; page checksums are verified) and kept, CSV/TSV files (any common
-// text encoding, gzip/zstd/bzip2-compressed or not) are read with DuckDB's
-// sniffer and written as Parquet. URLs are fetched with internal addresses
-// refused at dial time.
+// a Parquet file with its schema. Bytes are streamed to disk (URLs fetched with
+// internal addresses refused at dial time), then checked and converted by the
+// SQL engine in a worker process of its own ([duckdb.Engine.Ingest]):
+// Parquet files are validated (every page decoded, page checksums verified)
+// and kept, CSV/TSV files (any common text encoding, gzip/zstd/bzip2-compressed
+// or not) are read with DuckDB's sniffer and written as Parquet.
 package dataset
 
 import (
@@ -17,11 +18,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"datachat"
+	"datachat/internal/duckdb"
 )
 
 // Options configure a [Loader]. Zero values take the defaults shown.
@@ -36,9 +37,15 @@ type Options struct {
 	ConnectTimeout time.Duration // TCP connect and TLS handshake; 10s
 	HeaderTimeout  time.Duration // until the response headers, and the longest silence while downloading; 30s
 	FetchTimeout   time.Duration // a whole download; 10m
-	MemoryLimit    int64         // DuckDB memory while converting and validating; 1 GiB
-	Threads        int           // DuckDB threads while converting; the number of cores
+	MaxLine        int           // the longest CSV line (bytes), refused while the file spools; 2 MiB
+	// Engine checks and converts what was spooled, in its worker processes
+	// (required).
+	Engine *duckdb.Engine
 }
+
+// MaxNameLength is the longest file name kept as a dataset's source, in
+// characters; a longer one is cut.
+const MaxNameLength = 255
 
 // Loader ingests datasets. It is safe for concurrent use.
 type Loader struct {
@@ -96,11 +103,11 @@ func New(opts Options) (*Loader, error) {
 	if opts.FetchTimeout <= 0 {
 		opts.FetchTimeout = 10 * time.Minute
 	}
-	if opts.MemoryLimit <= 0 {
-		opts.MemoryLimit = 1 << 30
+	if opts.MaxLine <= 0 {
+		opts.MaxLine = 2 << 20
 	}
-	if opts.Threads <= 0 {
-		opts.Threads = runtime.NumCPU()
+	if opts.Engine == nil {
+		return nil, errors.New("dataset: Options.Engine is required")
 	}
 	l := &Loader{opts: opts, tmpDir: filepath.Join(dir, ".tmp")}
 	if err := os.MkdirAll(l.tmpDir, 0o700); err != nil {
@@ -119,10 +126,7 @@ func (l *Loader) Dir() string { return l.opts.Dir }
 // Errors: EINVALID naming the file and what is wrong (too large, not Parquet or
 // CSV, unreadable); nothing is left behind on error.
 func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) (*Stored, error) {
-	name := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
-	if name == "." || name == "/" {
-		name = "upload"
-	}
+	name := cleanName(filename)
 	tmp, n, err := l.spool(ctxReader{ctx, r}, name)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -146,6 +150,19 @@ func (l *Loader) Remove(rel string) error {
 	return nil
 }
 
+// cleanName is the last element of a file name, at most MaxNameLength
+// characters, "upload" when nothing is left.
+func cleanName(filename string) string {
+	name := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
+	if name == "." || name == "/" || name == "" {
+		return "upload"
+	}
+	if r := []rune(name); len(r) > MaxNameLength {
+		name = string(r[:MaxNameLength-1]) + "…"
+	}
+	return name
+}
+
 // ctxReader stops reading when ctx ends.
 type ctxReader struct {
 	ctx context.Context
@@ -165,7 +182,9 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// store turns the spooled file tmp (n bytes) into a stored Parquet dataset.
+// store turns the spooled file tmp (n bytes) into a stored Parquet dataset:
+// the engine checks and converts it in a worker of its own, in a work
+// directory that holds nothing else.
 func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source string) (_ *Stored, err error) {
 	if n == 0 {
 		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
@@ -177,54 +196,30 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 		return nil, fmt.Errorf("create work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
+	if err := os.Rename(tmp, filepath.Join(work, duckdb.IngestInput)); err != nil {
+		return nil, fmt.Errorf("move upload: %w", err)
+	}
+	res, err := l.opts.Engine.Ingest(ctx, duckdb.IngestJob{
+		Dir: work, Input: duckdb.IngestInput, Name: name, MaxBytes: 4 * l.opts.MaxBytes, MaxLine: l.opts.MaxLine,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(filepath.Join(work, res.Output), final); err != nil {
+		return nil, fmt.Errorf("store dataset: %w", err)
+	}
 	defer func() {
 		if err != nil {
 			os.Remove(final)
 		}
 	}()
-
-	in, err := decompress(ctx, tmp, work, name, 4*l.opts.MaxBytes)
-	if err != nil {
-		return nil, err
-	}
-	st := &Stored{Path: id + ".parquet", Name: TableName(name, nil), Source: source}
-	db, err := l.openDuckDB(work)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-
-	kind, err := sniffKind(in, name)
-	if err != nil {
-		return nil, err
-	}
-	out := filepath.Join(work, "out.parquet")
-	switch kind {
-	case "parquet":
-		st.SourceFormat = "parquet"
-		if err := l.storeParquet(ctx, db, in, out, name); err != nil {
-			return nil, err
-		}
-	default:
-		enc, delim, err := l.storeCSV(ctx, db, in, out, work, name)
-		if err != nil {
-			return nil, err
-		}
-		st.SourceFormat, st.Encoding = "csv", enc
-		if delim == "\t" || delim == "\\t" {
-			st.SourceFormat = "tsv"
-		}
-	}
-	if err := describe(ctx, db, out, st); err != nil {
-		return nil, datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, duckMessage(err, out, name))
-	}
-	if err := os.Rename(out, final); err != nil {
-		return nil, fmt.Errorf("store dataset: %w", err)
-	}
 	fi, err := os.Stat(final)
 	if err != nil {
 		return nil, fmt.Errorf("store dataset: %w", err)
 	}
-	st.Bytes = fi.Size()
-	return st, nil
+	return &Stored{
+		Path: id + ".parquet", Name: TableName(name, nil), Source: source,
+		SourceFormat: res.SourceFormat, Encoding: res.Encoding,
+		Columns: res.Columns, RowCount: res.RowCount, Bytes: fi.Size(),
+	}, nil
 }

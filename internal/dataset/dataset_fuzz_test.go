@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"datachat"
+	"datachat/internal/sharedtest"
 )
 
 // Fuzz targets for what datasets take from outside: uploaded and downloaded
@@ -80,22 +81,22 @@ func gzipped(b []byte) []byte {
 	return buf.Bytes()
 }
 
-func addFile(f *testing.F, name string) []byte {
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		f.Fatal(err)
-	}
-	return b
+// addFile returns a file of ../shared/data for a seed corpus, or nil when
+// ../shared is absent.
+func addFile(f *testing.F, rel string) []byte {
+	return sharedtest.Seed(f, "data/"+rel)
 }
 
 func fuzzLoader(f *testing.F) *Loader {
-	return mustLoader(f, Options{MaxBytes: 1 << 20, Threads: 1, MemoryLimit: 128 << 20})
+	return mustLoader(f, Options{MaxBytes: 1 << 20})
 }
 
 func FuzzIngest(f *testing.F) {
-	f.Add(addFile(f, "tips.csv")[:2000], "tips.csv")
-	f.Add(addFile(f, "test_mskanji.csv"), "test_mskanji.csv")
-	f.Add(addFile(f, "alltypes_plain.parquet"), "alltypes_plain.parquet")
+	if b := addFile(f, "csv/tips.csv"); b != nil {
+		f.Add(b[:2000], "tips.csv")
+		f.Add(addFile(f, "csv/test_mskanji.csv"), "test_mskanji.csv")
+		f.Add(addFile(f, "parquet/alltypes_plain.parquet"), "alltypes_plain.parquet")
+	}
 	f.Add([]byte("a,b\n1,2\n3,\n"), "x.csv")
 	f.Add(gzipped([]byte("a;b\n1;2\n")), "x.csv.gz")
 	f.Add([]byte("\xff\xfea\x00,\x00b\x00\n\x001\x00,\x002\x00\n\x00"), "u16.csv")
@@ -134,7 +135,9 @@ func (ft fakeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func FuzzFetch(f *testing.F) {
 	f.Add("https://example.com/data/sales.csv?x=1#frag", "", []byte("a,b\n1,2\n"))
 	f.Add("http://user:secret@example.com/", `attachment; filename="../../etc/passwd.csv"`, []byte("x\n1\n"))
-	f.Add("https://example.com/download", `attachment; filename*=UTF-8''Ma%C3%B1ana.parquet`, addFile(f, "alltypes_plain.parquet"))
+	if b := addFile(f, "parquet/alltypes_plain.parquet"); b != nil {
+		f.Add("https://example.com/download", `attachment; filename*=UTF-8''Ma%C3%B1ana.parquet`, b)
+	}
 	f.Add("ftp://example.com/a.csv", "", []byte("a\n"))
 	f.Add(" HTTPS://[::1]:8080/%zz ", "inline", []byte(""))
 	l := fuzzLoader(f)
@@ -184,68 +187,6 @@ func FuzzTableName(f *testing.F) {
 		}
 		if again := TableName(filename, taken); again != name {
 			t.Fatalf("TableName is not deterministic: %q then %q", name, again)
-		}
-	})
-}
-
-// FuzzPageChecksums feeds arbitrary files to the Parquet footer and page
-// header reader, which runs on every uploaded Parquet file before DuckDB.
-func FuzzPageChecksums(f *testing.F) {
-	f.Add(addFile(f, "alltypes_plain.parquet"))
-	f.Add(addFile(f, "datapage_v1-corrupt-checksum.parquet"))
-	f.Add(addFile(f, "large_string_map.brotli.parquet"))
-	f.Add([]byte("PAR1\x15\x00PAR1"))
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "f.parquet")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		within(t, 2*time.Second, func() { // must not panic, hang or allocate wildly
-			_ = verifyPageChecksums(path)
-			_, _ = parseFooter(data)
-			_, _, _ = parsePageHeader(data)
-		})
-	})
-}
-
-// FuzzDetectEncoding checks the encoding guess and the transcoding to UTF-8
-// that every CSV goes through.
-func FuzzDetectEncoding(f *testing.F) {
-	f.Add(addFile(f, "test_mskanji.csv"))
-	f.Add([]byte("\xff\xfea\x00b\x00"))
-	f.Add([]byte("\x00\x00\xfe\xff\x00\x00\x00a"))
-	f.Add([]byte("caf\xe9,na\xefve\n"))
-	f.Add([]byte("\xef\xbb\xbf<html>"))
-	f.Add([]byte("a\x00b\x00c\x00"))
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		enc, err := detectEncoding(data, "f.csv")
-		if err != nil {
-			if datachat.ErrorCode(err) != datachat.EINVALID {
-				t.Fatalf("detectEncoding: got %v, want EINVALID", err)
-			}
-			return
-		}
-		if enc.enc == nil {
-			if !validUTF8Prefix(data) {
-				t.Fatalf("detectEncoding took %q for UTF-8", data)
-			}
-			return
-		}
-		in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
-		if err := os.WriteFile(in, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := transcode(context.Background(), in, out, enc.enc); err != nil {
-			return // a decoder may refuse malformed input; that is an error, not a crash
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !utf8.Valid(b) {
-			t.Fatalf("transcoding %q from %s gave invalid UTF-8 %q", data, enc.name, b)
 		}
 	})
 }

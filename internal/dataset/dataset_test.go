@@ -5,11 +5,15 @@ import (
 	"compress/gzip"
 	"context"
 	"database/sql"
+	"datachat/internal/duckdb"
+	"datachat/internal/sharedtest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2" // a scratch DuckDB reads stored files back
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/text/encoding/charmap"
@@ -43,6 +47,9 @@ func TestTableName(t *testing.T) {
 		{"données_été.csv", nil, "donn_es__t"},
 		{"名前.csv", nil, "dataset"},
 		{"archive.zip", nil, "archive_zip"},
+		{strings.Repeat("long name ", 2000) + ".csv", nil, strings.TrimRight(strings.Repeat("long_name_", 6), "_")},
+		{strings.Repeat("x", 59) + "__y.csv", nil, strings.Repeat("x", 59)},
+		{strings.Repeat("9", 100) + ".csv", nil, "t_" + strings.Repeat("9", 60)},
 	} {
 		if got := TableName(c.in, c.taken); got != c.want {
 			t.Errorf("TableName(%q, %q) = %q, want %q", c.in, c.taken, got, c.want)
@@ -113,7 +120,7 @@ func query(t *testing.T, l *Loader, st *Stored, q string) [][]any {
 	}
 	defer db.Close()
 	p := filepath.Join(l.Dir(), st.Path)
-	q = strings.ReplaceAll(q, "{t}", "read_parquet("+lit(p)+")")
+	q = strings.ReplaceAll(q, "{t}", "read_parquet("+duckdb.QuoteLiteral(p)+")")
 	rows, err := db.Query(q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
@@ -146,7 +153,7 @@ func columnNames(st *Stored) string {
 // TestSharedFiles loads every real file of ../shared/data/{csv,parquet}: each
 // loads with its schema and row count, or fails with a clear error naming it.
 func TestSharedFiles(t *testing.T) {
-	root := sharedData(t)
+	root := sharedtest.Path(t, "data")
 	l := mustLoader(t, Options{})
 	want := map[string]struct {
 		rows int64
@@ -237,7 +244,7 @@ func TestSharedFiles(t *testing.T) {
 
 func TestCSVText(t *testing.T) {
 	l := mustLoader(t, Options{})
-	kanji, err := os.ReadFile("testdata/test_mskanji.csv")
+	kanji, err := readShared(t, "csv/test_mskanji.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +262,7 @@ func TestCSVText(t *testing.T) {
 
 	// cabinet-turnover.csv: BOM, CRLF, all-text columns with two empty names:
 	// DuckDB's sniffer alone would take the header for data.
-	cab, err := os.ReadFile("testdata/cabinet-turnover.csv")
+	cab, err := readShared(t, "csv/cabinet-turnover.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +275,7 @@ func TestCSVText(t *testing.T) {
 	}
 
 	// avengers.csv: one Windows-1252 byte in otherwise ASCII text.
-	av, err := os.ReadFile("testdata/avengers.csv")
+	av, err := readShared(t, "csv/avengers.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +289,7 @@ func TestCSVText(t *testing.T) {
 	}
 
 	// Derived variants of tips.csv: other encodings, BOMs, compression, TSV.
-	tips, err := os.ReadFile("testdata/tips.csv")
+	tips, err := readShared(t, "csv/tips.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +344,7 @@ func TestCSVText(t *testing.T) {
 func TestParquetIngest(t *testing.T) {
 	l := mustLoader(t, Options{})
 	// Un-annotated BINARY holding text is stored as VARCHAR.
-	b, _ := os.ReadFile("testdata/alltypes_plain.parquet")
+	b, _ := readShared(t, "parquet/alltypes_plain.parquet")
 	st, err := ingestBytes(t, l, "alltypes_plain.parquet", b)
 	if err != nil {
 		t.Fatal(err)
@@ -351,18 +358,18 @@ func TestParquetIngest(t *testing.T) {
 	}
 	// The decompression bomb loads (its metadata is sound); queries over it
 	// meet the engine's memory limit.
-	b, _ = os.ReadFile("testdata/large_string_map.brotli.parquet")
+	b, _ = readShared(t, "parquet/large_string_map.brotli.parquet")
 	st, err = ingestBytes(t, l, "large_string_map.brotli.parquet", b)
 	if err != nil || st.RowCount != 2 {
 		t.Fatalf("bomb: %v %v", st, err)
 	}
 	// Page checksums are verified.
-	b, _ = os.ReadFile("testdata/datapage_v1-corrupt-checksum.parquet")
+	b, _ = readShared(t, "parquet/datapage_v1-corrupt-checksum.parquet")
 	if _, err = ingestBytes(t, l, "datapage_v1-corrupt-checksum.parquet", b); !strings.Contains(datachat.ErrorMessage(err), "checksum") {
 		t.Errorf("corrupt checksum: got %v", err)
 	}
 	// Truncated file.
-	b, _ = os.ReadFile("testdata/alltypes_plain.parquet")
+	b, _ = readShared(t, "parquet/alltypes_plain.parquet")
 	if _, err = ingestBytes(t, l, "cut.parquet", b[:len(b)/2]); datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(datachat.ErrorMessage(err), "cut.parquet") {
 		t.Errorf("truncated: got %v", err)
 	}

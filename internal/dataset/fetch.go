@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/duckdb"
 )
 
 // ParseAllowPrivate parses DATACHAT_ALLOW_PRIVATE_URLS: "true"/"1" allows every
@@ -314,7 +315,7 @@ func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("create temp file: %w", err)
 	}
-	n, err := io.Copy(f, io.LimitReader(r, l.opts.MaxBytes+1))
+	n, err := io.Copy(duckdb.LimitLines(f, l.opts.MaxLine, name), io.LimitReader(r, l.opts.MaxBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,7 +62,7 @@ func TestParseAllowPrivate(t *testing.T) {
 }
 
 func TestFetch(t *testing.T) {
-	tips, err := os.ReadFile("testdata/tips.csv")
+	tips, err := readShared(t, "csv/tips.csv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,46 +2,33 @@ package dataset
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
+
+	"datachat/internal/duckdb"
+	"datachat/internal/sharedtest"
 )
 
-// repoRoot walks up from the working directory to go.mod.
-func repoRoot(t testing.TB) string {
+// readShared reads a file of ../shared/data (skipping the test when it is
+// absent); the error is always nil, for the callers' shape.
+func readShared(t testing.TB, rel string) ([]byte, error) {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
+	return sharedtest.Read(t, "data/"+rel), nil
 }
 
-// sharedData returns ../shared/data beside the repository, or skips the test.
-func sharedData(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "..", "shared", "data")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared test data not found at %s (it lives beside the repository as ../shared): %v", dir, err)
-	}
-	return dir
-}
-
+// mustLoader returns a loader with its own SQL engine, both closed at the end
+// of the test.
 func mustLoader(t testing.TB, o Options) *Loader {
 	t.Helper()
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	if o.MemoryLimit == 0 {
-		o.MemoryLimit = 256 << 20
+	if o.Engine == nil {
+		e, err := duckdb.New(duckdb.Options{TempDir: t.TempDir(), MemoryLimit: 256 << 20, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		o.Engine = e
 	}
 	l, err := New(o)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // after it), lower-case, replace each run of characters outside [a-z0-9_] with
 // _, trim _, prefix t_ if it starts with a digit; "dataset" if nothing is left,
 // _data appended to a DuckDB reserved word; then _2, _3… on a clash with taken
-// (compared case-insensitively). A URL's path or a path with directories uses
+// (compared case-insensitively). Names are cut to 60 characters. A URL's path or a path with directories uses
 // its last element.
 func TableName(filename string, taken []string) string {
 	base := filename
@@ -26,6 +26,9 @@ func TableName(filename string, taken []string) string {
 	name := strings.ToLower(base)
 	name = formatSuffix.ReplaceAllString(name, "")
 	name = strings.Trim(nonIdent.ReplaceAllString(name, "_"), "_")
+	if len(name) > maxTableName {
+		name = strings.TrimRight(name[:maxTableName], "_")
+	}
 	switch {
 	case name == "":
 		name = "dataset"
@@ -48,6 +51,11 @@ func TableName(filename string, taken []string) string {
 		}
 	}
 }
+
+// maxTableName is the longest table name made from a file name, in
+// characters (all ASCII): a long file name would otherwise become a long
+// name in every prompt.
+const maxTableName = 60
 
 var (
 	// formatSuffix is the format extension with any compression suffixes after it.

@@ -38,7 +38,7 @@ func BenchmarkBareGroupBy(b *testing.B) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(fmt.Sprintf("SET parquet_metadata_cache = true; CREATE VIEW sales AS SELECT * FROM read_parquet(%s)", quoteLiteral(tables[0].Path))); err != nil {
+	if _, err := db.Exec(fmt.Sprintf("SET parquet_metadata_cache = true; CREATE VIEW sales AS SELECT * FROM read_parquet(%s)", QuoteLiteral(tables[0].Path))); err != nil {
 		b.Fatal(err)
 	}
 	q := "SELECT category, count(*), avg(price), sum(quantity) FROM sales GROUP BY category ORDER BY category"

@@ -1,4 +1,4 @@
-package dataset
+package duckdb
 
 import (
 	"encoding/binary"

@@ -1,18 +1,28 @@
-// Package duckdb is datachat's sandboxed SQL engine: DuckDB (through duckdb-go's
-// bindings) behind a bounded worker pool, one read-only, locked-down DuckDB
-// instance per conversation with views over exactly that conversation's
-// Parquet datasets, per-query timeout, memory and thread limits, a row cap, and
-// results in the shape of DESIGN.md §3.
+// Package duckdb is datachat's sandboxed SQL engine. Every DuckDB instance —
+// a conversation's queries, and the check and conversion of an uploaded
+// dataset — lives in a worker process: this same binary, re-executed, under
+// OS limits it puts itself under before DuckDB starts (memory, CPU time, and
+// where the kernel has Landlock, files and network). The server keeps only
+// the scheduling, the deadlines and the results, which cross in a compact
+// binary form; a worker that crashes, runs out of memory or outlives its
+// deadline fails only its own query, and the next one gets a new worker.
+//
+// Inside a worker, a conversation's instance is read-only and locked down
+// (views over exactly its Parquet files, no other file, no network, no
+// settings), and every statement is checked on DuckDB's own parse tree before
+// it is bound (sandbox.go).
 //
 // [Engine.Query] runs a query; [Engine.EstimateRows] asks DuckDB's planner how
-// many rows one would return. Errors are *[QueryError] (the query failed: a
-// client error), datachat.EBUSY (the queue is full) or internal.
+// many rows one would return; [Engine.Ingest] converts an upload. Errors are
+// *[QueryError] (the query failed: a client error), datachat.EBUSY (too many
+// queries waiting) or internal.
 package duckdb
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,49 +36,71 @@ import (
 
 // Options configure an [Engine]. Zero values take the defaults shown.
 type Options struct {
-	Timeout      time.Duration // per query, from when it starts running; 30s
-	MemoryLimit  int64         // bytes, DuckDB's memory_limit per conversation instance; 1 GiB
-	Threads      int           // DuckDB threads per instance; the number of cores
-	MaxRows      int           // rows returned at most; 1000
-	Workers      int           // queries running at once; the number of cores
-	QueueSize    int           // queries waiting for a worker; beyond it Query answers EBUSY; 32
-	IdleTimeout  time.Duration // an instance unused this long is closed; 5m
-	MaxInstances int           // instances kept open at most (least recently used closed first); 32
-	TempDir      string        // where instances keep their catalog and spill files; os.TempDir()
-	MaxTempBytes int64         // spill space per instance; 4 × MemoryLimit
-	MaxCellBytes int           // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
-	MaxResultMB  int           // decoded result size (MiB) beyond which rows stop (truncated); 64
-	// ProcessMemoryLimit stops every running query when the process's resident
-	// memory exceeds it: a backstop for the allocations DuckDB's memory_limit
-	// does not track (huge strings and lists built by expressions). Default 75 %
-	// of the machine's memory; negative turns it off.
-	ProcessMemoryLimit int64
+	Timeout     time.Duration // per query, from when it starts running; 30s
+	KillGrace   time.Duration // how long past Timeout a query's worker is killed if it has not stopped; 2s
+	MemoryLimit int64         // DuckDB's memory_limit per worker; 1 GiB. The worker's RLIMIT_DATA is 1.5 × this + 512 MiB
+	Threads     int           // DuckDB threads per worker; the number of cores
+	MaxRows     int           // rows returned at most; 1000
+
+	Workers        int // queries running at once, each in its conversation's worker process; the number of cores
+	PerUserRunning int // queries one user may run at once; half of Workers, at least 1
+	PerUserQueued  int // queries one user may have waiting; beyond it Query answers EBUSY; 16
+	QueueSize      int // queries waiting in all; beyond it Query answers EBUSY; 512
+
+	IdleTimeout  time.Duration // a worker unused this long is stopped; 5m
+	IdleMemory   int64         // private memory idle workers may keep together; beyond it the least recently used stop; 1/8 of the machine's memory
+	MaxProcesses int           // worker processes at most, busy or idle; 256
+
+	TempDir      string // where workers keep their catalog and spill files; os.TempDir()
+	MaxTempBytes int64  // spill space per worker; 4 × MemoryLimit
+	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
+	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
+
+	IngestWorkers int           // dataset conversions running at once; half the cores, at least 1
+	IngestTimeout time.Duration // one dataset conversion; 10m
+
+	NoLandlock bool     // do not restrict workers with Landlock (they still get the rlimits)
+	Command    []string // how to start a worker; this executable
+	Logger     *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
+	cores := runtime.NumCPU()
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
+	}
+	if o.KillGrace <= 0 {
+		o.KillGrace = 2 * time.Second
 	}
 	if o.MemoryLimit <= 0 {
 		o.MemoryLimit = 1 << 30
 	}
 	if o.Threads <= 0 {
-		o.Threads = runtime.NumCPU()
+		o.Threads = cores
 	}
 	if o.MaxRows <= 0 {
 		o.MaxRows = 1000
 	}
 	if o.Workers <= 0 {
-		o.Workers = runtime.NumCPU()
+		o.Workers = cores
+	}
+	if o.PerUserRunning <= 0 {
+		o.PerUserRunning = max(1, (o.Workers+1)/2)
+	}
+	if o.PerUserQueued <= 0 {
+		o.PerUserQueued = 16
 	}
 	if o.QueueSize <= 0 {
-		o.QueueSize = 32
+		o.QueueSize = 512
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 5 * time.Minute
 	}
-	if o.MaxInstances <= 0 {
-		o.MaxInstances = 32
+	if o.IdleMemory <= 0 {
+		o.IdleMemory = max(totalMemory()/8, 512<<20)
+	}
+	if o.MaxProcesses <= 0 {
+		o.MaxProcesses = 256
 	}
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
@@ -82,247 +114,232 @@ func (o Options) withDefaults() Options {
 	if o.MaxResultMB <= 0 {
 		o.MaxResultMB = 64
 	}
-	if o.ProcessMemoryLimit == 0 {
-		o.ProcessMemoryLimit = totalMemory() / 4 * 3
+	if o.IngestWorkers <= 0 {
+		o.IngestWorkers = max(1, cores/2)
+	}
+	if o.IngestTimeout <= 0 {
+		o.IngestTimeout = 10 * time.Minute
+	}
+	if len(o.Command) == 0 {
+		o.Command = []string{selfPath()}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o
 }
 
-// Engine runs sandboxed queries. It is safe for concurrent use.
-type Engine struct {
-	opts Options
-	jobs chan *job
-	quit chan struct{}
-	wg   sync.WaitGroup
-
-	mu        sync.RWMutex // guards closed and the send on jobs
-	closed    bool
-	cacheMu   sync.Mutex
-	instances map[string]*entry
-	running   map[*job]context.CancelCauseFunc
-	closeOnce sync.Once
+// selfPath is this executable, to start workers from.
+func selfPath() string {
+	p, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return p
 }
 
-// entry is a cached instance (or one being opened).
-type entry struct {
+// limits are the OS limits a worker puts itself under.
+func (o *Options) limits() workerLimits {
+	return workerLimits{
+		Data:     o.MemoryLimit*3/2 + 512<<20,
+		CPU:      max(time.Hour, 100*o.Timeout*time.Duration(o.Threads)),
+		QueryCPU: o.Timeout*time.Duration(o.Threads) + o.KillGrace,
+		Landlock: !o.NoLandlock,
+	}
+}
+
+// Engine runs sandboxed queries in worker processes. It is safe for
+// concurrent use.
+type Engine struct {
+	opts   Options
+	sched  *scheduler
+	ingest chan struct{} // a token per running ingest
+	quit   chan struct{}
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	workers map[string]*worker // by conversation (or table list)
+	spare   *proc              // started ahead, so a new conversation need not wait for exec
+	closeMu sync.Once
+}
+
+// worker is one conversation's worker process, seen from the engine.
+type worker struct {
 	key      string
 	tables   []Table
-	ready    chan struct{} // closed once inst or err is set
-	inst     *instance
-	err      error
-	refs     int // guarded by Engine.cacheMu
+	p        *proc
+	root     string // its directory, removed when it ends
+	busy     bool
+	retired  bool // replaced or evicted: stopped when its query ends
 	lastUsed time.Time
-	retired  bool
+	private  int64 // private memory at the last measure, bytes
 }
 
-type job struct {
-	ctx  context.Context
-	run  func(ctx context.Context) (any, error)
-	done chan jobResult
-}
+var errClosed = errors.New("sql engine closed")
 
-type jobResult struct {
-	v   any
-	err error
-}
-
-var (
-	errProcessMemory = errors.New("process memory limit")
-	errClosed        = errors.New("sql engine closed")
-)
-
-// New starts an engine: its workers, the janitor closing idle instances and the
-// memory watchdog. Close stops them.
+// New starts an engine: its janitor, and a spare worker process.
 func New(opts Options) (*Engine, error) {
 	o := opts.withDefaults()
 	if err := os.MkdirAll(o.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create temp dir: %w", err)
 	}
-	e := &Engine{
-		opts:      o,
-		jobs:      make(chan *job, o.QueueSize),
-		quit:      make(chan struct{}),
-		instances: map[string]*entry{},
-		running:   map[*job]context.CancelCauseFunc{},
+	dir, err := filepath.Abs(o.TempDir)
+	if err != nil {
+		return nil, err
 	}
-	for range o.Workers {
-		e.wg.Add(1)
-		go e.worker()
+	o.TempDir = dir
+	e := &Engine{
+		opts:    o,
+		sched:   newScheduler(o.Workers, o.PerUserRunning, o.PerUserQueued, o.QueueSize),
+		ingest:  make(chan struct{}, o.IngestWorkers),
+		quit:    make(chan struct{}),
+		workers: map[string]*worker{},
 	}
 	e.wg.Add(1)
 	go e.janitor()
-	if o.ProcessMemoryLimit > 0 {
-		e.wg.Add(1)
-		go e.watchdog()
-	}
+	e.refillSpare()
 	return e, nil
 }
 
 // Options returns the engine's options with defaults filled in.
 func (e *Engine) Options() Options { return e.opts }
 
-// Load reports how many queries wait in the queue for a worker and how many
-// are running, for metrics.
-func (e *Engine) Load() (queued, running int) {
-	e.cacheMu.Lock()
-	running = len(e.running)
-	e.cacheMu.Unlock()
-	return len(e.jobs), running
+// Load reports how many queries wait for their turn and how many run, for
+// metrics.
+func (e *Engine) Load() (queued, running int) { return e.sched.load() }
+
+// Processes reports how many worker processes are up (idle ones included).
+func (e *Engine) Processes() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.workers)
 }
 
-// Close stops the engine: queued queries fail, running ones finish, then
-// every instance is closed.
+// Close stops the engine: new queries fail, every worker is stopped (running
+// queries fail), and their files are removed.
 func (e *Engine) Close() error {
-	e.closeOnce.Do(func() {
+	e.closeMu.Do(func() {
 		e.mu.Lock()
 		e.closed = true
-		close(e.jobs)
+		ws := make([]*worker, 0, len(e.workers))
+		for k, w := range e.workers {
+			delete(e.workers, k)
+			ws = append(ws, w)
+		}
+		spare := e.spare
+		e.spare = nil
 		e.mu.Unlock()
 		close(e.quit)
 		e.wg.Wait()
-		e.cacheMu.Lock()
-		var toClose []*instance
-		for k, ent := range e.instances {
-			delete(e.instances, k)
-			if ent.inst != nil {
-				toClose = append(toClose, ent.inst)
-			}
+		var wg sync.WaitGroup
+		for _, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e.stopWorker(w)
+			}()
 		}
-		e.cacheMu.Unlock()
-		for _, in := range toClose {
-			in.close()
+		if spare != nil {
+			spare.shutdown(time.Second)
 		}
+		wg.Wait()
 	})
 	return nil
 }
 
-func (e *Engine) worker() {
-	defer e.wg.Done()
-	for j := range e.jobs {
-		if err := j.ctx.Err(); err != nil {
-			j.done <- jobResult{err: err}
-			continue
-		}
-		e.mu.RLock()
-		closed := e.closed
-		e.mu.RUnlock()
-		if closed {
-			j.done <- jobResult{err: errClosed}
-			continue
-		}
-		v, err := j.run(j.ctx)
-		j.done <- jobResult{v: v, err: err}
-	}
-}
-
-// submit queues fn for a worker, or answers EBUSY when the queue is full.
-func (e *Engine) submit(ctx context.Context, fn func(ctx context.Context) (any, error)) (any, error) {
-	j := &job{ctx: ctx, run: fn, done: make(chan jobResult, 1)}
-	e.mu.RLock()
-	if e.closed {
-		e.mu.RUnlock()
-		return nil, errClosed
-	}
-	select {
-	case e.jobs <- j:
-		e.mu.RUnlock()
-	default:
-		e.mu.RUnlock()
-		return nil, datachat.Errorf(datachat.EBUSY, "The SQL engine is busy (%d queries running, %d waiting). Try again in a moment.", e.opts.Workers, e.opts.QueueSize)
-	}
-	select {
-	case r := <-j.done:
-		return r.v, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // Query runs one SQL statement over the given tables, the datasets of one
 // conversation, and returns at most MaxRows rows. conversationID picks the
-// cached instance (a different table list replaces it); "" keys the instance by
-// the tables themselves.
+// conversation's worker (a different table list replaces it); "" keys the
+// worker by the tables themselves. The user a query counts against, for
+// fairness, is datachat.UserIDFrom(ctx) (else the conversation).
 //
 // Errors: *QueryError (EINVALID) when the query fails or is refused;
-// datachat.EBUSY when the queue is full; ctx's error when ctx ends first.
+// datachat.EBUSY when the user or the engine has too many queries waiting;
+// ctx's error when ctx ends first.
 func (e *Engine) Query(ctx context.Context, conversationID string, tables []Table, sql string) (*Result, error) {
-	v, err := e.do(ctx, conversationID, tables, func(ctx context.Context, in *instance) (any, error) {
-		return in.query(ctx, sql, resultLimits{maxRows: e.opts.MaxRows, maxCell: e.opts.MaxCellBytes, maxBytes: e.opts.MaxResultMB << 20})
+	var res *Result
+	err := e.do(ctx, conversationID, tables, opQuery, sql, func(d *dec) {
+		res = d.result()
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*Result), nil
+	return res, nil
 }
 
 // EstimateRows returns DuckDB's planner estimate of how many rows a SELECT over
 // the tables would return, from EXPLAIN, without running it. The sandbox
 // applies as for [Engine.Query].
 func (e *Engine) EstimateRows(ctx context.Context, conversationID string, tables []Table, sql string) (int64, error) {
-	v, err := e.do(ctx, conversationID, tables, func(ctx context.Context, in *instance) (any, error) {
-		return in.estimate(ctx, sql)
+	var n int64
+	err := e.do(ctx, conversationID, tables, opEstimate, sql, func(d *dec) {
+		n = d.varint()
 	})
-	if err != nil {
-		return 0, err
-	}
-	return v.(int64), nil
+	return n, err
 }
 
-// Evict closes a conversation's instance (once its running queries end), for
-// when its datasets change or it is deleted. Query would notice changed tables
-// by itself; Evict frees the instance at once.
+// Evict stops a conversation's worker (once its running query ends), for when
+// its datasets change or it is deleted. Query would notice changed tables by
+// itself; Evict frees the worker at once.
 func (e *Engine) Evict(conversationID string) {
-	e.cacheMu.Lock()
-	ent := e.instances[conversationID]
-	var in *instance
-	if ent != nil {
-		in = e.retireLocked(ent)
+	e.mu.Lock()
+	w := e.workers[conversationID]
+	if w == nil {
+		e.mu.Unlock()
+		return
 	}
-	e.cacheMu.Unlock()
-	if in != nil {
-		in.close()
+	delete(e.workers, conversationID)
+	w.retired = true
+	busy := w.busy
+	e.mu.Unlock()
+	if !busy {
+		go e.stopWorker(w)
 	}
 }
 
-func (e *Engine) do(ctx context.Context, conv string, tables []Table, fn func(context.Context, *instance) (any, error)) (any, error) {
+func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, sql string, read func(*dec)) error {
 	tables, err := checkTables(tables)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return e.submit(ctx, func(ctx context.Context) (any, error) {
-		ctx, cancelCause := context.WithCancelCause(ctx)
-		defer cancelCause(nil)
-		qctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-		defer cancel()
-		ent, err := e.acquire(qctx, conv, tables)
-		if err != nil {
-			return nil, err
+	key := conv
+	if key == "" {
+		key = tablesKey(tables)
+	}
+	user := datachat.UserIDFrom(ctx)
+	if user == "" {
+		user = "conversation:" + key
+	}
+	release, err := e.sched.acquire(ctx, user, key)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	w, err := e.acquire(ctx, key, tables)
+	if err != nil {
+		return err
+	}
+	req := &enc{}
+	(&queryRequest{SQL: sql, Limits: resultLimits{maxRows: e.opts.MaxRows, maxCell: e.opts.MaxCellBytes, maxBytes: e.opts.MaxResultMB << 20}}).encode(req, op)
+	b, err := w.p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
+	if err != nil {
+		e.done(w, true)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		defer e.release(ent)
-		j := &job{}
-		e.cacheMu.Lock()
-		e.running[j] = cancelCause
-		e.cacheMu.Unlock()
-		defer func() {
-			e.cacheMu.Lock()
-			delete(e.running, j)
-			e.cacheMu.Unlock()
-		}()
-		v, err := fn(qctx, ent.inst)
-		if err != nil {
-			var qe *QueryError
-			interrupted := errors.As(err, &qe) && qe.Kind == KindTimeout
-			switch {
-			case context.Cause(ctx) == errProcessMemory:
-				return nil, &QueryError{Kind: KindMemory, Message: "the server ran short of memory and stopped the query; make it lighter (aggregate, filter, fewer or smaller columns)"}
-			case ctx.Err() != nil && (interrupted || qctx.Err() != nil):
-				return nil, ctx.Err() // the caller cancelled
-			case qctx.Err() != nil:
-				return nil, &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("the query did not finish within %s and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)", e.opts.Timeout)}
-			}
-		}
-		return v, err
-	})
+		e.opts.Logger.Warn("sql worker ended during a query", slog.String("error", err.Error()),
+			slog.String("stderr", lastLine(w.p.stderr.String())))
+		return err
+	}
+	e.done(w, false)
+	d, err := decodeReply(b)
+	if err != nil {
+		return err
+	}
+	read(d)
+	return d.err
 }
 
 // checkTables validates and sorts a table list.
@@ -360,110 +377,204 @@ func tablesKey(tables []Table) string {
 	return b.String()
 }
 
-// acquire returns the ready instance for conv and tables, opening it if needed.
-func (e *Engine) acquire(ctx context.Context, conv string, tables []Table) (*entry, error) {
-	key := conv
-	if key == "" {
-		key = tablesKey(tables)
+// acquire returns the conversation's worker for these tables, starting one
+// if needed. The scheduler gives one query per conversation at a time, so
+// nothing else uses the worker until done.
+func (e *Engine) acquire(ctx context.Context, key string, tables []Table) (*worker, error) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, errClosed
 	}
-	var toClose []*instance
-	e.cacheMu.Lock()
-	ent := e.instances[key]
-	if ent != nil && !slices.Equal(ent.tables, tables) {
-		if in := e.retireLocked(ent); in != nil {
-			toClose = append(toClose, in)
-		}
-		ent = nil
+	w := e.workers[key]
+	if w != nil && (!slices.Equal(w.tables, tables) || !w.p.alive()) {
+		delete(e.workers, key)
+		go e.stopWorker(w)
+		w = nil
 	}
-	opener := ent == nil
-	if opener {
-		ent = &entry{key: key, tables: tables, ready: make(chan struct{})}
-		e.instances[key] = ent
-		toClose = append(toClose, e.evictLocked()...)
+	if w != nil {
+		w.busy = true
+		e.mu.Unlock()
+		return w, nil
 	}
-	ent.refs++
-	e.cacheMu.Unlock()
-	for _, in := range toClose {
-		in.close()
+	toStop := e.makeRoomLocked()
+	e.mu.Unlock()
+	for _, old := range toStop {
+		go e.stopWorker(old)
 	}
 
-	if opener {
-		in, err := openInstance(tables, &e.opts)
-		e.cacheMu.Lock()
-		ent.inst, ent.err = in, err
-		if err != nil && e.instances[key] == ent {
-			delete(e.instances, key)
+	w, err := e.start(ctx, key, tables)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		go e.stopWorker(w)
+		return nil, errClosed
+	}
+	w.busy = true
+	e.workers[key] = w
+	return w, nil
+}
+
+// start starts a conversation's worker and builds its instance.
+func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker, error) {
+	root, err := os.MkdirTemp(e.opts.TempDir, "sql-")
+	if err != nil {
+		return nil, fmt.Errorf("create sql worker directory: %w", err)
+	}
+	p, err := e.takeSpare()
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	w := &worker{key: key, tables: tables, p: p, root: root}
+	req := &enc{}
+	(&openRequest{
+		Root: root, Tables: tables, MemoryLimit: e.opts.MemoryLimit, Threads: e.opts.Threads,
+		MaxTempBytes: e.opts.MaxTempBytes, Timeout: e.opts.Timeout, limits: e.opts.limits(),
+	}).encode(req)
+	b, err := p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
+	if err == nil {
+		var d *dec
+		if d, err = decodeReply(b); err == nil {
+			d.strs()
+			err = d.err
 		}
-		e.cacheMu.Unlock()
-		close(ent.ready)
-	} else {
-		select {
-		case <-ent.ready:
-		case <-ctx.Done():
-			e.release(ent)
+	}
+	if err != nil {
+		e.stopWorker(w)
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-	}
-	if ent.err != nil {
-		e.release(ent)
-		if datachat.ErrorCode(ent.err) == datachat.EINVALID {
-			return nil, ent.err
+		if datachat.ErrorCode(err) == datachat.EINVALID {
+			return nil, err
 		}
-		return nil, fmt.Errorf("open sql instance: %w", ent.err)
+		return nil, fmt.Errorf("start sql worker: %w", err)
 	}
-	return ent, nil
+	return w, nil
 }
 
-func (e *Engine) release(ent *entry) {
-	e.cacheMu.Lock()
-	ent.refs--
-	ent.lastUsed = time.Now()
-	var in *instance
-	if ent.refs == 0 && ent.retired {
-		in, ent.inst = ent.inst, nil
+// takeSpare returns the spare process (starting another in the background),
+// or a new one.
+func (e *Engine) takeSpare() (*proc, error) {
+	e.mu.Lock()
+	p := e.spare
+	e.spare = nil
+	e.mu.Unlock()
+	e.refillSpare()
+	if p != nil && p.alive() {
+		return p, nil
 	}
-	e.cacheMu.Unlock()
-	if in != nil {
-		in.close()
+	if p != nil {
+		p.shutdown(0)
 	}
+	return startProc(&e.opts)
 }
 
-// retireLocked removes ent from the cache; it returns the instance to close now
-// if nothing uses it (else the last release closes it).
-func (e *Engine) retireLocked(ent *entry) *instance {
-	if e.instances[ent.key] == ent {
-		delete(e.instances, ent.key)
-	}
-	ent.retired = true
-	if ent.refs == 0 && ent.inst != nil {
-		in := ent.inst
-		ent.inst = nil
-		return in
-	}
-	return nil
-}
-
-// evictLocked retires the least recently used idle instances beyond MaxInstances.
-func (e *Engine) evictLocked() []*instance {
-	var out []*instance
-	for len(e.instances) > e.opts.MaxInstances {
-		var oldest *entry
-		for _, ent := range e.instances {
-			if ent.refs == 0 && ent.inst != nil && (oldest == nil || ent.lastUsed.Before(oldest.lastUsed)) {
-				oldest = ent
-			}
+func (e *Engine) refillSpare() {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.mu.Lock()
+		need := e.spare == nil && !e.closed
+		e.mu.Unlock()
+		if !need {
+			return
 		}
-		if oldest == nil {
+		p, err := startProc(&e.opts)
+		if err != nil {
+			e.opts.Logger.Warn("start spare sql worker", slog.String("error", err.Error()))
+			return
+		}
+		e.mu.Lock()
+		if e.spare == nil && !e.closed {
+			e.spare, p = p, nil
+		}
+		e.mu.Unlock()
+		if p != nil {
+			p.shutdown(time.Second)
+		}
+	}()
+}
+
+// done hands a worker back after a query: it stays for the conversation's
+// next query unless it died, was retired, or used most of its CPU budget.
+func (e *Engine) done(w *worker, failed bool) {
+	private, cpu := procUsage(w.p.pid())
+	e.mu.Lock()
+	w.busy = false
+	w.lastUsed = time.Now()
+	w.private = private
+	stop := failed || w.retired || !w.p.alive() || cpu > e.opts.limits().CPU/2
+	if stop && e.workers[w.key] == w {
+		delete(e.workers, w.key)
+	}
+	toStop := e.trimLocked()
+	e.mu.Unlock()
+	if stop {
+		go e.stopWorker(w)
+	}
+	for _, old := range toStop {
+		go e.stopWorker(old)
+	}
+}
+
+// makeRoomLocked picks idle workers to stop so one more process fits within
+// MaxProcesses, least recently used first.
+func (e *Engine) makeRoomLocked() []*worker {
+	var out []*worker
+	for len(e.workers)+1 > e.opts.MaxProcesses {
+		w := e.oldestIdleLocked()
+		if w == nil {
 			break
 		}
-		if in := e.retireLocked(oldest); in != nil {
-			out = append(out, in)
-		}
+		delete(e.workers, w.key)
+		out = append(out, w)
 	}
 	return out
 }
 
-// janitor closes instances left idle for IdleTimeout.
+// trimLocked picks idle workers to stop while idle workers together hold more
+// private memory than IdleMemory, least recently used first.
+func (e *Engine) trimLocked() []*worker {
+	var total int64
+	for _, w := range e.workers {
+		if !w.busy {
+			total += w.private
+		}
+	}
+	var out []*worker
+	for total > e.opts.IdleMemory {
+		w := e.oldestIdleLocked()
+		if w == nil {
+			break
+		}
+		delete(e.workers, w.key)
+		total -= w.private
+		out = append(out, w)
+	}
+	return out
+}
+
+func (e *Engine) oldestIdleLocked() *worker {
+	var oldest *worker
+	for _, w := range e.workers {
+		if !w.busy && (oldest == nil || w.lastUsed.Before(oldest.lastUsed)) {
+			oldest = w
+		}
+	}
+	return oldest
+}
+
+// stopWorker ends a worker's process and removes its directory.
+func (e *Engine) stopWorker(w *worker) {
+	w.p.shutdown(2 * time.Second)
+	os.RemoveAll(w.root)
+}
+
+// janitor stops workers left idle for IdleTimeout.
 func (e *Engine) janitor() {
 	defer e.wg.Done()
 	t := time.NewTicker(max(min(e.opts.IdleTimeout/2, 30*time.Second), 10*time.Millisecond))
@@ -472,48 +583,52 @@ func (e *Engine) janitor() {
 		select {
 		case <-e.quit:
 			return
-		case <-t.C:
-		}
-		var toClose []*instance
-		e.cacheMu.Lock()
-		for _, ent := range e.instances {
-			if ent.refs == 0 && ent.inst != nil && time.Since(ent.lastUsed) > e.opts.IdleTimeout {
-				if in := e.retireLocked(ent); in != nil {
-					toClose = append(toClose, in)
-				}
-			}
-		}
-		e.cacheMu.Unlock()
-		for _, in := range toClose {
-			in.close()
+		case now := <-t.C:
+			e.closeIdle(now)
 		}
 	}
 }
 
-// watchdog stops running queries when the process's resident memory exceeds
-// ProcessMemoryLimit.
-func (e *Engine) watchdog() {
-	defer e.wg.Done()
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-e.quit:
-			return
-		case <-t.C:
-		}
-		e.cacheMu.Lock()
-		n := len(e.running)
-		e.cacheMu.Unlock()
-		if n == 0 {
-			continue
-		}
-		if rss := residentMemory(); rss > e.opts.ProcessMemoryLimit {
-			e.cacheMu.Lock()
-			for _, cancel := range e.running {
-				cancel(errProcessMemory)
-			}
-			e.cacheMu.Unlock()
+// closeIdle stops the workers idle since before now - IdleTimeout.
+func (e *Engine) closeIdle(now time.Time) {
+	var toStop []*worker
+	e.mu.Lock()
+	for k, w := range e.workers {
+		if !w.busy && now.Sub(w.lastUsed) > e.opts.IdleTimeout {
+			delete(e.workers, k)
+			toStop = append(toStop, w)
 		}
 	}
+	e.mu.Unlock()
+	for _, w := range toStop {
+		e.stopWorker(w)
+	}
+}
+
+// Limits starts a worker with no tables and returns the OS limits it reports
+// being under, for the server's start-up log.
+func (e *Engine) Limits(ctx context.Context) ([]string, error) {
+	root, err := os.MkdirTemp(e.opts.TempDir, "sql-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	p, err := startProc(&e.opts)
+	if err != nil {
+		return nil, err
+	}
+	defer p.shutdown(time.Second)
+	req := &enc{}
+	(&openRequest{Root: root, MemoryLimit: e.opts.MemoryLimit, Threads: 1, MaxTempBytes: e.opts.MaxTempBytes,
+		Timeout: e.opts.Timeout, limits: e.opts.limits()}).encode(req)
+	b, err := p.call(ctx, req.b, 30*time.Second, time.Second, errors.New("the sql worker did not start within 30s"))
+	if err != nil {
+		return nil, err
+	}
+	d, err := decodeReply(b)
+	if err != nil {
+		return nil, err
+	}
+	limits := d.strs()
+	return limits, d.err
 }

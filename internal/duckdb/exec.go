@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -27,68 +28,24 @@ type resultLimits struct {
 func (in *instance) query(ctx context.Context, sql string, lim resultLimits) (*Result, error) {
 	var out *Result
 	err := in.withConn(ctx, func(conn mapping.Connection) error {
-		p, err := prepare(conn, sql)
+		c, err := in.check(conn, sql)
 		if err != nil {
 			return err
 		}
-		defer p.close()
+		defer c.close()
 		start := time.Now()
 		var res mapping.Result
 		// duckdb-go's database/sql driver materialises every result; a
 		// streaming result lets us stop after maxRows+1 rows.
-		state := bindings.ExecutePreparedStreaming(p.stmt, &res)
+		state := bindings.ExecutePreparedStreaming(c.stmt, &res)
 		defer mapping.DestroyResult(&res)
 		if state == mapping.StateError {
 			return classify(mapping.ResultErrorType(&res), mapping.ResultError(&res))
 		}
-		r := &Result{Rows: [][]any{}}
-		n := int(mapping.ColumnCount(&res))
-		decoders := make([]*decoder, n)
-		for i := range n {
-			lt := mapping.ColumnLogicalType(&res, mapping.IdxT(i))
-			decoders[i] = newDecoder(lt)
-			mapping.DestroyLogicalType(&lt)
-			name := mapping.ColumnName(&res, mapping.IdxT(i))
-			r.Columns = append(r.Columns, datachat.Column{Name: name, SQLType: decoders[i].sqlType, Type: FriendlyType(decoders[i].sqlType)})
-			if u := decoders[i].unsupported(); u != "" {
-				return &QueryError{Kind: KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, QuoteIdent(name))}
-			}
+		r, err := fetch(res, lim)
+		if err != nil {
+			return err
 		}
-		cl := cellLimits{maxCell: lim.maxCell}
-		views := make([]*view, n)
-	fetch:
-		for {
-			chunk := mapping.FetchChunk(res)
-			if chunk.Ptr == nil {
-				if msg := mapping.ResultError(&res); msg != "" {
-					return classify(mapping.ResultErrorType(&res), msg)
-				}
-				break
-			}
-			size := uint64(mapping.DataChunkGetSize(chunk))
-			if size == 0 {
-				mapping.DestroyDataChunk(&chunk)
-				break
-			}
-			for i, d := range decoders {
-				views[i] = d.bind(mapping.DataChunkGetVector(chunk, mapping.IdxT(i)))
-			}
-			for row := range size {
-				if len(r.Rows) >= lim.maxRows || cl.bytes > lim.maxBytes {
-					r.Truncated = true
-					mapping.DestroyDataChunk(&chunk)
-					break fetch
-				}
-				vals := make([]any, n)
-				for i, v := range views {
-					vals[i] = v.value(row, &cl)
-				}
-				r.Rows = append(r.Rows, vals)
-			}
-			mapping.DestroyDataChunk(&chunk)
-		}
-		r.Truncated = r.Truncated || cl.cut
-		r.RowCount = len(r.Rows)
 		r.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
 		out = r
 		return nil
@@ -96,36 +53,143 @@ func (in *instance) query(ctx context.Context, sql string, lim resultLimits) (*R
 	return out, err
 }
 
+// fetch reads a streaming result into a Result within lim.
+func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
+	r := &Result{Rows: [][]any{}}
+	n := int(mapping.ColumnCount(&res))
+	decoders := make([]*decoder, n)
+	for i := range n {
+		lt := mapping.ColumnLogicalType(&res, mapping.IdxT(i))
+		decoders[i] = newDecoder(lt)
+		mapping.DestroyLogicalType(&lt)
+		name := mapping.ColumnName(&res, mapping.IdxT(i))
+		r.Columns = append(r.Columns, datachat.Column{Name: name, SQLType: decoders[i].sqlType, Type: FriendlyType(decoders[i].sqlType)})
+		if u := decoders[i].unsupported(); u != "" {
+			return nil, &QueryError{Kind: KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, QuoteIdent(name))}
+		}
+	}
+	cl := cellLimits{maxCell: lim.maxCell}
+	if cl.maxCell <= 0 {
+		cl.maxCell = math.MaxInt
+	}
+	views := make([]*view, n)
+	for {
+		chunk := mapping.FetchChunk(res)
+		if chunk.Ptr == nil {
+			if msg := mapping.ResultError(&res); msg != "" {
+				return nil, classify(mapping.ResultErrorType(&res), msg)
+			}
+			break
+		}
+		size := uint64(mapping.DataChunkGetSize(chunk))
+		if size == 0 {
+			mapping.DestroyDataChunk(&chunk)
+			break
+		}
+		for i, d := range decoders {
+			views[i] = d.bind(mapping.DataChunkGetVector(chunk, mapping.IdxT(i)))
+		}
+		full := false
+		for row := range size {
+			if lim.maxRows >= 0 && len(r.Rows) >= lim.maxRows || lim.maxBytes > 0 && cl.bytes > lim.maxBytes {
+				r.Truncated = true
+				full = true
+				break
+			}
+			vals := make([]any, n)
+			for i, v := range views {
+				vals[i] = v.value(row, &cl)
+			}
+			r.Rows = append(r.Rows, vals)
+		}
+		mapping.DestroyDataChunk(&chunk)
+		if full {
+			break
+		}
+	}
+	r.Truncated = r.Truncated || cl.cut
+	r.RowCount = len(r.Rows)
+	return r, nil
+}
+
+// queryAll runs a query of our own — exactly one statement, the values in
+// params bound to $1, $2… as text — and returns at most maxRows rows (-1: all).
+func queryAll(conn mapping.Connection, sql string, maxRows int, params []string) (*Result, error) {
+	if strings.IndexByte(sql, 0) >= 0 {
+		return nil, errors.New("a query of our own contains a NUL byte")
+	}
+	var ext mapping.ExtractedStatements
+	n := mapping.ExtractStatements(conn, sql, &ext)
+	defer mapping.DestroyExtracted(&ext)
+	if n != 1 {
+		if msg := mapping.ExtractStatementsError(ext); msg != "" {
+			return nil, errors.New(msg)
+		}
+		return nil, fmt.Errorf("a query of our own parsed as %d statements", n)
+	}
+	var stmt mapping.PreparedStatement
+	defer mapping.DestroyPrepare(&stmt)
+	if mapping.PrepareExtractedStatement(conn, ext, 0, &stmt) == mapping.StateError {
+		return nil, &duckError{typ: mapping.ErrorTypeInvalid, msg: mapping.PrepareError(stmt)}
+	}
+	for i, p := range params {
+		if mapping.BindVarchar(stmt, mapping.IdxT(i+1), p) == mapping.StateError {
+			return nil, fmt.Errorf("bind parameter %d", i+1)
+		}
+	}
+	var res mapping.Result
+	state := bindings.ExecutePreparedStreaming(stmt, &res)
+	defer mapping.DestroyResult(&res)
+	if state == mapping.StateError {
+		return nil, &duckError{typ: mapping.ResultErrorType(&res), msg: mapping.ResultError(&res)}
+	}
+	r, err := fetch(res, resultLimits{maxRows: maxRows})
+	if err != nil {
+		var qe *QueryError
+		if errors.As(err, &qe) {
+			return nil, &duckError{typ: mapping.ErrorTypeInvalid, msg: qe.Message}
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
 // estimate returns DuckDB's estimate of how many rows a SELECT returns, from
-// the root of its EXPLAIN (FORMAT json) plan.
+// the root of its EXPLAIN (FORMAT json) plan: an EXPLAIN the sandbox builds
+// around the checked SELECT.
 func (in *instance) estimate(ctx context.Context, sql string) (int64, error) {
 	var n int64
 	err := in.withConn(ctx, func(conn mapping.Connection) error {
-		p, err := prepare(conn, sql)
+		if strings.IndexByte(sql, 0) >= 0 {
+			return &QueryError{Kind: KindSyntax, Message: "the query contains a NUL byte"}
+		}
+		if err := in.checkSelect(conn, sql); err != nil {
+			var te *treeError
+			if errors.As(err, &te) && te.notSelect() {
+				return refused("only a SELECT can be estimated; " + onlySelect)
+			}
+			return err
+		}
+		c, err := prepareOne(conn, "EXPLAIN (FORMAT json) "+sql, mapping.StatementTypeExplain)
 		if err != nil {
 			return err
 		}
-		explain := p.explain
-		p.close()
-		if explain {
-			return refused("give EstimateRows the SELECT itself, not an EXPLAIN")
-		}
-		q := "EXPLAIN (FORMAT json) " + strings.TrimRight(strings.TrimSpace(sql), ";")
+		defer c.close()
 		var res mapping.Result
+		state := bindings.ExecutePreparedStreaming(c.stmt, &res)
 		defer mapping.DestroyResult(&res)
-		if mapping.Query(conn, q, &res) == mapping.StateError {
+		if state == mapping.StateError {
 			return classify(mapping.ResultErrorType(&res), mapping.ResultError(&res))
 		}
-		chunk := mapping.FetchChunk(res)
-		if chunk.Ptr == nil {
+		r, err := fetch(res, resultLimits{maxRows: 1})
+		if err != nil {
+			return err
+		}
+		if len(r.Rows) < 1 || len(r.Columns) < 2 {
 			return errors.New("explain returned no plan")
 		}
-		defer mapping.DestroyDataChunk(&chunk)
-		if mapping.DataChunkGetSize(chunk) < 1 || mapping.DataChunkGetColumnCount(chunk) < 2 {
-			return errors.New("explain returned no plan")
-		}
-		v := (&decoder{id: mapping.TypeVarchar}).bind(mapping.DataChunkGetVector(chunk, 1))
-		n, err = planCardinality(v.str(0))
+		plan, _ := r.Rows[0][1].(string)
+		n, err = planCardinality([]byte(plan))
 		return err
 	})
 	return n, err

@@ -3,41 +3,11 @@ package duckdb
 import (
 	"context"
 	"database/sql"
-	"os"
 	"path/filepath"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 )
-
-// repoRoot walks up from the working directory to go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-// sharedData returns ../shared/data beside the repository, or skips the test.
-func sharedData(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join(repoRoot(t), "..", "shared", "data")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared test data not found at %s (it lives beside the repository as ../shared): %v", dir, err)
-	}
-	return dir
-}
 
 // mustParquet writes the result of query to dir/name with a scratch DuckDB and
 // returns the file's absolute path.
@@ -52,7 +22,7 @@ func mustParquet(t testing.TB, dir, name, query string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(context.Background(), "COPY ("+query+") TO "+quoteLiteral(p)+" (FORMAT parquet)"); err != nil {
+	if _, err := db.ExecContext(context.Background(), "COPY ("+query+") TO "+QuoteLiteral(p)+" (FORMAT parquet)"); err != nil {
 		t.Fatalf("write %s: %v", name, err)
 	}
 	return p

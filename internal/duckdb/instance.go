@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -21,126 +21,148 @@ type Table struct {
 	Path string
 }
 
-// instance is one sandboxed DuckDB database: read-only views over exactly the
-// Parquet files of one conversation, with the resource limits of [Options] and
-// the configuration locked.
+// instance is one sandboxed DuckDB database, inside a query worker: read-only
+// views over exactly the Parquet files of one conversation, with the
+// resource limits of [Options] and the configuration locked.
+//
+// The worker works in its own directory, and everything DuckDB is told is
+// relative to it, so no server path reaches a user: data/<table>.parquet is a
+// link to the dataset's file, catalog.duckdb holds one view per table, spill/
+// takes what does not fit in memory.
 //
 // It is built in two steps, because DuckDB's settings belong to the whole
-// database: a small catalog file holding one view per table is written first,
-// then reopened READ_ONLY (no CREATE, INSERT, ATTACH of in-memory databases…),
-// the exact dataset files are put on allowed_paths, enable_external_access is
-// turned off (no other file, no network, no INSTALL/LOAD from disk) and
-// lock_configuration on (no SET, RESET or PRAGMA can undo any of it).
+// database: the catalog file is written first, then reopened READ_ONLY (no
+// CREATE, INSERT, ATTACH of in-memory databases…), the exact dataset files are
+// put on allowed_paths, enable_external_access is turned off (no other file,
+// no network, no INSTALL/LOAD from disk) and lock_configuration on (no SET,
+// RESET or PRAGMA can undo any of it). Statements are then checked against
+// the instance's [policy] before they run (sandbox.go).
 type instance struct {
 	db     mapping.Database
-	dir    string // holds the catalog file and the spill directory; removed on close
 	tables []Table
+	policy *policy
 }
 
 func memSetting(bytes int64) string {
 	return fmt.Sprintf("%dKiB", max(bytes/1024, 1))
 }
 
-func openInstance(tables []Table, o *Options) (_ *instance, err error) {
-	dir, err := os.MkdirTemp(o.TempDir, "duckdb-")
-	if err != nil {
-		return nil, fmt.Errorf("create instance directory: %w", err)
+var plainTableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// linkName is the file name, under data/, by which the worker's DuckDB reads
+// table i: the table's own name where it is a plain one.
+func linkName(i int, t Table) string {
+	if plainTableName.MatchString(t.Name) {
+		return "data/" + t.Name + ".parquet"
 	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(dir)
+	return fmt.Sprintf("data/table%d.parquet", i+1)
+}
+
+const catalogFile = "catalog.duckdb"
+
+// openInstance builds the instance in root, the worker's working directory.
+func openInstance(root string, tables []Table, memoryLimit int64, threads int, maxTemp int64) (_ *instance, err error) {
+	if err := os.Chdir(root); err != nil {
+		return nil, fmt.Errorf("enter worker directory: %w", err)
+	}
+	if err := os.Mkdir("data", 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	links := make([]string, len(tables))
+	for i, t := range tables {
+		links[i] = linkName(i, t)
+		if err := os.Symlink(t.Path, links[i]); err != nil {
+			return nil, fmt.Errorf("link dataset %q: %w", t.Name, err)
 		}
-	}()
-	catalog := filepath.Join(dir, "catalog.duckdb")
-	if err := writeCatalog(catalog, tables); err != nil {
+	}
+	if err := writeCatalog(catalogFile, tables, links); err != nil {
 		return nil, err
 	}
 
-	var cfg mapping.Config
-	if mapping.CreateConfig(&cfg) == mapping.StateError {
-		return nil, errors.New("create duckdb config")
-	}
-	defer mapping.DestroyConfig(&cfg)
-	settings := [][2]string{
+	db, err := openDatabase(catalogFile, [][2]string{
 		{"access_mode", "READ_ONLY"},
-		{"threads", fmt.Sprint(o.Threads)},
-		{"memory_limit", memSetting(o.MemoryLimit)},
-		{"temp_directory", filepath.Join(dir, "spill")},
-		{"max_temp_directory_size", memSetting(o.MaxTempBytes)},
-		{"autoinstall_known_extensions", "false"},
-		{"autoload_known_extensions", "false"},
-		{"allow_community_extensions", "false"},
-		{"allow_unsigned_extensions", "false"},
-		{"allow_persistent_secrets", "false"},
+		{"threads", fmt.Sprint(threads)},
+		{"memory_limit", memSetting(memoryLimit)},
+		{"temp_directory", "spill"},
+		{"max_temp_directory_size", memSetting(maxTemp)},
+	})
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range settings {
-		if mapping.SetConfig(cfg, s[0], s[1]) == mapping.StateError {
-			return nil, fmt.Errorf("set duckdb option %s=%s", s[0], s[1])
-		}
-	}
-	in := &instance{dir: dir, tables: tables}
-	var msg string
-	if mapping.OpenExt(catalog, &in.db, cfg, &msg) == mapping.StateError {
-		mapping.Close(&in.db)
-		return nil, fmt.Errorf("open duckdb: %s", msg)
-	}
+	in := &instance{db: db, tables: tables}
 	defer func() {
 		if err != nil {
-			mapping.Close(&in.db)
+			in.close()
 		}
 	}()
 
 	// The sandbox proper. allowed_paths must be set while external access is
 	// still on; the lock comes last.
-	paths := make([]string, len(tables))
-	for i, t := range tables {
-		paths[i] = quoteLiteral(t.Path)
+	paths := make([]string, len(links))
+	for i, l := range links {
+		paths[i] = QuoteLiteral(l)
 	}
-	setup := []string{
-		"SET GLOBAL parquet_metadata_cache = true", // an extension's option: not known at open
-		"SET GLOBAL allowed_paths = [" + strings.Join(paths, ", ") + "]",
-		"SET GLOBAL enable_external_access = false",
-		"SET GLOBAL lock_configuration = true",
-	}
-	var conn mapping.Connection
-	if mapping.Connect(in.db, &conn) == mapping.StateError {
-		return nil, errors.New("connect to duckdb")
-	}
-	defer mapping.Disconnect(&conn)
-	for _, q := range setup {
-		if err := exec(conn, q); err != nil {
-			return nil, fmt.Errorf("sandbox setup %q: %w", q, err)
+	err = in.withConn(context.Background(), func(conn mapping.Connection) error {
+		for _, q := range []string{
+			"SET GLOBAL parquet_metadata_cache = true", // an extension's option: not known at open
+			"SET GLOBAL allowed_paths = [" + strings.Join(paths, ", ") + "]",
+			"SET GLOBAL enable_external_access = false",
+			"SET GLOBAL lock_configuration = true",
+		} {
+			if err := execOne(conn, q); err != nil {
+				return fmt.Errorf("sandbox setup %q: %w", q, err)
+			}
 		}
-	}
-	// Check the sandbox is in force before any query runs.
-	v, err := scalarString(conn, "SELECT current_setting('enable_external_access')::VARCHAR || ',' || current_setting('lock_configuration')::VARCHAR")
-	if err != nil || v != "false,true" {
-		return nil, fmt.Errorf("sandbox settings not in force (%q): %v", v, err)
+		// Check the sandbox is in force before any query runs.
+		v, err := scalarString(conn, "SELECT current_setting('enable_external_access')::VARCHAR || ',' || current_setting('lock_configuration')::VARCHAR")
+		if err != nil || v != "false,true" {
+			return fmt.Errorf("sandbox settings not in force (%q): %v", v, err)
+		}
+		in.policy, err = loadPolicy(conn, tables)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return in, nil
 }
 
-// writeCatalog writes a DuckDB file with one view per table.
-func writeCatalog(path string, tables []Table) error {
+// openDatabase opens a DuckDB database with the given settings, and the
+// settings every datachat DuckDB has: no extension is installed or loaded
+// from anywhere, no secret is kept.
+func openDatabase(path string, settings [][2]string) (mapping.Database, error) {
+	var db mapping.Database
 	var cfg mapping.Config
 	if mapping.CreateConfig(&cfg) == mapping.StateError {
-		return errors.New("create duckdb config")
+		return db, errors.New("create duckdb config")
 	}
 	defer mapping.DestroyConfig(&cfg)
-	for _, s := range [][2]string{
-		{"threads", "1"},
+	settings = append(settings, [][2]string{
 		{"autoinstall_known_extensions", "false"},
 		{"autoload_known_extensions", "false"},
-	} {
+		{"allow_community_extensions", "false"},
+		{"allow_unsigned_extensions", "false"},
+		{"allow_persistent_secrets", "false"},
+	}...)
+	for _, s := range settings {
 		if mapping.SetConfig(cfg, s[0], s[1]) == mapping.StateError {
-			return fmt.Errorf("set duckdb option %s", s[0])
+			return db, fmt.Errorf("set duckdb option %s=%s", s[0], s[1])
 		}
 	}
-	var db mapping.Database
 	var msg string
 	if mapping.OpenExt(path, &db, cfg, &msg) == mapping.StateError {
 		mapping.Close(&db)
-		return fmt.Errorf("create catalog: %s", msg)
+		return db, fmt.Errorf("open duckdb: %s", msg)
+	}
+	return db, nil
+}
+
+// writeCatalog writes a DuckDB file with one view per table, reading its
+// link.
+func writeCatalog(path string, tables []Table, links []string) error {
+	db, err := openDatabase(path, [][2]string{{"threads", "1"}})
+	if err != nil {
+		return fmt.Errorf("create catalog: %w", err)
 	}
 	defer mapping.Close(&db)
 	var conn mapping.Connection
@@ -148,61 +170,82 @@ func writeCatalog(path string, tables []Table) error {
 		return errors.New("connect to duckdb")
 	}
 	defer mapping.Disconnect(&conn)
-	for _, t := range tables {
-		q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet(%s)", QuoteIdent(t.Name), quoteLiteral(t.Path))
-		if err := exec(conn, q); err != nil {
+	for i, t := range tables {
+		q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet(%s)", QuoteIdent(t.Name), QuoteLiteral(links[i]))
+		if err := execOne(conn, q); err != nil {
 			return datachat.Errorf(datachat.EINVALID, "dataset %q cannot be read: %v", t.Name, err)
 		}
 	}
-	return exec(conn, "CHECKPOINT")
+	return execOne(conn, "CHECKPOINT")
 }
 
 func (in *instance) close() {
 	mapping.Close(&in.db)
-	os.RemoveAll(in.dir)
 }
 
-// exec runs a statement of our own and returns DuckDB's error, if any.
-func exec(conn mapping.Connection, q string) error {
+// execOne runs one statement of our own: it refuses a text that is not
+// exactly one statement (or carries a NUL, which would cut it short on its
+// way to C), so nothing a value brought in can add a second.
+func execOne(conn mapping.Connection, q string) error {
+	if strings.IndexByte(q, 0) >= 0 {
+		return errors.New("a statement of our own contains a NUL byte")
+	}
+	var ext mapping.ExtractedStatements
+	n := mapping.ExtractStatements(conn, q, &ext)
+	defer mapping.DestroyExtracted(&ext)
+	if n != 1 {
+		if msg := mapping.ExtractStatementsError(ext); msg != "" {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("a statement of our own parsed as %d statements", n)
+	}
+	var stmt mapping.PreparedStatement
+	defer mapping.DestroyPrepare(&stmt)
+	if mapping.PrepareExtractedStatement(conn, ext, 0, &stmt) == mapping.StateError {
+		return errors.New(mapping.PrepareError(stmt))
+	}
 	var res mapping.Result
 	defer mapping.DestroyResult(&res)
-	if mapping.Query(conn, q, &res) == mapping.StateError {
-		return errors.New(mapping.ResultError(&res))
+	if mapping.ExecutePrepared(stmt, &res) == mapping.StateError {
+		return &duckError{typ: mapping.ResultErrorType(&res), msg: mapping.ResultError(&res)}
 	}
 	return nil
 }
 
+// duckError is an error DuckDB returned for a statement of our own.
+type duckError struct {
+	typ mapping.ErrorType
+	msg string
+}
+
+func (e *duckError) Error() string { return e.msg }
+
 // scalarString runs a query of our own returning one VARCHAR value.
 func scalarString(conn mapping.Connection, q string) (string, error) {
-	var res mapping.Result
-	defer mapping.DestroyResult(&res)
-	if mapping.Query(conn, q, &res) == mapping.StateError {
-		return "", errors.New(mapping.ResultError(&res))
+	res, err := queryAll(conn, q, 1, nil)
+	if err != nil {
+		return "", err
 	}
-	if mapping.ColumnCount(&res) != 1 || mapping.ColumnType(&res, 0) != mapping.TypeVarchar {
-		return "", errors.New("want one VARCHAR column")
+	if len(res.Columns) != 1 || len(res.Rows) != 1 {
+		return "", errors.New("want one value")
 	}
-	chunk := mapping.FetchChunk(res)
-	if chunk.Ptr == nil {
-		return "", errors.New("no rows")
+	s, ok := res.Rows[0][0].(string)
+	if !ok {
+		return "", fmt.Errorf("want text, got %T", res.Rows[0][0])
 	}
-	defer mapping.DestroyDataChunk(&chunk)
-	if mapping.DataChunkGetSize(chunk) < 1 {
-		return "", errors.New("no rows")
-	}
-	v := (&decoder{id: mapping.TypeVarchar}).bind(mapping.DataChunkGetVector(chunk, 0))
-	if !v.valid(0) {
-		return "", errors.New("NULL")
-	}
-	return string(v.str(0)), nil
+	return s, nil
 }
 
 // withConn runs fn on a fresh connection of the instance (so no temporary
 // object or per-connection setting outlives a query), interrupting DuckDB when
 // ctx is done.
 func (in *instance) withConn(ctx context.Context, fn func(conn mapping.Connection) error) error {
+	return withConn(ctx, in.db, fn)
+}
+
+func withConn(ctx context.Context, db mapping.Database, fn func(conn mapping.Connection) error) error {
 	var conn mapping.Connection
-	if mapping.Connect(in.db, &conn) == mapping.StateError {
+	if mapping.Connect(db, &conn) == mapping.StateError {
 		return errors.New("connect to duckdb")
 	}
 	done := make(chan struct{})

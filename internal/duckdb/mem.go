@@ -6,23 +6,33 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// residentMemory returns the process's resident set size in bytes (Linux), or 0.
-func residentMemory() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
+// procUsage returns a process's private memory (resident pages not shared
+// with other processes: its heap, DuckDB's buffers) and the CPU time it has
+// used, from /proc (Linux); zeros elsewhere.
+func procUsage(pid int) (private int64, cpu time.Duration) {
+	page := int64(os.Getpagesize())
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm"); err == nil {
+		if f := bytes.Fields(b); len(f) >= 3 {
+			resident, _ := strconv.ParseInt(string(f[1]), 10, 64)
+			shared, _ := strconv.ParseInt(string(f[2]), 10, 64)
+			private = max(resident-shared, 0) * page
+		}
 	}
-	f := bytes.Fields(b)
-	if len(f) < 2 {
-		return 0
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		// The command name (field 2) may hold spaces: count from its end.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			f := bytes.Fields(b[i+1:])
+			if len(f) >= 13 {
+				utime, _ := strconv.ParseInt(string(f[11]), 10, 64)
+				stime, _ := strconv.ParseInt(string(f[12]), 10, 64)
+				cpu = time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+			}
+		}
 	}
-	pages, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil {
-		return 0
-	}
-	return pages * int64(os.Getpagesize())
+	return private, cpu
 }
 
 // totalMemory returns the machine's memory in bytes (Linux), or 0 when unknown.

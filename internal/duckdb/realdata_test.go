@@ -10,22 +10,14 @@ import (
 	"testing"
 
 	"datachat"
+	"datachat/internal/sharedtest"
 )
-
-func abs(t *testing.T, p string) string {
-	t.Helper()
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
 
 // TestDecompressionBomb: two 1 GiB strings in a 4 KB file must end inside the
 // memory limit, and the instance must keep serving.
 func TestDecompressionBomb(t *testing.T) {
 	e := mustEngine(t, Options{MemoryLimit: 256 << 20})
-	tables := []Table{{"bomb", abs(t, "testdata/large_string_map.brotli.parquet")}}
+	tables := []Table{{"bomb", sharedtest.Path(t, "data/parquet/large_string_map.brotli.parquet")}}
 	ctx := context.Background()
 	res, err := e.Query(ctx, "c", tables, "SELECT count(*) FROM bomb")
 	if err != nil || res.Rows[0][0] != int64(2) {
@@ -48,7 +40,7 @@ func TestParquetTestdata(t *testing.T) {
 	e := mustEngine(t, Options{MemoryLimit: 256 << 20})
 	ctx := context.Background()
 	query := func(file, q string) (*Result, error) {
-		return e.Query(ctx, "", []Table{{"t", abs(t, filepath.Join("testdata", file))}}, q)
+		return e.Query(ctx, "", []Table{{"t", sharedtest.Path(t, "data/parquet/"+file)}}, q)
 	}
 	// int96_from_spark: rows 1–5 as Spark wrote them; row 6 (year 290000) is
 	// past DuckDB's timestamp range and DuckDB converts it silently to a
@@ -94,7 +86,7 @@ func TestParquetTestdata(t *testing.T) {
 // TestSharedParquet queries every Parquet file of ../shared/data through the
 // engine: each returns its rows or fails with a clear error, never a crash.
 func TestSharedParquet(t *testing.T) {
-	dir := filepath.Join(sharedData(t), "parquet")
+	dir := sharedtest.Path(t, "data/parquet")
 	files, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package dataset
+package duckdb
 
 import (
 	"bufio"
@@ -41,8 +41,8 @@ func readHead(path string, n int) ([]byte, error) {
 
 // decompress returns path itself when it is not compressed, or a decompressed
 // copy in work (gzip, including concatenated members, zstd, bzip2), stopping
-// past limit bytes.
-func decompress(ctx context.Context, path, work, name string, limit int64) (string, error) {
+// past limit bytes, or at a line longer than maxLine in a text file.
+func decompress(ctx context.Context, path, work, name string, limit int64, maxLine int) (string, error) {
 	head, err := readHead(path, 6)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", name, err)
@@ -80,22 +80,25 @@ func decompress(ctx context.Context, path, work, name string, limit int64) (stri
 	if c, ok := r.(io.Closer); ok {
 		defer c.Close()
 	}
-	outPath := filepath.Join(work, "decompressed")
+	outPath := filepath.Join(work, fileDecompressed)
 	out, err := os.Create(outPath)
 	if err != nil {
 		return "", err
 	}
-	n, err := io.Copy(out, io.LimitReader(ctxReader{ctx, r}, limit+1))
+	n, err := io.Copy(LimitLines(out, maxLine, name), io.LimitReader(ctxReader{ctx, r}, limit+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
+	var de *datachat.Error
 	switch {
 	case ctx.Err() != nil:
 		return "", ctx.Err()
+	case errors.As(err, &de):
+		return "", err
 	case err != nil:
 		return "", datachat.Errorf(datachat.EINVALID, "%s cannot be decompressed: %v", name, err)
 	case n > limit:
-		return "", datachat.Errorf(datachat.EINVALID, "%s decompresses to more than %s, the limit", name, size(limit))
+		return "", datachat.Errorf(datachat.EINVALID, "%s decompresses to more than %s, the limit", name, SizeText(limit))
 	}
 	return outPath, nil
 }
@@ -273,8 +276,9 @@ func hasHighByte(b []byte) bool {
 	return false
 }
 
-// transcode writes in, decoded from enc, as UTF-8 to out.
-func transcode(ctx context.Context, in, out string, enc encoding.Encoding) error {
+// transcode writes in, decoded from enc, as UTF-8 to out, stopping at a line
+// longer than maxLine.
+func transcode(ctx context.Context, in, out string, enc encoding.Encoding, maxLine int, name string) error {
 	f, err := os.Open(in)
 	if err != nil {
 		return err
@@ -284,7 +288,7 @@ func transcode(ctx context.Context, in, out string, enc encoding.Encoding) error
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
+	bw := bufio.NewWriterSize(LimitLines(w, maxLine, name), 1<<20)
 	_, err = io.Copy(bw, transform.NewReader(ctxReader{ctx, bufio.NewReaderSize(f, 1<<20)}, enc.NewDecoder()))
 	if err == nil {
 		err = bw.Flush()
@@ -293,4 +297,99 @@ func transcode(ctx context.Context, in, out string, enc encoding.Encoding) error
 		err = cerr
 	}
 	return err
+}
+
+// ctxReader stops reading when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// LimitLines returns a writer to w that fails, with an EINVALID error naming
+// the file, at the first line longer than max bytes (0: no limit): DuckDB's
+// CSV reader would refuse such a line only after spending time on it, more
+// than linearly in its length. A stream that starts as a Parquet file, a
+// compressed one, or UTF-16/32 text is not checked (its text is, once
+// decompressed or transcoded).
+func LimitLines(w io.Writer, max int, name string) io.Writer {
+	if max <= 0 {
+		return w
+	}
+	return &lineLimiter{w: w, max: max, name: name}
+}
+
+type lineLimiter struct {
+	w       io.Writer
+	max     int
+	name    string
+	head    []byte // the first bytes, until we know what the stream is
+	off     bool   // not text: not checked
+	line    int    // bytes of the current line so far
+	lines   int
+	decided bool
+}
+
+func (l *lineLimiter) Write(p []byte) (int, error) {
+	if !l.decided {
+		l.head = append(l.head, p[:min(len(p), 4-len(l.head))]...)
+		if len(l.head) >= 4 || len(p) == 0 {
+			l.decided = true
+			l.off = !looksLikeText(l.head)
+		}
+	}
+	if !l.off {
+		rest := p
+		for len(rest) > 0 {
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				l.line += len(rest)
+				break
+			}
+			l.line += i
+			if l.line > l.max {
+				break
+			}
+			l.lines++
+			l.line = 0
+			rest = rest[i+1:]
+		}
+		if l.line > l.max {
+			return 0, datachat.Errorf(datachat.EINVALID, "%s has a line longer than %s (line %d), the most a CSV line may hold here: is it really a CSV file, with line breaks?", l.name, SizeText(int64(l.max)), l.lines+1)
+		}
+	}
+	return l.w.Write(p)
+}
+
+// looksLikeText tells a stream's kind from its first bytes: not Parquet, not
+// compressed, not UTF-16/32.
+func looksLikeText(head []byte) bool {
+	for _, magic := range [][]byte{[]byte("PAR1"), []byte("PARE"), {0x1f, 0x8b}, {0x28, 0xb5, 0x2f, 0xfd}, []byte("BZh"), {0xfd, '7', 'z'}, []byte("PK\x03\x04"), {0xff, 0xfe}, {0xfe, 0xff}, {0, 0}} {
+		if bytes.HasPrefix(head, magic) {
+			return false
+		}
+	}
+	return len(head) < 2 || head[0] != 0 && head[1] != 0 // UTF-16 without a BOM
+}
+
+// SizeText writes a byte count for people: 512 MiB, 1.5 GiB.
+func SizeText(n int64) string {
+	for _, u := range []struct {
+		unit  string
+		bytes int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.bytes {
+			if n%u.bytes == 0 {
+				return fmt.Sprintf("%d %s", n/u.bytes, u.unit)
+			}
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.bytes), u.unit)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -152,7 +152,7 @@ func sqlType(lt mapping.LogicalType) string {
 				fmt.Fprintf(&b, "… %d more", n-i)
 				break
 			}
-			b.WriteString(quoteLiteral(mapping.EnumDictionaryValue(lt, mapping.IdxT(i))))
+			b.WriteString(QuoteLiteral(mapping.EnumDictionaryValue(lt, mapping.IdxT(i))))
 		}
 		b.WriteString(")")
 		return b.String()
@@ -229,7 +229,8 @@ func QuoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
-// quoteLiteral quotes an SQL string literal.
-func quoteLiteral(s string) string {
+// QuoteLiteral quotes an SQL string literal for DuckDB. With [QuoteIdent], it
+// is the one way datachat puts a value into SQL text it builds.
+func QuoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }

@@ -363,6 +363,9 @@ func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlAr
 // query runs SQL through the workspace, reporting its duration.
 func (t *tools) query(ctx context.Context, conv, sql string) (*datachat.QueryResult, error) {
 	start := time.Now()
+	if t.o.User != nil {
+		ctx = datachat.WithUserID(ctx, t.o.User.ID)
+	}
 	r, err := t.o.Workspace.Query(ctx, conv, sql)
 	if t.o.Observer != nil {
 		t.o.Observer.SQLQueried(err == nil, time.Since(start))

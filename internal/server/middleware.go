@@ -157,7 +157,10 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 			s.error(w, r, err)
 			return
 		}
-		h(w, r.WithContext(context.WithValue(r.Context(), userKey, u)))
+		// The user goes in the context for the handlers, and by ID for the
+		// shared resources that share fairly between users (the SQL engine).
+		ctx := datachat.WithUserID(context.WithValue(r.Context(), userKey, u), u.ID)
+		h(w, r.WithContext(ctx))
 	})
 }
 

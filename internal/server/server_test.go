@@ -47,7 +47,7 @@ func newTestServer(t *testing.T) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { engine.Close() })
-	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), AllowNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Engine: engine})
 	if err != nil {
 		t.Fatal(err)
 	}

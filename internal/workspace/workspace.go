@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -230,7 +231,7 @@ func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io
 	d := &datachat.Document{
 		ID:             id.String(),
 		ConversationID: conversationID,
-		Name:           filepath.Base(filename),
+		Name:           documentName(filename),
 		MediaType:      ext.MediaType,
 		Pages:          ext.Pages,
 		Bytes:          ext.Bytes,
@@ -254,6 +255,16 @@ func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io
 	w.Logger.Info("document added", slog.String("conversation_id", conversationID), slog.String("document_id", d.ID),
 		slog.String("name", d.Name), slog.Int("pages", d.Pages), slog.Int("chunks", d.Chunks))
 	return d, nil
+}
+
+// documentName is a document's name from its file name: the last element,
+// at most dataset.MaxNameLength characters.
+func documentName(filename string) string {
+	name := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
+	if r := []rune(name); len(r) > dataset.MaxNameLength {
+		name = string(r[:dataset.MaxNameLength-1]) + "…"
+	}
+	return name
 }
 
 // Documents lists the conversation's documents.

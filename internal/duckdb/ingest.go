@@ -1,0 +1,600 @@
+package duckdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/duckdb/duckdb-go/v2/mapping"
+
+	"datachat"
+)
+
+// An upload is checked and converted to Parquet in a worker of its own,
+// started for it and ended after it: hostile bytes (a CSV header that is SQL,
+// a decompression bomb, a Parquet footer that lies) meet DuckDB and the Go
+// decoders there, under the worker's memory and CPU limits, with file access
+// to the job's directory only, and a deadline after which the server kills it.
+//
+// Only our own SQL runs on the ingest DuckDB, each statement checked to be
+// exactly one; every identifier and literal in it is quoted by QuoteIdent and
+// QuoteLiteral. DuckDB's sniffer is asked for the dialect and column types,
+// and our read_csv call is built from those fields, never from the SQL text
+// the sniffer suggests.
+
+// IngestJob is one uploaded file to check and store as Parquet.
+type IngestJob struct {
+	Dir      string // the job's directory (absolute): holds Input, receives the output; nothing else is reachable
+	Input    string // the uploaded file's name in Dir
+	Name     string // the file's name as the user knows it, for messages
+	MaxBytes int64  // the largest decompressed size accepted (bytes)
+	MaxLine  int    // the longest CSV line accepted (bytes); 2 MiB
+}
+
+// IngestResult describes the stored Parquet file.
+type IngestResult struct {
+	Output       string            // its name in the job's Dir
+	SourceFormat string            // what came in: "parquet", "csv" or "tsv"
+	Encoding     string            // a CSV's text encoding, when it was not UTF-8 (transcoded)
+	Columns      []datachat.Column // with friendly types and a few sample values
+	RowCount     int64
+}
+
+// The files of an ingest job, in its directory. Their names are distinctive
+// so that a DuckDB message naming one can be given the user's file name.
+const (
+	IngestInput      = "dc-input" // the name a caller gives the uploaded file in the job's directory
+	fileDecompressed = "dc-decompressed"
+	fileUTF8         = "dc-utf8.csv"
+	fileOutput       = "dc-output.parquet"
+	fileRewritten    = "dc-rewritten.parquet"
+)
+
+const defaultMaxLine = 2 << 20
+
+// Ingest checks and converts an uploaded file in a worker of its own, at most
+// IngestWorkers at once (a job waits its turn, while ctx lasts), and kills it
+// past IngestTimeout.
+//
+// Errors: EINVALID naming the file and what is wrong with it; ctx's error.
+func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, error) {
+	if job.MaxLine <= 0 {
+		job.MaxLine = defaultMaxLine
+	}
+	select {
+	case e.ingest <- struct{}{}:
+		defer func() { <-e.ingest }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-e.quit:
+		return nil, errClosed
+	}
+	p, err := startProc(&e.opts)
+	if err != nil {
+		return nil, err
+	}
+	defer p.shutdown(time.Second)
+	req := &enc{}
+	req.byte(opIngest)
+	req.str(job.Dir)
+	req.str(job.Input)
+	req.str(job.Name)
+	req.varint(job.MaxBytes)
+	req.int(job.MaxLine)
+	req.varint(e.opts.MemoryLimit)
+	req.int(e.opts.Threads)
+	lim := e.opts.limits()
+	lim.CPU = e.opts.IngestTimeout*time.Duration(e.opts.Threads) + e.opts.KillGrace
+	lim.QueryCPU = 0
+	lim.encode(req)
+	onHard := datachat.Errorf(datachat.EINVALID, "%s took longer than %s to load and was stopped; load a smaller file, or convert it to Parquet first", job.Name, e.opts.IngestTimeout)
+	b, err := p.call(ctx, req.b, e.opts.IngestTimeout, e.opts.KillGrace, onHard)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var qe *QueryError
+		if errors.As(err, &qe) {
+			// The worker died of what the file made it do.
+			return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be loaded: %s", job.Name, qe.Message)
+		}
+		return nil, err
+	}
+	d, err := decodeReply(b)
+	if err != nil {
+		return nil, err
+	}
+	r := &IngestResult{Output: d.str(), SourceFormat: d.str(), Encoding: d.str(), Columns: d.columns(), RowCount: d.varint()}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if filepath.Base(r.Output) != r.Output || r.Output == "" {
+		return nil, fmt.Errorf("sql worker named an output outside its directory: %q", r.Output)
+	}
+	return r, nil
+}
+
+// serveIngest is an ingest worker's life: one job, one reply.
+func serveIngest(w *bufio.Writer, d *dec) int {
+	job := IngestJob{Dir: d.str(), Input: d.str(), Name: d.str(), MaxBytes: d.varint(), MaxLine: d.int()}
+	memoryLimit, threads := d.varint(), d.int()
+	var lim workerLimits
+	lim.decode(d)
+	if d.err != nil {
+		reply(w, d.err, nil)
+		return 2
+	}
+	if _, err := applyLimits(lim, job.Dir, nil); err != nil {
+		reply(w, err, nil)
+		return 1
+	}
+	res, err := ingest(context.Background(), job, memoryLimit, threads)
+	err = hideErrorPaths(err, job.Dir, nil)
+	reply(w, err, func(e *enc) error {
+		e.str(res.Output)
+		e.str(res.SourceFormat)
+		e.str(res.Encoding)
+		e.columns(res.Columns)
+		e.varint(res.RowCount)
+		return nil
+	})
+	return 0
+}
+
+// ingest runs inside the worker, in the job's directory.
+func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) (*IngestResult, error) {
+	if err := os.Chdir(job.Dir); err != nil {
+		return nil, fmt.Errorf("enter job directory: %w", err)
+	}
+	name := job.Name
+	fi, err := os.Stat(job.Input)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if fi.Size() == 0 {
+		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
+	}
+	in, err := decompress(ctx, job.Input, ".", name, job.MaxBytes, job.MaxLine)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := sniffKind(in, name)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openDatabase("", [][2]string{
+		{"threads", strconv.Itoa(threads)},
+		{"memory_limit", memSetting(memoryLimit)},
+		{"temp_directory", "spill"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer mapping.Close(&db)
+	res := &IngestResult{Output: fileOutput}
+	err = withConn(ctx, db, func(conn mapping.Connection) error {
+		// The same sandbox as a query's: only this job's directory.
+		dir, err := filepath.Abs(".")
+		if err != nil {
+			return err
+		}
+		for _, q := range []string{
+			"SET GLOBAL allowed_directories = [" + QuoteLiteral(dir+string(filepath.Separator)) + "]",
+			"SET GLOBAL enable_external_access = false",
+			"SET GLOBAL lock_configuration = true",
+		} {
+			if err := execOne(conn, q); err != nil {
+				return fmt.Errorf("sandbox setup %q: %w", q, err)
+			}
+		}
+		s := &ingestSession{conn: conn, name: name, maxLine: job.MaxLine}
+		switch kind {
+		case "parquet":
+			res.SourceFormat = "parquet"
+			if err := s.storeParquet(in, fileOutput); err != nil {
+				return err
+			}
+		default:
+			enc, delim, err := s.storeCSV(ctx, in, fileOutput)
+			if err != nil {
+				return err
+			}
+			res.SourceFormat, res.Encoding = "csv", enc
+			if delim == "\t" || delim == `\t` {
+				res.SourceFormat = "tsv"
+			}
+		}
+		cols, n, err := s.describe(fileOutput)
+		if err != nil {
+			return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
+		}
+		res.Columns, res.RowCount = cols, n
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ingestSession is one job's DuckDB connection.
+type ingestSession struct {
+	conn    mapping.Connection
+	name    string // the user's name for the file
+	maxLine int
+}
+
+// message is DuckDB's error message, first paragraph only, with the job's
+// file names replaced by the name the user knows.
+func (s *ingestSession) message(err error) string {
+	msg := err.Error()
+	msg, _, _ = strings.Cut(msg, "\n\n")
+	msg, _, _ = strings.Cut(msg, "\nLINE ")
+	msg = strings.TrimSpace(msg)
+	for _, f := range []string{IngestInput, fileDecompressed, fileUTF8, fileOutput, fileRewritten} {
+		msg = strings.ReplaceAll(msg, f, s.name)
+	}
+	return msg
+}
+
+func isOOM(err error) bool {
+	var de *duckError
+	return errors.As(err, &de) && de.typ == mapping.ErrorTypeOutOfMemory
+}
+
+func isInvalidUnicode(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Invalid unicode")
+}
+
+// storeParquet validates a Parquet file and writes the stored form to out:
+// the file itself, or a rewrite whose un-annotated BINARY columns holding
+// only text become VARCHAR.
+func (s *ingestSession) storeParquet(in, out string) error {
+	name := s.name
+	if err := verifyPageChecksums(in); err != nil {
+		return datachat.Errorf(datachat.EINVALID, "%s is corrupt: %v", name, err)
+	}
+	src := "read_parquet(" + QuoteLiteral(in) + ")"
+	cols, err := s.columns("SELECT * FROM " + src)
+	if err != nil {
+		return datachat.Errorf(datachat.EINVALID, "%s is not a readable Parquet file: %s", name, s.message(err))
+	}
+	if len(cols) == 0 {
+		return datachat.Errorf(datachat.EINVALID, "%s has no columns", name)
+	}
+	// Decode every page of every column, so a bad codec or a corrupt page
+	// fails now rather than at the first query. Running out of memory is not
+	// corruption (a few huge values, a decompression bomb): such a file is
+	// kept, and queries over it stop at their memory limit.
+	if _, err := queryAll(s.conn, "SELECT max(hash(COLUMNS(*))) FROM "+src, 1, nil); err != nil && !isOOM(err) {
+		return datachat.Errorf(datachat.EINVALID, "%s cannot be read: %s", name, s.message(err))
+	}
+	var texts []string
+	for _, c := range cols {
+		if c.SQLType != "BLOB" {
+			continue
+		}
+		// Text stored as un-annotated BINARY: valid UTF-8 without control
+		// characters in every value.
+		q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NOT NULL AND (try(decode(%[1]s)) IS NULL OR regexp_matches(try(decode(%[1]s)), '[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}]'))) = 0 FROM %[2]s`, QuoteIdent(c.Name), src)
+		if r, err := queryAll(s.conn, q, 1, nil); err == nil && len(r.Rows) == 1 && r.Rows[0][0] == true {
+			texts = append(texts, c.Name)
+		}
+	}
+	if len(texts) == 0 {
+		return os.Rename(in, out)
+	}
+	repl := make([]string, len(texts))
+	for i, c := range texts {
+		repl[i] = fmt.Sprintf("decode(%[1]s) AS %[1]s", QuoteIdent(c))
+	}
+	q := fmt.Sprintf("COPY (SELECT * REPLACE (%s) FROM %s) TO %s (FORMAT parquet)", strings.Join(repl, ", "), src, QuoteLiteral(fileRewritten))
+	if err := execOne(s.conn, q); err != nil {
+		return os.Rename(in, out) // keep the original rather than fail
+	}
+	return os.Rename(fileRewritten, out)
+}
+
+// storeCSV reads a CSV/TSV file and writes it as Parquet to out. It returns
+// the text encoding when it was not UTF-8, and the delimiter.
+func (s *ingestSession) storeCSV(ctx context.Context, in, out string) (encName, delim string, err error) {
+	name := s.name
+	head, err := readHead(in, 64<<10)
+	if err != nil {
+		return "", "", err
+	}
+	enc, err := detectEncoding(head, name)
+	if err != nil {
+		return "", "", err
+	}
+	src := in
+	transcodeTo := func(enc textEncoding) error {
+		src = fileUTF8
+		if err := transcode(ctx, in, src, enc.enc, s.maxLine, name); err != nil {
+			var de *datachat.Error
+			if errors.As(err, &de) {
+				return err
+			}
+			return datachat.Errorf(datachat.EINVALID, "%s cannot be read as %s text: %v", name, enc.name, err)
+		}
+		return nil
+	}
+	if enc.enc != nil {
+		if err := transcodeTo(enc); err != nil {
+			return "", "", err
+		}
+	}
+	delim, err = s.copyCSV(src, out)
+	if isInvalidUnicode(err) && enc.enc == nil {
+		// Not UTF-8 after all, past the start of the file.
+		if enc, err = legacyEncodingOfFile(in); err != nil {
+			return "", "", err
+		}
+		if err := transcodeTo(enc); err != nil {
+			return "", "", err
+		}
+		delim, err = s.copyCSV(src, out)
+	}
+	if err != nil {
+		var de *datachat.Error
+		switch {
+		case errors.As(err, &de):
+			return "", "", err
+		case enc.name != "":
+			return "", "", datachat.Errorf(datachat.EINVALID, "%s (read as %s) cannot be loaded: %s", name, enc.name, s.message(err))
+		}
+		return "", "", datachat.Errorf(datachat.EINVALID, "%s cannot be loaded as CSV: %s", name, s.message(err))
+	}
+	return enc.name, delim, nil
+}
+
+// copyCSV converts a UTF-8 CSV file to Parquet and returns its delimiter.
+func (s *ingestSession) copyCSV(src, out string) (string, error) {
+	sn, err := s.sniff(src)
+	if err != nil {
+		return "", err
+	}
+	read := sn.readCall(src, s.maxLine)
+	if sn.header != sn.sniffedHeader {
+		// We read the first row differently from the sniffer, so its column
+		// names and types do not hold: let read_csv detect them again.
+		read = fmt.Sprintf("read_csv(%s, header = %t, max_line_size = %d)", QuoteLiteral(src), sn.header, s.maxLine)
+	}
+	err = execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", read, QuoteLiteral(out)))
+	if err != nil && !isInvalidUnicode(err) {
+		// The sniffer guesses column types from a sample; a value further
+		// down may not fit. Sniff the whole file instead.
+		read = fmt.Sprintf("read_csv(%s, header = %t, sample_size = -1, max_line_size = %d)", QuoteLiteral(src), sn.header, s.maxLine)
+		err = execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", read, QuoteLiteral(out)))
+	}
+	return sn.delim, err
+}
+
+// csvSniff is what DuckDB's sniffer found in a CSV file, as data.
+type csvSniff struct {
+	header        bool // our decision
+	sniffedHeader bool // DuckDB's
+	delim         string
+	quote         string
+	escape        string
+	newline       string
+	comment       string
+	skip          int64
+	columns       [][2]string // name, type
+	dateFormat    string
+	tsFormat      string
+}
+
+// readCall builds the read_csv call for the sniffed dialect and columns:
+// every value a literal, every name a quoted string.
+func (sn *csvSniff) readCall(file string, maxLine int) string {
+	cols := make([]string, len(sn.columns))
+	for i, c := range sn.columns {
+		cols[i] = QuoteLiteral(c[0]) + ": " + QuoteLiteral(c[1])
+	}
+	args := []string{
+		QuoteLiteral(file),
+		"auto_detect = false",
+		"delim = " + QuoteLiteral(sn.delim),
+		"quote = " + QuoteLiteral(sn.quote),
+		"escape = " + QuoteLiteral(sn.escape),
+		"new_line = " + QuoteLiteral(sn.newline),
+		"comment = " + QuoteLiteral(sn.comment),
+		fmt.Sprintf("skip = %d", sn.skip),
+		fmt.Sprintf("header = %t", sn.header),
+		"columns = {" + strings.Join(cols, ", ") + "}",
+		fmt.Sprintf("max_line_size = %d", maxLine),
+	}
+	if sn.dateFormat != "" {
+		args = append(args, "dateformat = "+QuoteLiteral(sn.dateFormat))
+	}
+	if sn.tsFormat != "" {
+		args = append(args, "timestampformat = "+QuoteLiteral(sn.tsFormat))
+	}
+	return "read_csv(" + strings.Join(args, ", ") + ")"
+}
+
+// sniffText reads one of sniff_csv's text fields, which says "(empty)" for
+// an empty one.
+func sniffText(v any) string {
+	s, _ := v.(string)
+	if s == "(empty)" {
+		return ""
+	}
+	return s
+}
+
+// sniff runs DuckDB's sniffer and decides whether the first row is a header.
+// DuckDB decides by types: a first row of text over columns of numbers or
+// dates is a header. When every column is text it cannot tell, and it says
+// no even for a plain header (fivethirtyeight's cabinet-turnover.csv, with
+// two empty column names). Then the first row is taken as a header when its
+// non-empty cells are most of the row, none looks like a number, all differ,
+// and none recurs further down its column.
+func (s *ingestSession) sniff(src string) (*csvSniff, error) {
+	r, err := queryAll(s.conn, fmt.Sprintf("SELECT Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, HasHeader, Columns, DateFormat, TimestampFormat FROM sniff_csv(%s, max_line_size = %d)", QuoteLiteral(src), s.maxLine), 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Rows) != 1 {
+		return nil, errors.New("the sniffer returned nothing")
+	}
+	row := r.Rows[0]
+	sn := &csvSniff{
+		delim: sniffText(row[0]), quote: sniffText(row[1]), escape: sniffText(row[2]), newline: sniffText(row[3]),
+		comment: sniffText(row[4]), dateFormat: sniffText(row[8]), tsFormat: sniffText(row[9]),
+	}
+	switch v := row[5].(type) {
+	case int64:
+		sn.skip = v
+	case string:
+		sn.skip, _ = strconv.ParseInt(v, 10, 64)
+	}
+	sn.sniffedHeader, _ = row[6].(bool)
+	sn.header = sn.sniffedHeader
+	allText := true
+	list, _ := row[7].([]any)
+	for _, c := range list {
+		obj, _ := c.(Object)
+		var name, typ string
+		for _, f := range obj {
+			switch f.Key {
+			case "name":
+				name, _ = f.Value.(string)
+			case "type":
+				typ, _ = f.Value.(string)
+			}
+		}
+		if typ != "VARCHAR" {
+			allText = false
+		}
+		sn.columns = append(sn.columns, [2]string{name, typ})
+	}
+	if len(sn.columns) == 0 {
+		return nil, errors.New("the sniffer found no columns")
+	}
+	if sn.header || !allText {
+		return sn, nil
+	}
+	grid, err := queryAll(s.conn, fmt.Sprintf("SELECT * FROM read_csv(%s, header = false, all_varchar = true, max_line_size = %d) LIMIT 1000", QuoteLiteral(src), s.maxLine), -1, nil)
+	if err != nil {
+		return nil, err
+	}
+	sn.header = looksLikeHeader(grid.Rows)
+	return sn, nil
+}
+
+func looksLikeHeader(grid [][]any) bool {
+	if len(grid) < 2 {
+		return false
+	}
+	cell := func(row []any, i int) (string, bool) {
+		s, ok := row[i].(string)
+		return strings.TrimSpace(s), ok
+	}
+	first := grid[0]
+	seen := map[string]bool{}
+	nonEmpty := 0
+	for i := range first {
+		v, ok := cell(first, i)
+		if !ok || v == "" {
+			continue
+		}
+		nonEmpty++
+		if _, err := strconv.ParseFloat(strings.ReplaceAll(v, ",", ""), 64); err == nil {
+			return false
+		}
+		if seen[v] {
+			return false
+		}
+		seen[v] = true
+		for _, row := range grid[1:] {
+			if w, ok := cell(row, i); ok && w == v {
+				return false
+			}
+		}
+	}
+	return nonEmpty*2 > len(first)
+}
+
+// columns returns the columns of a query as DuckDB's DESCRIBE names them.
+func (s *ingestSession) columns(query string) ([]datachat.Column, error) {
+	r, err := queryAll(s.conn, "SELECT column_name, column_type FROM (DESCRIBE "+query+")", -1, nil)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]datachat.Column, len(r.Rows))
+	for i, row := range r.Rows {
+		cols[i].Name, _ = row[0].(string)
+		cols[i].SQLType, _ = row[1].(string)
+		cols[i].Type = FriendlyType(cols[i].SQLType)
+	}
+	return cols, nil
+}
+
+// describe returns the stored file's columns, with a few sample values, and
+// its row count.
+func (s *ingestSession) describe(path string) ([]datachat.Column, int64, error) {
+	src := "read_parquet(" + QuoteLiteral(path) + ")"
+	cols, err := s.columns("SELECT * FROM " + src)
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := queryAll(s.conn, "SELECT count(*) FROM "+src, 1, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, _ := r.Rows[0][0].(int64)
+	s.samples(src, cols)
+	return cols, n, nil
+}
+
+const (
+	maxSamples    = 3
+	maxSampleChar = 40
+)
+
+// samples sets a few distinct values of each scalar column, from the first
+// rows, for the model's prompt. It is best effort: on any error (a column too
+// big to read within the memory limit) columns keep no samples.
+func (s *ingestSession) samples(src string, cols []datachat.Column) {
+	var exprs []string
+	var idx []int
+	for i, c := range cols {
+		switch c.Type {
+		case TypeBlob, TypeList, TypeStruct, TypeMap:
+			continue
+		}
+		exprs = append(exprs, fmt.Sprintf("list_filter(list(DISTINCT left(%s::VARCHAR, %d)), x -> x IS NOT NULL)[1:%d]::VARCHAR[]", QuoteIdent(c.Name), maxSampleChar+1, maxSamples))
+		idx = append(idx, i)
+	}
+	if len(exprs) == 0 {
+		return
+	}
+	r, err := queryAll(s.conn, fmt.Sprintf("SELECT %s FROM (SELECT * FROM %s LIMIT 2000)", strings.Join(exprs, ", "), src), 1, nil)
+	if err != nil || len(r.Rows) != 1 {
+		return
+	}
+	for k, v := range r.Rows[0] {
+		list, _ := v.([]any)
+		var out []string
+		for _, x := range list {
+			str, ok := x.(string)
+			if !ok {
+				continue
+			}
+			if utf8.RuneCountInString(str) > maxSampleChar {
+				str = string([]rune(str)[:maxSampleChar]) + "…"
+			}
+			out = append(out, str)
+		}
+		cols[idx[k]].Samples = out
+	}
+}

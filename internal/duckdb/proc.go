@@ -1,0 +1,301 @@
+package duckdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is one worker process, seen from the server: the same binary started
+// again with workerEnv set (see worker.go), talking frames over two pipes.
+// One request is in flight at a time.
+type proc struct {
+	cmd     *exec.Cmd
+	toW     *os.File      // the pipe the worker reads (its fd 3)
+	w       *bufio.Writer // over toW
+	replies chan []byte   // frames from the worker; closed when reading stops
+	exited  chan struct{} // closed once the process has been waited for
+	stopped chan struct{} // closed when the server gives the process up
+	stderr  *tailWriter
+	stop    sync.Once
+
+	mu     sync.Mutex
+	killed error // why the server killed it, if it did
+}
+
+// errWorkerGone is what a call on a worker that has ended returns when the
+// server ended it on purpose (closing, or replacing it).
+var errWorkerGone = errors.New("sql worker stopped")
+
+// startProc starts a worker process. It does nothing until it reads its
+// first frame, which says what it is for.
+func startProc(o *Options) (*proc, error) {
+	workerIn, toW, err := pipePair() // the worker reads what we write
+	if err != nil {
+		return nil, err
+	}
+	fromW, workerOut, err := pipePair() // we read what the worker writes
+	if err != nil {
+		toW.Close()
+		workerIn.Close()
+		return nil, err
+	}
+	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd.Env = workerEnviron(o)
+	cmd.Dir = o.TempDir
+	cmd.ExtraFiles = []*os.File{workerIn, workerOut} // fds 3 and 4
+	p := &proc{
+		cmd:     cmd,
+		toW:     toW,
+		w:       bufio.NewWriterSize(toW, 64<<10),
+		replies: make(chan []byte),
+		exited:  make(chan struct{}),
+		stopped: make(chan struct{}),
+		stderr:  &tailWriter{max: 16 << 10},
+	}
+	cmd.Stdout = p.stderr // DuckDB writes nothing there; if it did, it must not mix with the frames
+	cmd.Stderr = p.stderr
+	cmd.SysProcAttr = workerSysProcAttr()
+	err = cmd.Start()
+	workerIn.Close()
+	workerOut.Close()
+	if err != nil {
+		toW.Close()
+		fromW.Close()
+		return nil, fmt.Errorf("start sql worker: %w", err)
+	}
+	go p.read(fromW)
+	go func() {
+		cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func pipePair() (r, w *os.File, err error) {
+	r, w, err = os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("sql worker pipe: %w", err)
+	}
+	return r, w, nil
+}
+
+// workerEnviron is a worker's whole environment: nothing of the server's
+// (API keys, database URLs) reaches it.
+func workerEnviron(o *Options) []string {
+	return []string{
+		workerEnv + "=1",
+		"HOME=" + o.TempDir,
+		"TMPDIR=" + o.TempDir,
+		"LANG=C.UTF-8",
+	}
+}
+
+func (p *proc) read(r *os.File) {
+	defer r.Close()
+	defer close(p.replies)
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		b, err := readFrame(br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				p.kill(fmt.Errorf("sql worker sent a bad frame: %w", err))
+			}
+			return
+		}
+		select {
+		case p.replies <- b:
+		case <-p.stopped:
+			return
+		}
+	}
+}
+
+// send writes one frame to the worker.
+func (p *proc) send(b []byte) error {
+	if err := writeFrame(p.w, b); err != nil {
+		return p.deathOr(fmt.Errorf("write to sql worker: %w", err))
+	}
+	return nil
+}
+
+// call sends a request and waits for its reply. When ctx ends first, the
+// worker is asked to cancel and given grace to answer, then killed; when hard
+// passes first (0: never), it is killed and the call fails with onHard.
+func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, onHard error) ([]byte, error) {
+	if err := p.send(req); err != nil {
+		return nil, err
+	}
+	var hardC <-chan time.Time
+	if hard > 0 {
+		t := time.NewTimer(hard)
+		defer t.Stop()
+		hardC = t.C
+	}
+	select {
+	case b, ok := <-p.replies:
+		if !ok {
+			return nil, p.death()
+		}
+		return b, nil
+	case <-hardC:
+		p.kill(onHard)
+		return nil, onHard
+	case <-ctx.Done():
+	}
+	// The caller gave up: stop the query, keep the worker if it answers.
+	if err := p.send([]byte{opCancel}); err != nil {
+		return nil, ctx.Err()
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case _, ok := <-p.replies:
+		if !ok {
+			p.death()
+		}
+	case <-t.C:
+		p.kill(context.Cause(ctx))
+	case <-hardC:
+		p.kill(onHard)
+	}
+	return nil, ctx.Err()
+}
+
+// kill ends the process at once (SIGKILL), recording why.
+func (p *proc) kill(why error) {
+	p.mu.Lock()
+	if p.killed == nil {
+		p.killed = why
+	}
+	p.mu.Unlock()
+	p.cmd.Process.Kill()
+	p.close()
+}
+
+// close stops talking to the worker: it reads EOF and exits by itself.
+func (p *proc) close() {
+	p.stop.Do(func() {
+		close(p.stopped)
+		p.toW.Close()
+	})
+}
+
+// shutdown closes the worker and waits for it to exit, killing it after
+// grace.
+func (p *proc) shutdown(grace time.Duration) {
+	p.close()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		p.kill(errWorkerGone)
+		<-p.exited
+	}
+}
+
+// alive reports whether the process has not exited and was not given up.
+func (p *proc) alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	case <-p.stopped:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// deathOr returns why the worker died if it has, else err.
+func (p *proc) deathOr(err error) error {
+	select {
+	case <-p.exited:
+		return p.death()
+	case <-time.After(time.Second):
+		return err
+	}
+}
+
+// death waits for the process to exit and says why it ended, in words the
+// model can act on: a *QueryError for what the query caused (memory, CPU,
+// a crash), the kill reason when the server killed it.
+func (p *proc) death() error {
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.kill(errWorkerGone)
+		<-p.exited
+	}
+	p.mu.Lock()
+	killed := p.killed
+	p.mu.Unlock()
+	if killed != nil {
+		return killed
+	}
+	return exitError(p.cmd.ProcessState, p.stderr.String())
+}
+
+// exitError describes a worker that ended by itself.
+func exitError(st *os.ProcessState, stderr string) error {
+	low := strings.ToLower(stderr)
+	outOfMemory := strings.Contains(low, "bad_alloc") || strings.Contains(low, "out of memory") ||
+		strings.Contains(low, "cannot allocate memory")
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch sig := ws.Signal(); {
+		case sig == syscall.SIGXCPU:
+			return &QueryError{Kind: KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
+		case sig == syscall.SIGKILL && !outOfMemory:
+			return &QueryError{Kind: KindMemory, Message: "the query's engine process was killed from outside, most likely because the machine ran short of memory; make the query lighter (aggregate, filter, fewer or smaller columns)"}
+		case outOfMemory:
+			return &QueryError{Kind: KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
+		default:
+			return &QueryError{Kind: KindOther, Message: fmt.Sprintf("the SQL engine crashed on this query (%s) and was restarted; the query did not run: try another form of it", sig)}
+		}
+	}
+	if outOfMemory {
+		return &QueryError{Kind: KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
+	}
+	return fmt.Errorf("sql worker exited (%s): %s", st, stderr)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

@@ -1,0 +1,354 @@
+package duckdb
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"datachat"
+)
+
+// A worker is this same binary, started by the server with workerEnv set. It
+// becomes a worker before main runs (the init below), so every binary that
+// links this package — datachat itself, and each test binary — can serve as
+// its own worker without a second program to ship.
+//
+// A worker reads frames on fd 3 and answers on fd 4. Its first frame says what
+// it is for:
+//
+//   - opOpen: one conversation's query engine. It limits itself (memory, CPU
+//     time, files and network: see limits_linux.go), builds the conversation's
+//     sandboxed DuckDB instance, then answers opQuery and opEstimate
+//     frames one at a time until its input closes. opCancel interrupts the
+//     running request.
+//   - opIngest: one dataset upload to check and convert to Parquet, then exit.
+//
+// Nothing a worker does can reach the server's memory; the server kills a
+// worker that outlives its deadline, and one that crashes fails only its own
+// request.
+const workerEnv = "DATACHAT_DUCKDB_WORKER"
+
+const (
+	opOpen byte = iota + 1
+	opQuery
+	opEstimate
+	opCancel
+	opIngest
+)
+
+func init() {
+	if os.Getenv(workerEnv) == "" {
+		return
+	}
+	os.Exit(workerMain())
+}
+
+func workerMain() int {
+	in := os.NewFile(3, "from-server")
+	out := os.NewFile(4, "to-server")
+	if in == nil || out == nil {
+		fmt.Fprintln(os.Stderr, "datachat sql worker: started without its pipes; it is started by the server, not by hand")
+		return 2
+	}
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriterSize(out, 64<<10)
+	first, err := readFrame(r)
+	if err != nil || len(first) == 0 {
+		return 0 // the server went away before giving work
+	}
+	d := &dec{b: first[1:]}
+	switch first[0] {
+	case opOpen:
+		return serveQueries(r, w, d)
+	case opIngest:
+		return serveIngest(w, d)
+	}
+	fmt.Fprintf(os.Stderr, "datachat sql worker: unknown first frame %d\n", first[0])
+	return 2
+}
+
+// reply writes one answer frame: the payload written by fn, or err.
+func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
+	e := &enc{}
+	if err == nil {
+		e.byte(replyOK)
+		if fn != nil {
+			if ferr := fn(e); ferr != nil {
+				e = &enc{}
+				err = ferr
+			}
+		}
+	}
+	if err != nil {
+		encodeError(e, err)
+	}
+	return writeFrame(w, e.b)
+}
+
+// openRequest is what a query worker is given: its conversation's tables and
+// its limits.
+type openRequest struct {
+	Root         string // the worker's own directory (absolute): catalog, links to the datasets, spill files
+	Tables       []Table
+	MemoryLimit  int64
+	Threads      int
+	MaxTempBytes int64
+	Timeout      time.Duration // per query, enforced inside (interrupt); the server kills past it
+	limits       workerLimits
+}
+
+func (o *openRequest) encode(e *enc) {
+	e.byte(opOpen)
+	e.str(o.Root)
+	e.uvarint(uint64(len(o.Tables)))
+	for _, t := range o.Tables {
+		e.str(t.Name)
+		e.str(t.Path)
+	}
+	e.varint(o.MemoryLimit)
+	e.int(o.Threads)
+	e.varint(o.MaxTempBytes)
+	e.varint(int64(o.Timeout))
+	o.limits.encode(e)
+}
+
+func (o *openRequest) decode(d *dec) {
+	o.Root = d.str()
+	n := d.count(2)
+	o.Tables = make([]Table, n)
+	for i := range o.Tables {
+		o.Tables[i] = Table{Name: d.str(), Path: d.str()}
+	}
+	o.MemoryLimit = d.varint()
+	o.Threads = d.int()
+	o.MaxTempBytes = d.varint()
+	o.Timeout = time.Duration(d.varint())
+	o.limits.decode(d)
+}
+
+// workerLimits are the OS limits a worker puts itself under (see
+// applyLimits).
+type workerLimits struct {
+	Data     int64         // RLIMIT_DATA in bytes; 0: none
+	CPU      time.Duration // RLIMIT_CPU over the worker's life; 0: none
+	QueryCPU time.Duration // CPU time one request may use before SIGXCPU interrupts it; 0: none
+	Landlock bool          // restrict files, network and signals where the kernel can
+}
+
+func (l *workerLimits) encode(e *enc) {
+	e.varint(l.Data)
+	e.varint(int64(l.CPU))
+	e.varint(int64(l.QueryCPU))
+	e.bool(l.Landlock)
+}
+
+func (l *workerLimits) decode(d *dec) {
+	l.Data = d.varint()
+	l.CPU = time.Duration(d.varint())
+	l.QueryCPU = time.Duration(d.varint())
+	l.Landlock = d.bool()
+}
+
+// queryRequest is one query for a query worker.
+type queryRequest struct {
+	SQL    string
+	Limits resultLimits
+}
+
+func (q *queryRequest) encode(e *enc, op byte) {
+	e.byte(op)
+	e.str(q.SQL)
+	e.int(q.Limits.maxRows)
+	e.int(q.Limits.maxCell)
+	e.int(q.Limits.maxBytes)
+}
+
+func (q *queryRequest) decode(d *dec) {
+	q.SQL = d.str()
+	q.Limits.maxRows = d.int()
+	q.Limits.maxCell = d.int()
+	q.Limits.maxBytes = d.int()
+}
+
+// openReply is a query worker's answer to opOpen: which OS limits it runs
+// under.
+type openReply struct {
+	Limits []string
+}
+
+// serveQueries is a query worker's life.
+func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
+	var req openRequest
+	req.decode(d)
+	if d.err != nil {
+		reply(w, d.err, nil)
+		return 2
+	}
+	for _, t := range req.Tables {
+		if _, err := os.Stat(t.Path); err != nil {
+			reply(w, datachat.Errorf(datachat.EINVALID, "dataset %q cannot be read: its file is missing", t.Name), nil)
+			return 1
+		}
+	}
+	limits, err := applyLimits(req.limits, req.Root, realPaths(req.Tables))
+	if err != nil {
+		reply(w, err, nil)
+		return 1
+	}
+	in, err := openInstance(req.Root, req.Tables, req.MemoryLimit, req.Threads, req.MaxTempBytes)
+	if err != nil {
+		reply(w, hideErrorPaths(err, req.Root, req.Tables), nil)
+		return 1
+	}
+	defer in.close()
+	if err := reply(w, nil, func(e *enc) error { e.strs(limits); return nil }); err != nil {
+		return 0
+	}
+
+	// The running request's cancel, for opCancel and SIGXCPU.
+	var mu sync.Mutex
+	var cancel context.CancelCauseFunc
+	interrupt := func(cause error) {
+		mu.Lock()
+		if cancel != nil {
+			cancel(cause)
+		}
+		mu.Unlock()
+	}
+	xcpu := make(chan os.Signal, 1)
+	notifyCPULimit(xcpu)
+	go func() {
+		for range xcpu {
+			interrupt(errCPULimit)
+		}
+	}()
+	frames := make(chan []byte, 1)
+	go func() {
+		defer close(frames)
+		for {
+			b, err := readFrame(r)
+			if err != nil || len(b) == 0 {
+				return
+			}
+			if b[0] == opCancel {
+				interrupt(context.Canceled)
+				continue
+			}
+			frames <- b
+		}
+	}()
+	for b := range frames {
+		var q queryRequest
+		qd := &dec{b: b[1:]}
+		q.decode(qd)
+		if qd.err != nil {
+			reply(w, qd.err, nil)
+			return 2
+		}
+		ctx, c := context.WithCancelCause(context.Background())
+		ctx, stop := context.WithTimeout(ctx, req.Timeout)
+		mu.Lock()
+		cancel = c
+		mu.Unlock()
+		startQueryCPU(req.limits)
+		var res *Result
+		var n int64
+		switch b[0] {
+		case opQuery:
+			res, err = in.query(ctx, q.SQL, q.Limits)
+		case opEstimate:
+			n, err = in.estimate(ctx, q.SQL)
+		default:
+			err = fmt.Errorf("unknown request %d", b[0])
+		}
+		err = stopReason(ctx, err, req.Timeout)
+		err = hideErrorPaths(err, req.Root, req.Tables)
+		mu.Lock()
+		cancel = nil
+		mu.Unlock()
+		stop()
+		c(nil)
+		if werr := reply(w, err, func(e *enc) error {
+			if res != nil {
+				return e.result(res)
+			}
+			e.varint(n)
+			return nil
+		}); werr != nil {
+			return 0
+		}
+	}
+	signal.Stop(xcpu)
+	return 0
+}
+
+var errCPULimit = errors.New("cpu time limit")
+
+// stopReason turns an interrupted query's error into what stopped it.
+func stopReason(ctx context.Context, err error, timeout time.Duration) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	switch context.Cause(ctx) {
+	case errCPULimit:
+		return &QueryError{Kind: KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
+	case context.DeadlineExceeded:
+		return timeoutError(timeout)
+	}
+	return err
+}
+
+func timeoutError(timeout time.Duration) *QueryError {
+	return &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("the query did not finish within %s and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)", timeout)}
+}
+
+// realPaths are the files the tables' links point to, which the worker may
+// read.
+func realPaths(tables []Table) []string {
+	out := make([]string, len(tables))
+	for i, t := range tables {
+		out[i] = t.Path
+	}
+	return out
+}
+
+// hideErrorPaths applies hidePaths to the message of an error a user sees.
+func hideErrorPaths(err error, root string, tables []Table) error {
+	var qe *QueryError
+	var de *datachat.Error
+	switch {
+	case errors.As(err, &qe):
+		return &QueryError{Kind: qe.Kind, Message: hidePaths(qe.Message, root, tables)}
+	case errors.As(err, &de):
+		return &datachat.Error{Code: de.Code, Message: hidePaths(de.Message, root, tables)}
+	}
+	return err
+}
+
+// hidePaths takes the worker's own directory and the datasets' real paths
+// out of a message a user will see: the files are named as the catalog names
+// them, by table.
+func hidePaths(msg, root string, tables []Table) string {
+	for i, t := range tables {
+		link := linkName(i, t)
+		if real, err := filepath.EvalSymlinks(t.Path); err == nil && real != t.Path {
+			msg = strings.ReplaceAll(msg, real, link)
+		}
+		msg = strings.ReplaceAll(msg, t.Path, link)
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil && real != root {
+		msg = hidePaths(msg, real, nil)
+	}
+	if root != "" {
+		msg = strings.ReplaceAll(msg, root+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, root, ".")
+	}
+	return msg
+}
