@@ -402,7 +402,7 @@ func TestWorkerKilled(t *testing.T) {
 		_, err := e.Query(ctx, "conv", tables, "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range * b.range = 7")
 		done <- err
 	}()
-	waitFor(t, "the slow query to run", func() bool { _, r := e.Load(); return r == 1 && workerPid(e, "conv") != 0 })
+	waitFor(t, e, "the slow query to run", func() bool { _, r := e.Load(); return r == 1 && workerPid(e, "conv") != 0 })
 	pid := workerPid(e, "conv")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -439,7 +439,7 @@ func TestHardTimeout(t *testing.T) {
 		_, err := e.Query(alice, "conv", tables, "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range * b.range = 7")
 		done <- err
 	}()
-	waitFor(t, "the query to run", func() bool { _, r := e.Load(); return r == 1 })
+	waitFor(t, e, "the query to run", func() bool { _, r := e.Load(); return r == 1 })
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

@@ -157,6 +157,15 @@ type Engine struct {
 	quit   chan struct{}
 	wg     sync.WaitGroup
 
+	policyOnce sync.Once
+	denied     []string // what the catalog denies, read once by a worker no user touched
+	limits     []string // the OS limits that worker reported
+	policyErr  error
+
+	// changed receives a value (without blocking) whenever a query waits,
+	// starts or ends, or a worker starts or stops: an event tests wait on.
+	changed chan struct{}
+
 	mu      sync.Mutex
 	closed  bool
 	workers map[string]*worker // by conversation (or table list)
@@ -195,11 +204,20 @@ func New(opts Options) (*Engine, error) {
 		ingest:  make(chan struct{}, o.IngestWorkers),
 		quit:    make(chan struct{}),
 		workers: map[string]*worker{},
+		changed: make(chan struct{}, 1),
 	}
+	e.sched.changed = e.poke
 	e.wg.Add(1)
 	go e.janitor()
 	e.refillSpare()
 	return e, nil
+}
+
+func (e *Engine) poke() {
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Options returns the engine's options with defaults filled in.
@@ -325,7 +343,8 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 	(&queryRequest{SQL: sql, Limits: resultLimits{maxRows: e.opts.MaxRows, maxCell: e.opts.MaxCellBytes, maxBytes: e.opts.MaxResultMB << 20}}).encode(req, op)
 	b, err := w.p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
 	if err != nil {
-		e.done(w, true)
+		// A worker that answered the cancel stays; a dead or killed one goes.
+		e.done(w, false)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -333,13 +352,14 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 			slog.String("stderr", lastLine(w.p.stderr.String())))
 		return err
 	}
-	e.done(w, false)
 	d, err := decodeReply(b)
-	if err != nil {
-		return err
+	if err == nil {
+		read(d)
+		err = d.err
 	}
-	read(d)
-	return d.err
+	// A worker whose answer does not decode is not trusted with another query.
+	e.done(w, errors.Is(err, errMalformed))
+	return err
 }
 
 // checkTables validates and sorts a table list.
@@ -415,11 +435,15 @@ func (e *Engine) acquire(ctx context.Context, key string, tables []Table) (*work
 	}
 	w.busy = true
 	e.workers[key] = w
+	e.poke()
 	return w, nil
 }
 
 // start starts a conversation's worker and builds its instance.
 func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker, error) {
+	if err := e.readPolicy(ctx); err != nil {
+		return nil, err
+	}
 	root, err := os.MkdirTemp(e.opts.TempDir, "sql-")
 	if err != nil {
 		return nil, fmt.Errorf("create sql worker directory: %w", err)
@@ -433,12 +457,13 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	req := &enc{}
 	(&openRequest{
 		Root: root, Tables: tables, MemoryLimit: e.opts.MemoryLimit, Threads: e.opts.Threads,
-		MaxTempBytes: e.opts.MaxTempBytes, Timeout: e.opts.Timeout, limits: e.opts.limits(),
+		MaxTempBytes: e.opts.MaxTempBytes, Timeout: e.opts.Timeout, Denied: e.denied, limits: e.opts.limits(),
 	}).encode(req)
 	b, err := p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
 	if err == nil {
 		var d *dec
 		if d, err = decodeReply(b); err == nil {
+			d.strs()
 			d.strs()
 			err = d.err
 		}
@@ -572,6 +597,7 @@ func (e *Engine) oldestIdleLocked() *worker {
 func (e *Engine) stopWorker(w *worker) {
 	w.p.shutdown(2 * time.Second)
 	os.RemoveAll(w.root)
+	e.poke()
 }
 
 // janitor stops workers left idle for IdleTimeout.
@@ -605,30 +631,57 @@ func (e *Engine) closeIdle(now time.Time) {
 	}
 }
 
-// Limits starts a worker with no tables and returns the OS limits it reports
-// being under, for the server's start-up log.
+// Limits returns the OS limits a worker reports being under, for the
+// server's start-up log (see readPolicy).
 func (e *Engine) Limits(ctx context.Context) ([]string, error) {
+	if err := e.readPolicy(ctx); err != nil {
+		return nil, err
+	}
+	return e.limits, nil
+}
+
+// readPolicy starts, once, a worker with no tables that runs only our own SQL
+// and reads from its catalog what the sandbox denies; every conversation's
+// worker is given that list instead of reading it again (it takes longer
+// than the rest of opening an instance). It proves too that workers start.
+func (e *Engine) readPolicy(ctx context.Context) error {
+	e.policyOnce.Do(func() {
+		e.denied, e.limits, e.policyErr = e.catalogPolicy(ctx)
+	})
+	return e.policyErr
+}
+
+func (e *Engine) catalogPolicy(ctx context.Context) (denied, limits []string, err error) {
+	// Not the caller's context: the answer serves every later caller.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	root, err := os.MkdirTemp(e.opts.TempDir, "sql-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(root)
 	p, err := startProc(&e.opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer p.shutdown(time.Second)
 	req := &enc{}
 	(&openRequest{Root: root, MemoryLimit: e.opts.MemoryLimit, Threads: 1, MaxTempBytes: e.opts.MaxTempBytes,
 		Timeout: e.opts.Timeout, limits: e.opts.limits()}).encode(req)
-	b, err := p.call(ctx, req.b, 30*time.Second, time.Second, errors.New("the sql worker did not start within 30s"))
+	b, err := p.call(ctx, req.b, time.Minute, time.Second, errors.New("the sql worker did not start within a minute"))
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("start sql worker: %w", err)
 	}
 	d, err := decodeReply(b)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("start sql worker: %w", err)
 	}
-	limits := d.strs()
-	return limits, d.err
+	limits, denied = d.strs(), d.strs()
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	if len(denied) == 0 {
+		return nil, nil, errors.New("start sql worker: it denied no function")
+	}
+	return denied, limits, nil
 }

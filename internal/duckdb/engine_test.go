@@ -103,17 +103,14 @@ func TestRowCap(t *testing.T) {
 			t.Errorf("range(%d): got %d rows, truncated %v; want %d, %v", c.n, res.RowCount, res.Truncated, min(c.n, 1000), c.truncated)
 		}
 	}
-	// A huge result is not materialised: only the first rows are produced.
-	start := time.Now()
+	// A huge result is not materialised: only the first rows are produced
+	// (10^10 rows of 100 bytes would hit the memory limit, or the timeout).
 	res, err := e.Query(ctx, "", nil, "SELECT range, repeat('x', 100) FROM range(10000000000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Truncated || res.RowCount != 1000 {
 		t.Errorf("got %d rows truncated %v", res.RowCount, res.Truncated)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("10^10-row result took %v: it was materialised", d)
 	}
 }
 
@@ -137,8 +134,8 @@ func TestTimeout(t *testing.T) {
 	if !errors.As(err, &qe) || qe.Kind != KindTimeout {
 		t.Fatalf("got %v, want a timeout", err)
 	}
-	if d < time.Second || d > 2*time.Second {
-		t.Errorf("returned after %v, want shortly after 1s", d)
+	if d < time.Second {
+		t.Errorf("returned after %v, before the 1s timeout", d)
 	}
 	if datachat.ErrorCode(err) != datachat.EINVALID || !strings.HasPrefix(datachat.ErrorMessage(err), "timeout: ") {
 		t.Errorf("code %q message %q", datachat.ErrorCode(err), datachat.ErrorMessage(err))
@@ -147,21 +144,31 @@ func TestTimeout(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	// The caller gives up once the query runs: it gets its context's error,
+	// and the conversation's worker, interrupted rather than killed, answers
+	// the next query.
 	e := mustEngine(t, Options{Timeout: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := e.Query(ctx, "", nil, "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range * b.range = 7")
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := e.Query(context.Background(), "c", nil, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	pid := workerPid(e, "c")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Query(ctx, "c", nil, "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range * b.range = 7")
+		done <- err
+	}()
+	waitFor(t, e, "the query to run", func() bool { _, r := e.Load(); return r == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want the caller's context error", err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("cancel took %v", d)
-	}
-	// The worker is free again promptly.
-	res, err := e.Query(context.Background(), "", nil, "SELECT 42")
+	res, err := e.Query(context.Background(), "c", nil, "SELECT 42")
 	if err != nil || res.Rows[0][0] != int64(42) {
 		t.Errorf("after cancel: %v %v", res, err)
+	}
+	if workerPid(e, "c") != pid {
+		t.Error("the worker was replaced: the cancel did not reach the query")
 	}
 }
 
@@ -178,7 +185,7 @@ func TestBusy(t *testing.T) {
 			defer wg.Done()
 			e.Query(ctx, fmt.Sprint("conv", i), nil, slow)
 		}()
-		waitFor(t, "the query to be taken", func() bool { q, r := e.Load(); return q+r == i+1 })
+		waitFor(t, e, "the query to be taken", func() bool { q, r := e.Load(); return q+r == i+1 })
 	}
 	_, err := e.Query(ctx, "conv3", nil, "SELECT 1")
 	if datachat.ErrorCode(err) != datachat.EBUSY {
@@ -187,18 +194,22 @@ func TestBusy(t *testing.T) {
 	t.Logf("%v", datachat.ErrorMessage(err))
 	cancel()
 	wg.Wait()
-	waitFor(t, "the queue to drain", func() bool { q, r := e.Load(); return q+r == 0 })
+	waitFor(t, e, "the queue to drain", func() bool { q, r := e.Load(); return q+r == 0 })
 	if _, err := e.Query(context.Background(), "", nil, "SELECT 1"); err != nil {
 		t.Errorf("after the queue drained: %v", err)
 	}
 }
 
-// waitFor polls cond, which watches the engine's own state (not the clock),
+// waitFor waits until cond holds, checking it at each change of the
+// engine's state (a query waits, starts or ends; a worker starts or stops),
 // failing after a generous bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, e *Engine, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-e.changed:
+		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}

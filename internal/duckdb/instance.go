@@ -41,6 +41,7 @@ type instance struct {
 	db     mapping.Database
 	tables []Table
 	policy *policy
+	denied []string // what the catalog denies, as newPolicy takes it
 }
 
 func memSetting(bytes int64) string {
@@ -61,7 +62,9 @@ func linkName(i int, t Table) string {
 const catalogFile = "catalog.duckdb"
 
 // openInstance builds the instance in root, the worker's working directory.
-func openInstance(root string, tables []Table, memoryLimit int64, threads int, maxTemp int64) (_ *instance, err error) {
+// denied are the functions the catalog denies (catalogDenied); nil reads them
+// from this instance's catalog.
+func openInstance(root string, tables []Table, memoryLimit int64, threads int, maxTemp int64, denied []string) (_ *instance, err error) {
 	if err := os.Chdir(root); err != nil {
 		return nil, fmt.Errorf("enter worker directory: %w", err)
 	}
@@ -118,8 +121,14 @@ func openInstance(root string, tables []Table, memoryLimit int64, threads int, m
 		if err != nil || v != "false,true" {
 			return fmt.Errorf("sandbox settings not in force (%q): %v", v, err)
 		}
-		in.policy, err = loadPolicy(conn, tables)
-		return err
+		if denied == nil {
+			if denied, err = catalogDenied(conn); err != nil {
+				return err
+			}
+		}
+		in.policy = newPolicy(denied, tables)
+		in.denied = denied
+		return nil
 	})
 	if err != nil {
 		return nil, err

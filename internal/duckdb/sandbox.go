@@ -50,11 +50,9 @@ type policy struct {
 	relations      map[string]bool // refused relation names
 }
 
-// loadPolicy builds the policy from the catalog: every table function, pragma
-// and table macro not on the allow list is denied, and so is every macro
-// whose definition calls a denied function (histogram calls query_table), to
-// a fixed point.
-func loadPolicy(conn mapping.Connection, tables []Table) (*policy, error) {
+// newPolicy is the policy for an instance over tables, given the functions
+// the catalog denies (see catalogDenied).
+func newPolicy(denied []string, tables []Table) *policy {
 	p := &policy{tableFunctions: map[string]bool{}, denied: map[string]bool{}, relations: map[string]bool{}}
 	for _, f := range allowedTableFunctions {
 		p.tableFunctions[f] = true
@@ -62,13 +60,9 @@ func loadPolicy(conn mapping.Connection, tables []Table) (*policy, error) {
 	for _, f := range deniedFunctions {
 		p.denied[f] = true
 	}
-	res, err := queryAll(conn, "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE function_type IN ('table', 'table_macro', 'pragma')", -1, nil)
-	if err != nil {
-		return nil, fmt.Errorf("read table functions: %w", err)
-	}
-	for _, row := range res.Rows {
-		if name, _ := row[0].(string); !p.tableFunctions[name] {
-			p.denied[name] = true
+	for _, f := range denied {
+		if !p.tableFunctions[f] {
+			p.denied[f] = true
 		}
 	}
 	for _, r := range deniedRelations {
@@ -81,7 +75,27 @@ func loadPolicy(conn mapping.Connection, tables []Table) (*policy, error) {
 	for _, t := range tables {
 		delete(p.relations, strings.ToLower(t.Name))
 	}
+	return p
+}
 
+// catalogDenied reads from the catalog the functions to deny: every table
+// function, pragma and table macro not on the allow list, and every macro
+// whose definition calls a denied function (histogram calls query_table), to
+// a fixed point. It runs only our own SQL, on an instance no user has
+// touched; the engine asks one worker for it and gives the answer to the
+// others (it is the same for every instance of this DuckDB build).
+func catalogDenied(conn mapping.Connection) ([]string, error) {
+	p := newPolicy(nil, nil)
+	res, err := queryAll(conn, "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE function_type IN ('table', 'table_macro', 'pragma')", -1, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read table functions: %w", err)
+	}
+	for _, row := range res.Rows {
+		if name, _ := row[0].(string); !p.tableFunctions[name] {
+			p.denied[name] = true
+			p.relations[name] = true
+		}
+	}
 	res, err = queryAll(conn, "SELECT lower(function_name), function_type, macro_definition FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro') AND macro_definition IS NOT NULL", -1, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read macros: %w", err)
@@ -115,7 +129,12 @@ func loadPolicy(conn mapping.Connection, tables []Table) (*policy, error) {
 			}
 		}
 	}
-	return p, nil
+	out := make([]string, 0, len(p.denied))
+	for name := range p.denied {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // parseTree returns DuckDB's parse tree of a SELECT, as json_serialize_sql

@@ -27,6 +27,8 @@ type scheduler struct {
 	seq     uint64 // counts arrivals and grants, to order them
 	users   map[string]*userQueue
 	busy    map[string]bool // conversations with a query running
+	changed func()          // called (under mu) whenever a query waits, starts or ends
+	watch   chan struct{}   // for tests: what changed sends to
 }
 
 type userQueue struct {
@@ -73,6 +75,7 @@ func (s *scheduler) acquire(ctx context.Context, user, conv string) (release fun
 	u.waiting = append(u.waiting, t)
 	s.queued++
 	s.dispatchLocked()
+	s.changedLocked()
 	s.mu.Unlock()
 
 	release = func() { s.release(t) }
@@ -100,6 +103,13 @@ func (s *scheduler) release(t *ticket) {
 	delete(s.busy, t.conv)
 	s.forgetLocked(t.user)
 	s.dispatchLocked()
+	s.changedLocked()
+}
+
+func (s *scheduler) changedLocked() {
+	if s.changed != nil {
+		s.changed()
+	}
 }
 
 // dispatchLocked starts waiting tickets while slots are free.
@@ -160,6 +170,7 @@ func (s *scheduler) removeLocked(t *ticket) {
 	}
 	s.forgetLocked(t.user)
 	s.dispatchLocked()
+	s.changedLocked()
 }
 
 // forgetLocked drops a user with nothing running or waiting, so the map does

@@ -2,7 +2,6 @@ package duckdb
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -56,17 +55,40 @@ func (tr *turn) waiting(t *testing.T) {
 	}
 }
 
-// queued waits until n tickets wait in s.
+// queued waits until n tickets wait in s, checking at each change.
 func queued(t *testing.T, s *scheduler, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d waiting", n), func() bool { q, _ := s.load(); return q == n })
+	deadline := time.After(30 * time.Second)
+	for {
+		if q, _ := s.load(); q == n {
+			return
+		}
+		select {
+		case <-s.watch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %d to wait", n)
+		}
+	}
+}
+
+// newWatched is a scheduler whose changes tests can wait on.
+func newWatched(slots, perUser, perUserQueued, maxQueued int) *scheduler {
+	s := newScheduler(slots, perUser, perUserQueued, maxQueued)
+	s.watch = make(chan struct{}, 1)
+	s.changed = func() {
+		select {
+		case s.watch <- struct{}{}:
+		default:
+		}
+	}
+	return s
 }
 
 // TestSchedulerFair: a user with many queries waiting does not keep another
 // from the next free slot; a conversation runs one query at a time; a user
 // never holds more than their share of slots.
 func TestSchedulerFair(t *testing.T) {
-	s := newScheduler(2, 1, 10, 100)
+	s := newWatched(2, 1, 10, 100)
 	ctx := context.Background()
 	a1 := take(s, ctx, "alice", "a1")
 	releaseA1 := a1.granted(t)
@@ -96,7 +118,7 @@ func TestSchedulerFair(t *testing.T) {
 	a3.granted(t)()
 
 	// One query at a time per conversation, even for one user with room.
-	s = newScheduler(4, 4, 10, 100)
+	s = newWatched(4, 4, 10, 100)
 	x1 := take(s, ctx, "dave", "x")
 	releaseX1 := x1.granted(t)
 	x2 := take(s, ctx, "dave", "x")
@@ -111,7 +133,7 @@ func TestSchedulerFair(t *testing.T) {
 // next, at once), others are not affected, and a caller that gives up leaves
 // the queue.
 func TestSchedulerLimits(t *testing.T) {
-	s := newScheduler(1, 1, 2, 100)
+	s := newWatched(1, 1, 2, 100)
 	ctx := context.Background()
 	release := take(s, ctx, "alice", "a0").granted(t)
 	gone, cancel := context.WithCancel(ctx)
@@ -142,7 +164,7 @@ func TestSchedulerLimits(t *testing.T) {
 		t.Errorf("users remembered after their queries: %v", s.users)
 	}
 
-	s = newScheduler(1, 1, 10, 1)
+	s = newWatched(1, 1, 10, 1)
 	release = take(s, ctx, "alice", "a").granted(t)
 	take(s, ctx, "bob", "b")
 	queued(t, s, 1)

@@ -101,6 +101,7 @@ type openRequest struct {
 	Threads      int
 	MaxTempBytes int64
 	Timeout      time.Duration // per query, enforced inside (interrupt); the server kills past it
+	Denied       []string      // the functions the catalog denies; nil: read them from the catalog, and report them
 	limits       workerLimits
 }
 
@@ -116,6 +117,8 @@ func (o *openRequest) encode(e *enc) {
 	e.int(o.Threads)
 	e.varint(o.MaxTempBytes)
 	e.varint(int64(o.Timeout))
+	e.bool(o.Denied != nil)
+	e.strs(o.Denied)
 	o.limits.encode(e)
 }
 
@@ -130,6 +133,14 @@ func (o *openRequest) decode(d *dec) {
 	o.Threads = d.int()
 	o.MaxTempBytes = d.varint()
 	o.Timeout = time.Duration(d.varint())
+	if d.bool() {
+		o.Denied = d.strs()
+		if o.Denied == nil {
+			o.Denied = []string{}
+		}
+	} else {
+		d.strs()
+	}
 	o.limits.decode(d)
 }
 
@@ -177,12 +188,6 @@ func (q *queryRequest) decode(d *dec) {
 	q.Limits.maxBytes = d.int()
 }
 
-// openReply is a query worker's answer to opOpen: which OS limits it runs
-// under.
-type openReply struct {
-	Limits []string
-}
-
 // serveQueries is a query worker's life.
 func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 	var req openRequest
@@ -202,13 +207,14 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 		reply(w, err, nil)
 		return 1
 	}
-	in, err := openInstance(req.Root, req.Tables, req.MemoryLimit, req.Threads, req.MaxTempBytes)
+	in, err := openInstance(req.Root, req.Tables, req.MemoryLimit, req.Threads, req.MaxTempBytes, req.Denied)
 	if err != nil {
 		reply(w, hideErrorPaths(err, req.Root, req.Tables), nil)
 		return 1
 	}
 	defer in.close()
-	if err := reply(w, nil, func(e *enc) error { e.strs(limits); return nil }); err != nil {
+	// The answer: the OS limits in force, and what the catalog denies.
+	if err := reply(w, nil, func(e *enc) error { e.strs(limits); e.strs(in.denied); return nil }); err != nil {
 		return 0
 	}
 
