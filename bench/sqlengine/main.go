@@ -190,11 +190,11 @@ func main() {
 			log.Fatal(err)
 		}
 		defer f.Close()
-		st, err := loader.Ingest(ctx, f, "sales.csv")
+		sts, err := loader.Ingest(ctx, f, "sales.csv")
 		if err != nil {
 			log.Fatal(err)
 		}
-		loader.Remove(st.Path)
+		loader.RemoveAll(sts)
 	}, func() {
 		// A fresh DuckDB with the loader's threads and memory limit.
 		db, err := openDuckDB(dir)

@@ -14,7 +14,6 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
-	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
 	"datachat/internal/sqlite"
 	"datachat/internal/workspace"
@@ -56,19 +55,11 @@ func (m *Main) runSQL(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var tables []duckdb.Table
-	var taken []string
-	for _, src := range data {
-		st, err := m.ingest(ctx, ws.Loader, src)
-		if err != nil {
-			return err
-		}
-		name := dataset.TableName(st.Source, taken)
-		taken = append(taken, name)
-		tables = append(tables, duckdb.Table{Name: name, Path: filepath.Join(ws.Loader.Dir(), st.Path)})
-		fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", name, st.Source, st.RowCount)
+	conv, err := m.localConversation(ctx, ws, "datachat sql", data)
+	if err != nil {
+		return fmt.Errorf("sql: %w", err)
 	}
-	res, err := ws.Engine.Query(ctx, "cli", tables, fs.Arg(0))
+	res, err := ws.Query(ctx, conv.ID, fs.Arg(0))
 	if err != nil {
 		return fmt.Errorf("sql: %s", datachat.ErrorMessage(err))
 	}
@@ -89,17 +80,40 @@ func (m *Main) runSQL(ctx context.Context) error {
 	return nil
 }
 
-// ingest loads one --data argument: a URL, or a local file.
-func (m *Main) ingest(ctx context.Context, loader *dataset.Loader, src string) (*dataset.Stored, error) {
+// localConversation creates a conversation of the user "local" holding the
+// --data files and URLs, each reported on stderr as its tables.
+func (m *Main) localConversation(ctx context.Context, ws *workspace.Workspace, title string, data []string) (*datachat.Conversation, error) {
+	user, err := ws.Store.EnsureUser(ctx, "local")
+	if err != nil {
+		return nil, err
+	}
+	conv := &datachat.Conversation{UserID: user.ID, Title: title}
+	if err := ws.Store.CreateConversation(ctx, conv); err != nil {
+		return nil, err
+	}
+	for _, src := range data {
+		ds, err := m.addData(ctx, ws, conv.ID, src)
+		if err != nil {
+			return nil, fmt.Errorf("--data %s: %s", src, datachat.ErrorMessage(err))
+		}
+		for _, d := range ds {
+			fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
+		}
+	}
+	return conv, nil
+}
+
+// addData adds one --data argument to a conversation: a URL, or a local file.
+func (m *Main) addData(ctx context.Context, ws *workspace.Workspace, conversationID, src string) ([]*datachat.Dataset, error) {
 	if isURL(src) {
-		return loader.Fetch(ctx, src)
+		return ws.AddURL(ctx, conversationID, src, "")
 	}
 	f, err := os.Open(src)
 	if err != nil {
-		return nil, fmt.Errorf("--data: %w", err)
+		return nil, datachat.Errorf(datachat.EINVALID, "%s", strings.TrimPrefix(err.Error(), "open "))
 	}
 	defer f.Close()
-	return loader.Ingest(ctx, f, filepath.Base(src))
+	return ws.AddUpload(ctx, conversationID, f, filepath.Base(src), "")
 }
 
 // newWorkspaceAt builds a workspace over a fresh SQLite store in dir.
@@ -148,25 +162,13 @@ func (m *Main) runAsk(ctx context.Context) error {
 		ev := chat.ErrorEventFor(chat.NotConfiguredError())
 		return fmt.Errorf("%s %s", ev.Reason, ev.SuggestedAction)
 	}
-	user, err := ws.Store.EnsureUser(ctx, "local")
+	conv, err := m.localConversation(ctx, ws, "datachat ask", data)
 	if err != nil {
 		return err
 	}
-	conv := &datachat.Conversation{UserID: user.ID, Title: "datachat ask"}
-	if err := ws.Store.CreateConversation(ctx, conv); err != nil {
+	user, err := ws.Store.EnsureUser(ctx, "local")
+	if err != nil {
 		return err
-	}
-	for _, src := range data {
-		var d *datachat.Dataset
-		if isURL(src) {
-			d, err = ws.AddURL(ctx, conv.ID, src, "")
-		} else {
-			d, err = m.addFile(ctx, ws, conv.ID, src)
-		}
-		if err != nil {
-			return fmt.Errorf("--data %s: %s", src, datachat.ErrorMessage(err))
-		}
-		fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
 	}
 	if len(docs) > 0 {
 		if err := m.addDocs(ctx, ws, conv.ID, docs); err != nil {
@@ -196,15 +198,6 @@ func (m *Main) runAsk(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func (m *Main) addFile(ctx context.Context, ws *workspace.Workspace, conversationID, path string) (*datachat.Dataset, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ws.AddUpload(ctx, conversationID, f, filepath.Base(path), "")
 }
 
 // printEvent shows a turn's events in the terminal: the answer on stdout,

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -84,30 +82,15 @@ func (m *Main) mcpConversation(ctx context.Context, ws *workspace.Workspace, use
 		return "", err
 	}
 	for _, src := range data {
-		var (
-			d   *datachat.Dataset
-			err error
-		)
-		if isURL(src) {
-			d, err = ws.AddURL(ctx, c.ID, src, "")
-		} else {
-			d, err = m.mcpUpload(ctx, ws, c.ID, src)
-		}
+		ds, err := m.addData(ctx, ws, c.ID, src)
 		if err != nil {
 			return "", fmt.Errorf("mcp: --data %s: %s", src, datachat.ErrorMessage(err))
 		}
-		fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
+		for _, d := range ds {
+			fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
+		}
 	}
 	return c.ID, nil
-}
-
-func (m *Main) mcpUpload(ctx context.Context, ws *workspace.Workspace, convID, path string) (*datachat.Dataset, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, datachat.Errorf(datachat.EINVALID, "%s", strings.TrimPrefix(err.Error(), "open "))
-	}
-	defer f.Close()
-	return ws.AddUpload(ctx, convID, f, filepath.Base(path), "")
 }
 
 // nopWriteCloser keeps the protocol from closing stdout.

@@ -55,7 +55,7 @@ func (d benchData) Query(context.Context, string, string) (*datachat.QueryResult
 	return nil, datachat.Errorf(datachat.EINVALID, "not in a benchmark")
 }
 func (d benchData) EstimateRows(context.Context, string, string) (int64, error) { return 0, nil }
-func (d benchData) LoadURL(context.Context, string, string) (*datachat.Dataset, error) {
+func (d benchData) LoadURL(context.Context, string, string) ([]*datachat.Dataset, error) {
 	return nil, datachat.Errorf(datachat.EINVALID, "not in a benchmark")
 }
 func (d benchData) HasDocuments(context.Context, string) (bool, error) { return true, nil }

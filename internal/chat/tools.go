@@ -112,8 +112,16 @@ func plural(n int) string {
 }
 
 // datasetText describes a loaded dataset for the model.
-func datasetText(d *datachat.Dataset) string {
-	return fmt.Sprintf("Loaded %s as table %s.\n%s", d.Source, d.Name, strings.TrimSpace(schemaText([]*datachat.Dataset{d})))
+func datasetText(ds []*datachat.Dataset) string {
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.Name
+	}
+	what := "table " + names[0]
+	if len(ds) > 1 {
+		what = "tables " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("Loaded %s as %s.\n%s", ds[0].Source, what, strings.TrimSpace(schemaText(ds)))
 }
 
 // sourcesText renders search results for the model, numbered from first.

@@ -38,7 +38,7 @@ type Data interface {
 	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
 	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
 	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
-	LoadURL(ctx context.Context, conversationID, url string) (*datachat.Dataset, error)
+	LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error)
 	HasDocuments(ctx context.Context, conversationID string) (bool, error)
 	Search(ctx context.Context, conversationID string, q SearchQuery) (*SearchResult, error)
 }
@@ -897,12 +897,12 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.URL) == "" {
 			return fail("load_dataset needs {\"url\": \"https://…\"}.")
 		}
-		d, err := t.r.Data.LoadURL(ctx, t.conv.ID, strings.TrimSpace(a.URL))
+		ds, err := t.r.Data.LoadURL(ctx, t.conv.ID, strings.TrimSpace(a.URL))
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}
 		t.refreshSystem(ctx)
-		return toolResult{content: datasetText(d)}
+		return toolResult{content: datasetText(ds)}
 	case ToolSearchDocuments:
 		var a struct {
 			Query string `json:"query"`

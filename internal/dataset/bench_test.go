@@ -31,12 +31,12 @@ func BenchmarkIngestCSV(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		st, err := l.Ingest(context.Background(), f, "sales.csv")
+		sts, err := l.Ingest(context.Background(), f, "sales.csv")
 		f.Close()
 		if err != nil {
 			b.Fatal(err)
 		}
-		l.Remove(st.Path)
+		l.RemoveAll(sts)
 	}
 }
 

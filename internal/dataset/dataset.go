@@ -54,31 +54,18 @@ type Loader struct {
 	client *http.Client
 }
 
-// Stored is a dataset written to the dataset directory.
+// Stored is a dataset written to the dataset directory: one table of an
+// upload (a JSON object's arrays of records give one each).
 type Stored struct {
 	Path         string            // the Parquet file, relative to Options.Dir
 	Name         string            // table name from the file name (TableName with nothing taken)
+	Part         string            // "" for a file's one table; else the part of the file it holds (a JSON key)
 	Source       string            // the file name or the URL
-	SourceFormat string            // what came in: "parquet", "csv" or "tsv" (the stored form is always Parquet)
+	SourceFormat string            // what came in: "parquet", "csv", "tsv" or "json" (the stored form is always Parquet)
 	Encoding     string            // a CSV's text encoding, when it was not UTF-8 (transcoded)
 	Columns      []datachat.Column // with friendly types and a few sample values
 	RowCount     int64
 	Bytes        int64 // size of the stored Parquet file
-}
-
-// Dataset returns s as a datachat.Dataset with the given table name, Format
-// "parquet" and Path still relative to Options.Dir (ID, ConversationID and
-// CreatedAt are left to the caller).
-func (s *Stored) Dataset(name string) *datachat.Dataset {
-	return &datachat.Dataset{
-		Name:     name,
-		Source:   s.Source,
-		Format:   "parquet",
-		Path:     s.Path,
-		Columns:  s.Columns,
-		RowCount: s.RowCount,
-		Bytes:    s.Bytes,
-	}
 }
 
 // New returns a Loader storing datasets in opts.Dir (created if needed).
@@ -120,12 +107,13 @@ func New(opts Options) (*Loader, error) {
 // Dir returns the absolute dataset directory; a Stored.Path is relative to it.
 func (l *Loader) Dir() string { return l.opts.Dir }
 
-// Ingest stores a dataset read from r (an upload), named filename. r is
-// streamed to disk, never held in memory; past MaxBytes the upload fails.
+// Ingest stores the datasets read from r (an upload), named filename: one
+// table, or one per array of records of a JSON object. r is streamed to disk,
+// never held in memory; past MaxBytes the upload fails.
 //
-// Errors: EINVALID naming the file and what is wrong (too large, not Parquet or
-// CSV, unreadable); nothing is left behind on error.
-func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) (*Stored, error) {
+// Errors: EINVALID naming the file and what is wrong (too large, not Parquet,
+// CSV or JSON, unreadable); nothing is left behind on error.
+func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) ([]*Stored, error) {
 	name := cleanName(filename)
 	tmp, n, err := l.spool(ctxReader{ctx, r}, name)
 	if err != nil {
@@ -136,6 +124,14 @@ func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) (*Sto
 	}
 	defer os.Remove(tmp)
 	return l.store(ctx, tmp, n, name, name)
+}
+
+// RemoveAll deletes the stored files of datasets, for an upload that could
+// not be recorded.
+func (l *Loader) RemoveAll(sts []*Stored) {
+	for _, st := range sts {
+		l.Remove(st.Path)
+	}
 }
 
 // Remove deletes a stored dataset file, given its Stored.Path.
@@ -182,15 +178,14 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// store turns the spooled file tmp (n bytes) into a stored Parquet dataset:
+// store turns the spooled file tmp (n bytes) into stored Parquet datasets:
 // the engine checks and converts it in a worker of its own, in a work
 // directory that holds nothing else.
-func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source string) (_ *Stored, err error) {
+func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source string) (_ []*Stored, err error) {
 	if n == 0 {
 		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
 	}
 	id := newID()
-	final := filepath.Join(l.opts.Dir, id+".parquet")
 	work := filepath.Join(l.tmpDir, id)
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, fmt.Errorf("create work directory: %w", err)
@@ -205,21 +200,35 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Rename(filepath.Join(work, res.Output), final); err != nil {
-		return nil, fmt.Errorf("store dataset: %w", err)
-	}
+	var out []*Stored
 	defer func() {
 		if err != nil {
-			os.Remove(final)
+			l.RemoveAll(out)
 		}
 	}()
-	fi, err := os.Stat(final)
-	if err != nil {
-		return nil, fmt.Errorf("store dataset: %w", err)
+	for i, t := range res.Tables {
+		rel := id + ".parquet"
+		if len(res.Tables) > 1 {
+			rel = fmt.Sprintf("%s-%d.parquet", id, i+1)
+		}
+		final := filepath.Join(l.opts.Dir, rel)
+		if err := os.Rename(filepath.Join(work, t.Output), final); err != nil {
+			return nil, fmt.Errorf("store dataset: %w", err)
+		}
+		st := &Stored{
+			Path: rel, Name: TableName(name, nil), Part: t.Suffix, Source: source,
+			SourceFormat: res.SourceFormat, Encoding: res.Encoding,
+			Columns: t.Columns, RowCount: t.RowCount,
+		}
+		out = append(out, st)
+		fi, err := os.Stat(final)
+		if err != nil {
+			return nil, fmt.Errorf("store dataset: %w", err)
+		}
+		st.Bytes = fi.Size()
+		if t.Suffix != "" {
+			st.Name = TableName(strings.TrimSuffix(name, filepath.Ext(name))+"_"+t.Suffix, nil)
+		}
 	}
-	return &Stored{
-		Path: id + ".parquet", Name: TableName(name, nil), Source: source,
-		SourceFormat: res.SourceFormat, Encoding: res.Encoding,
-		Columns: res.Columns, RowCount: res.RowCount, Bytes: fi.Size(),
-	}, nil
+	return out, nil
 }

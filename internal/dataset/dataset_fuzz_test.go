@@ -107,13 +107,15 @@ func FuzzIngest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, filename string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		st, err := l.Ingest(ctx, bytes.NewReader(data), filename)
+		sts, err := l.Ingest(ctx, bytes.NewReader(data), filename)
 		if err != nil {
 			ingestError(t, ctx, l, err)
 			return
 		}
-		defer l.Remove(st.Path)
-		checkStored(t, l, st)
+		defer l.RemoveAll(sts)
+		for _, st := range sts {
+			checkStored(t, l, st)
+		}
 		mustBeClean(t, l)
 	})
 }
@@ -147,20 +149,22 @@ func FuzzFetch(f *testing.F) {
 		l.client = &http.Client{Transport: fakeTransport{header: h, body: body}}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		st, err := l.Fetch(ctx, rawURL)
+		sts, err := l.Fetch(ctx, rawURL)
 		if err != nil {
 			ingestError(t, ctx, l, err)
 			return
 		}
-		defer l.Remove(st.Path)
-		checkStored(t, l, st)
-		mustBeClean(t, l)
-		// The source shown to people and models never carries a password.
-		if u, err := url.Parse(st.Source); err == nil && u.User != nil {
-			if p, ok := u.User.Password(); ok && p != "xxxxx" {
-				t.Fatalf("source %q shows the URL's password", st.Source)
+		defer l.RemoveAll(sts)
+		for _, st := range sts {
+			checkStored(t, l, st)
+			// The source shown to people and models never carries a password.
+			if u, err := url.Parse(st.Source); err == nil && u.User != nil {
+				if p, ok := u.User.Password(); ok && p != "xxxxx" {
+					t.Fatalf("source %q shows the URL's password", st.Source)
+				}
 			}
 		}
+		mustBeClean(t, l)
 	})
 }
 

@@ -106,9 +106,17 @@ func TestReservedWords(t *testing.T) {
 	}
 }
 
+// ingestBytes ingests b as an upload named name, which must give one table.
 func ingestBytes(t *testing.T, l *Loader, name string, b []byte) (*Stored, error) {
 	t.Helper()
-	return l.Ingest(context.Background(), bytes.NewReader(b), name)
+	sts, err := l.Ingest(context.Background(), bytes.NewReader(b), name)
+	if err != nil {
+		return nil, err
+	}
+	if len(sts) != 1 {
+		t.Fatalf("%s gave %d tables, want 1", name, len(sts))
+	}
+	return sts[0], nil
 }
 
 // query reads back a stored dataset with a scratch DuckDB.
@@ -150,16 +158,23 @@ func columnNames(st *Stored) string {
 	return strings.Join(names, ",")
 }
 
-// TestSharedFiles loads every real file of ../shared/data/{csv,parquet}: each
-// loads with its schema and row count, or fails with a clear error naming it.
+// TestSharedFiles loads every real file of ../shared/data/{csv,parquet,json}:
+// each loads with its tables, schema and row counts, or fails with a clear
+// error naming it.
 func TestSharedFiles(t *testing.T) {
 	root := sharedtest.Path(t, "data")
 	l := mustLoader(t, Options{})
-	want := map[string]struct {
+	type table struct {
+		name string
 		rows int64
 		cols int
-		enc  string
-		err  string // substring of the error, for files that must fail
+	}
+	want := map[string]struct {
+		rows   int64
+		cols   int
+		enc    string
+		err    string  // substring of the error, for files that must fail
+		tables []table // for a file that gives several tables
 	}{
 		"csv/tips.csv":                                 {rows: 244, cols: 7},
 		"csv/titanic.csv":                              {rows: 891, cols: 15},
@@ -189,14 +204,22 @@ func TestSharedFiles(t *testing.T) {
 		"parquet/hadoop_lz4_compressed.parquet":        {err: `Unsupported compression codec "LZ4"`},
 		"parquet/PARQUET-1481.parquet":                 {err: "not a readable Parquet file"},
 		"parquet/datapage_v1-corrupt-checksum.parquet": {err: "fails its checksum"},
+		"json/penguins.json":                           {rows: 344, cols: 7},
+		"json/gharchive_log.jsonl":                     {rows: 50, cols: 8},
+		// One object: a table for each of its arrays of records.
+		"json/miserables.json": {tables: []table{{"miserables_nodes", 77, 3}, {"miserables_links", 254, 3}}},
+		"json/twitter.json":    {tables: []table{{"twitter_statuses", 100, 0}}},
 	}
 	seen := 0
-	for _, sub := range []string{"csv", "parquet"} {
+	for _, sub := range []string{"csv", "parquet", "json"} {
 		files, err := os.ReadDir(filepath.Join(root, sub))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range files {
+			if strings.HasSuffix(f.Name(), ".md") {
+				continue
+			}
 			key := sub + "/" + f.Name()
 			t.Run(key, func(t *testing.T) {
 				w, ok := want[key]
@@ -209,10 +232,10 @@ func TestSharedFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer fh.Close()
-				st, err := l.Ingest(context.Background(), fh, f.Name())
+				sts, err := l.Ingest(context.Background(), fh, f.Name())
 				if w.err != "" || (!ok && err != nil) {
 					if err == nil {
-						t.Fatalf("loaded %d rows, want an error containing %q", st.RowCount, w.err)
+						t.Fatalf("loaded %d tables, want an error containing %q", len(sts), w.err)
 					}
 					msg := datachat.ErrorMessage(err)
 					if datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(msg, w.err) || !strings.Contains(msg, f.Name()) {
@@ -227,6 +250,22 @@ func TestSharedFiles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if w.tables != nil {
+					if len(sts) != len(w.tables) {
+						t.Fatalf("got %d tables, want %d", len(sts), len(w.tables))
+					}
+					for i, wt := range w.tables {
+						st := sts[i]
+						if st.Name != wt.name || st.RowCount != wt.rows || wt.cols > 0 && len(st.Columns) != wt.cols {
+							t.Errorf("table %d: got %s, %d rows, %d columns; want %s, %d, %d", i, st.Name, st.RowCount, len(st.Columns), wt.name, wt.rows, wt.cols)
+						}
+					}
+					return
+				}
+				if len(sts) != 1 {
+					t.Fatalf("got %d tables, want 1", len(sts))
+				}
+				st := sts[0]
 				if ok && (st.RowCount != w.rows || w.cols > 0 && len(st.Columns) != w.cols || st.Encoding != w.enc) {
 					t.Errorf("got %d rows, %d columns, encoding %q; want %d, %d, %q", st.RowCount, len(st.Columns), st.Encoding, w.rows, w.cols, w.enc)
 				}

@@ -189,7 +189,7 @@ const maxRedirects = 5
 //
 // Errors: EINVALID for a bad URL, a refused address, an HTTP error status, a
 // file too large or unreadable; ctx's error when it ends first.
-func (l *Loader) Fetch(ctx context.Context, rawURL string) (*Stored, error) {
+func (l *Loader) Fetch(ctx context.Context, rawURL string) ([]*Stored, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	switch {
 	case err != nil || u.Scheme == "":

@@ -130,18 +130,28 @@ func TestFetch(t *testing.T) {
 	l := mustLoader(t, Options{AllowNets: allow, MaxBytes: 200 << 10})
 	ctx := context.Background()
 
-	st, err := l.Fetch(ctx, srv.URL+"/tips.csv")
+	one := func(url string) (*Stored, error) {
+		sts, err := l.Fetch(ctx, url)
+		if err != nil {
+			return nil, err
+		}
+		if len(sts) != 1 {
+			t.Fatalf("%s gave %d tables", url, len(sts))
+		}
+		return sts[0], nil
+	}
+	st, err := one(srv.URL + "/tips.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.RowCount != 244 || st.Name != "tips" || st.Source != srv.URL+"/tips.csv" {
 		t.Errorf("got %+v", st)
 	}
-	st, err = l.Fetch(ctx, srv.URL+"/download")
+	st, err = one(srv.URL + "/download")
 	if err != nil || st.Name != "restaurant_tips" {
 		t.Errorf("Content-Disposition name: %v %v", st, err)
 	}
-	if st, err = l.Fetch(ctx, srv.URL+"/hop/4"); err != nil { // 5 redirects
+	if _, err = one(srv.URL + "/hop/4"); err != nil { // 5 redirects
 		t.Errorf("5 redirects: %v", err)
 	}
 

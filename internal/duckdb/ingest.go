@@ -2,6 +2,7 @@ package duckdb
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,13 +39,20 @@ type IngestJob struct {
 	MaxLine  int    // the longest CSV line accepted (bytes); 2 MiB
 }
 
-// IngestResult describes the stored Parquet file.
+// IngestResult describes what an upload became: one table, or several (a
+// JSON object's arrays of records).
 type IngestResult struct {
-	Output       string            // its name in the job's Dir
-	SourceFormat string            // what came in: "parquet", "csv" or "tsv"
-	Encoding     string            // a CSV's text encoding, when it was not UTF-8 (transcoded)
-	Columns      []datachat.Column // with friendly types and a few sample values
-	RowCount     int64
+	SourceFormat string // what came in: "parquet", "csv", "tsv" or "json"
+	Encoding     string // a CSV's text encoding, when it was not UTF-8 (transcoded)
+	Tables       []IngestTable
+}
+
+// IngestTable is one stored Parquet file of an upload.
+type IngestTable struct {
+	Suffix   string            // "" for a file's one table; else what part of the file it holds (a JSON key)
+	Output   string            // its name in the job's Dir
+	Columns  []datachat.Column // with friendly types and a few sample values
+	RowCount int64
 }
 
 // The files of an ingest job, in its directory. Their names are distinctive
@@ -111,12 +119,21 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 	if err != nil {
 		return nil, err
 	}
-	r := &IngestResult{Output: d.str(), SourceFormat: d.str(), Encoding: d.str(), Columns: d.columns(), RowCount: d.varint()}
+	r := &IngestResult{SourceFormat: d.str(), Encoding: d.str()}
+	r.Tables = make([]IngestTable, d.count(4))
+	for i := range r.Tables {
+		r.Tables[i] = IngestTable{Suffix: d.str(), Output: d.str(), Columns: d.columns(), RowCount: d.varint()}
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
-	if filepath.Base(r.Output) != r.Output || r.Output == "" {
-		return nil, fmt.Errorf("sql worker named an output outside its directory: %q", r.Output)
+	if len(r.Tables) == 0 {
+		return nil, errors.New("sql worker stored no table")
+	}
+	for _, t := range r.Tables {
+		if filepath.Base(t.Output) != t.Output || t.Output == "" || t.Output == "." || t.Output == ".." {
+			return nil, fmt.Errorf("sql worker named an output outside its directory: %q", t.Output)
+		}
 	}
 	return r, nil
 }
@@ -138,11 +155,15 @@ func serveIngest(w *bufio.Writer, d *dec) int {
 	res, err := ingest(context.Background(), job, memoryLimit, threads)
 	err = hideErrorPaths(err, job.Dir, nil)
 	reply(w, err, func(e *enc) error {
-		e.str(res.Output)
 		e.str(res.SourceFormat)
 		e.str(res.Encoding)
-		e.columns(res.Columns)
-		e.varint(res.RowCount)
+		e.uvarint(uint64(len(res.Tables)))
+		for _, t := range res.Tables {
+			e.str(t.Suffix)
+			e.str(t.Output)
+			e.columns(t.Columns)
+			e.varint(t.RowCount)
+		}
 		return nil
 	})
 	return 0
@@ -178,7 +199,7 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 		return nil, err
 	}
 	defer mapping.Close(&db)
-	res := &IngestResult{Output: fileOutput}
+	res := &IngestResult{}
 	err = withConn(ctx, db, func(conn mapping.Connection) error {
 		// The same sandbox as a query's: only this job's directory.
 		dir, err := filepath.Abs(".")
@@ -194,13 +215,26 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 				return fmt.Errorf("sandbox setup %q: %w", q, err)
 			}
 		}
-		s := &ingestSession{conn: conn, name: name, maxLine: job.MaxLine}
+		s := &ingestSession{conn: conn, name: name, maxLine: job.MaxLine, memoryLimit: memoryLimit}
 		switch kind {
 		case "parquet":
 			res.SourceFormat = "parquet"
 			if err := s.storeParquet(in, fileOutput); err != nil {
 				return err
 			}
+		case "json":
+			res.SourceFormat = "json"
+			tables, err := s.storeJSON(in)
+			if err != nil {
+				return err
+			}
+			for i := range tables {
+				if tables[i].Columns, tables[i].RowCount, err = s.describe(tables[i].Output); err != nil {
+					return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
+				}
+			}
+			res.Tables = tables
+			return nil
 		default:
 			enc, delim, err := s.storeCSV(ctx, in, fileOutput)
 			if err != nil {
@@ -215,7 +249,7 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 		if err != nil {
 			return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
 		}
-		res.Columns, res.RowCount = cols, n
+		res.Tables = []IngestTable{{Output: fileOutput, Columns: cols, RowCount: n}}
 		return nil
 	})
 	if err != nil {
@@ -226,9 +260,10 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 
 // ingestSession is one job's DuckDB connection.
 type ingestSession struct {
-	conn    mapping.Connection
-	name    string // the user's name for the file
-	maxLine int
+	conn        mapping.Connection
+	name        string // the user's name for the file
+	maxLine     int
+	memoryLimit int64
 }
 
 // message is DuckDB's error message, first paragraph only, with the job's
@@ -300,6 +335,88 @@ func (s *ingestSession) storeParquet(in, out string) error {
 		return os.Rename(in, out) // keep the original rather than fail
 	}
 	return os.Rename(fileRewritten, out)
+}
+
+// storeJSON reads a JSON file — an array of records, or one record per line
+// (NDJSON) — and writes it as Parquet: nested objects become STRUCTs, arrays
+// LISTs. A file that is one object gives a table for each of its keys that
+// holds an array of records (an API response's "items", a graph's "nodes"
+// and "links"), or, when none does, a one-row table of the object.
+//
+// Records whose nested objects differ from one to the next (an event log's
+// payloads) would give a STRUCT of thousands of fields, too wide to write
+// within the memory limit: then the objects whose fields appear in fewer
+// than half the records become MAPs, and failing that everything below the
+// second level is kept as JSON text.
+func (s *ingestSession) storeJSON(in string) ([]IngestTable, error) {
+	var err error
+	for _, opts := range []string{"", ", field_appearance_threshold = 0.5", ", maximum_depth = 2"} {
+		var tables []IngestTable
+		tables, err = s.storeJSONAs(in, opts)
+		if err == nil {
+			return tables, nil
+		}
+		if !isOOM(err) {
+			break
+		}
+	}
+	var de *datachat.Error
+	if errors.As(err, &de) {
+		return nil, err
+	}
+	return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be loaded as JSON: %s", s.name, s.message(err))
+}
+
+func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
+	read := func(more string) string {
+		return fmt.Sprintf("read_json(%s, format = 'auto'%s%s)", QuoteLiteral(in), opts, more)
+	}
+	src := read("")
+	cols, err := s.columns("SELECT * FROM " + src)
+	if err != nil && strings.Contains(err.Error(), "maximum_object_size") {
+		// One value (a record, or the whole top-level object) is larger than
+		// DuckDB's 16 MB default: allow one as large as the memory limit
+		// holds twice over.
+		src = read(fmt.Sprintf(", maximum_object_size = %d", max(min(s.memoryLimit/4, 512<<20), 16<<20)))
+		cols, err = s.columns("SELECT * FROM " + src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, datachat.Errorf(datachat.EINVALID, "%s holds no records", s.name)
+	}
+	r, err := queryAll(s.conn, "SELECT count(*) FROM "+src, 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	n, _ := r.Rows[0][0].(int64)
+	head, err := readHead(in, 4096)
+	if err != nil {
+		return nil, err
+	}
+	object := bytes.HasPrefix(bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n"), []byte("{"))
+	if n == 1 && object {
+		var tables []IngestTable
+		for _, c := range cols {
+			if !strings.HasPrefix(c.SQLType, "STRUCT(") || !strings.HasSuffix(c.SQLType, "[]") {
+				continue // not an array of records
+			}
+			out := fmt.Sprintf("dc-output-%d.parquet", len(tables)+1)
+			q := fmt.Sprintf("COPY (SELECT r.* FROM (SELECT unnest(%s) AS r FROM %s)) TO %s (FORMAT parquet)", QuoteIdent(c.Name), src, QuoteLiteral(out))
+			if err := execOne(s.conn, q); err != nil {
+				return nil, err
+			}
+			tables = append(tables, IngestTable{Suffix: c.Name, Output: out})
+		}
+		if len(tables) > 0 {
+			return tables, nil
+		}
+	}
+	if err := execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", src, QuoteLiteral(fileOutput))); err != nil {
+		return nil, err
+	}
+	return []IngestTable{{Output: fileOutput}}, nil
 }
 
 // storeCSV reads a CSV/TSV file and writes it as Parquet to out. It returns

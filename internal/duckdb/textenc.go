@@ -103,11 +103,17 @@ func decompress(ctx context.Context, path, work, name string, limit int64, maxLi
 	return outPath, nil
 }
 
-// sniffKind tells Parquet from text by content, not by name.
+// sniffKind tells Parquet, JSON and CSV apart by content, not by name.
 func sniffKind(path, name string) (string, error) {
-	head, err := readHead(path, 4)
+	head, err := readHead(path, 4096)
 	if err != nil {
 		return "", err
+	}
+	if text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n"); len(text) > 0 && (text[0] == '{' || text[0] == '[') {
+		return "json", nil
+	}
+	if len(head) > 4 {
+		head = head[:4]
 	}
 	switch string(head) {
 	case "PAR1":

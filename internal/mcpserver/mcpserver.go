@@ -37,7 +37,7 @@ const (
 type Workspace interface {
 	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
 	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
-	AddURL(ctx context.Context, conversationID, url, name string) (*datachat.Dataset, error)
+	AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	// Search answers an empty result when documents are not configured.
 	Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error)
 }
@@ -211,6 +211,9 @@ type (
 		RowCount int64             `json:"row_count"`
 		Bytes    int64             `json:"bytes"`
 		Columns  []datachat.Column `json:"columns"`
+		// OtherTables names the other tables the same file gave (a JSON
+		// object's arrays of records each become one), for load_dataset.
+		OtherTables []string `json:"other_tables,omitempty"`
 	}
 	DatasetList struct {
 		Datasets []DatasetInfo `json:"datasets"`
@@ -335,11 +338,15 @@ func (t *tools) loadDataset(ctx context.Context, _ *mcp.CallToolRequest, in load
 	if url == "" {
 		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "url is required: the http(s) URL of a Parquet or CSV file.")
 	}
-	d, err := t.o.Workspace.AddURL(ctx, conv, url, strings.TrimSpace(in.Name))
+	ds, err := t.o.Workspace.AddURL(ctx, conv, url, strings.TrimSpace(in.Name))
 	if err != nil {
 		return nil, DatasetInfo{}, err
 	}
-	return nil, info(d), nil
+	out := info(ds[0])
+	for _, d := range ds[1:] {
+		out.OtherTables = append(out.OtherTables, d.Name)
+	}
+	return nil, out, nil
 }
 
 func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlArgs) (*mcp.CallToolResult, *datachat.QueryResult, error) {

@@ -26,10 +26,10 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	var d *datachat.Dataset
+	var ds []*datachat.Dataset
 	switch mt {
 	case "multipart/form-data":
-		d, err = s.uploadDataset(w, r, conv.ID)
+		ds, err = s.uploadDataset(w, r, conv.ID)
 	case "application/json", "":
 		var req struct {
 			URL  string `json:"url"`
@@ -42,7 +42,7 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 			err = datachat.Errorf(datachat.EINVALID, "Send {\"url\": \"https://…\"} or upload the file as multipart field \"file\".")
 			break
 		}
-		d, err = s.Workspace.AddURL(r.Context(), conv.ID, strings.TrimSpace(req.URL), req.Name)
+		ds, err = s.Workspace.AddURL(r.Context(), conv.ID, strings.TrimSpace(req.URL), req.Name)
 	default:
 		err = datachat.Errorf(datachat.EINVALID, "Content-Type must be application/json or multipart/form-data, got %q.", mt)
 	}
@@ -50,12 +50,17 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, d)
+	// The first table, as before files could hold several; then every table
+	// the file gave (one per array of records of a JSON object).
+	writeJSON(w, http.StatusCreated, struct {
+		*datachat.Dataset
+		Datasets []*datachat.Dataset `json:"datasets"`
+	}{ds[0], ds})
 }
 
 // uploadDataset streams the multipart field "file" into the loader without
 // holding it in memory. A "name" field must come before the file to be used.
-func (s *Server) uploadDataset(w http.ResponseWriter, r *http.Request, conversationID string) (*datachat.Dataset, error) {
+func (s *Server) uploadDataset(w http.ResponseWriter, r *http.Request, conversationID string) ([]*datachat.Dataset, error) {
 	part, fields, err := s.filePart(w, r, s.MaxDatasetBytes)
 	if err != nil {
 		return nil, err

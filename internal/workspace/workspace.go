@@ -56,61 +56,81 @@ func (w *Workspace) lock(conversationID string) func() {
 	return l.Unlock
 }
 
-// AddUpload stores an uploaded file as a dataset of the conversation. name, if
-// not empty, is the table name wanted (made valid and unique).
-func (w *Workspace) AddUpload(ctx context.Context, conversationID string, r io.Reader, filename, name string) (*datachat.Dataset, error) {
-	st, err := w.Loader.Ingest(ctx, r, filename)
+// AddUpload stores an uploaded file as datasets of the conversation: one, or
+// one per part of the file (a JSON object's arrays of records). name, if not
+// empty, is the table name wanted (made valid and unique).
+func (w *Workspace) AddUpload(ctx context.Context, conversationID string, r io.Reader, filename, name string) ([]*datachat.Dataset, error) {
+	sts, err := w.Loader.Ingest(ctx, r, filename)
 	if err != nil {
 		return nil, err
 	}
-	return w.register(ctx, conversationID, st, name)
+	return w.register(ctx, conversationID, sts, name)
 }
 
-// AddURL downloads a Parquet or CSV file as a dataset of the conversation.
-func (w *Workspace) AddURL(ctx context.Context, conversationID, url, name string) (*datachat.Dataset, error) {
-	st, err := w.Loader.Fetch(ctx, url)
+// AddURL downloads a dataset file as datasets of the conversation, as
+// AddUpload stores an upload.
+func (w *Workspace) AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error) {
+	sts, err := w.Loader.Fetch(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	return w.register(ctx, conversationID, st, name)
+	return w.register(ctx, conversationID, sts, name)
 }
 
-// register names a stored file uniquely within the conversation and records
-// it; on failure the file is removed, so nothing half-loaded remains.
-func (w *Workspace) register(ctx context.Context, conversationID string, st *dataset.Stored, name string) (*datachat.Dataset, error) {
+// register names stored files uniquely within the conversation and records
+// them; on failure the files are removed and nothing recorded remains, so
+// nothing half-loaded is left.
+func (w *Workspace) register(ctx context.Context, conversationID string, sts []*dataset.Stored, name string) (_ []*datachat.Dataset, err error) {
 	unlock := w.lock(conversationID)
 	defer unlock()
+	var out []*datachat.Dataset
+	defer func() {
+		if err == nil {
+			return
+		}
+		for _, d := range out {
+			if derr := w.Store.DeleteDataset(context.WithoutCancel(ctx), conversationID, d.ID); derr != nil {
+				w.Logger.Error("remove dataset after a failed upload", slog.String("dataset_id", d.ID), slog.String("error", derr.Error()))
+			}
+		}
+		w.Loader.RemoveAll(sts)
+	}()
 	existing, err := w.Store.Datasets(ctx, conversationID)
 	if err != nil {
-		w.Loader.Remove(st.Path)
 		return nil, err
 	}
 	taken := make([]string, len(existing))
 	for i, d := range existing {
 		taken[i] = d.Name
 	}
-	base := st.Source
-	if name != "" {
-		base = name
-	}
-	d := &datachat.Dataset{
-		ConversationID: conversationID,
-		Name:           dataset.TableName(base, taken),
-		Source:         st.Source,
-		Format:         st.SourceFormat,
-		Path:           st.Path,
-		Columns:        st.Columns,
-		RowCount:       st.RowCount,
-		Bytes:          st.Bytes,
-	}
-	if err := w.Store.CreateDataset(ctx, d); err != nil {
-		w.Loader.Remove(st.Path)
-		return nil, err
+	for _, st := range sts {
+		base := st.Source
+		if name != "" {
+			base = name
+		}
+		if st.Part != "" {
+			base = dataset.TableName(base, nil) + "_" + st.Part
+		}
+		d := &datachat.Dataset{
+			ConversationID: conversationID,
+			Name:           dataset.TableName(base, taken),
+			Source:         st.Source,
+			Format:         st.SourceFormat,
+			Path:           st.Path,
+			Columns:        st.Columns,
+			RowCount:       st.RowCount,
+			Bytes:          st.Bytes,
+		}
+		if err := w.Store.CreateDataset(ctx, d); err != nil {
+			return nil, err
+		}
+		taken = append(taken, d.Name)
+		out = append(out, d)
+		w.Logger.Info("dataset added", slog.String("conversation_id", conversationID), slog.String("dataset_id", d.ID),
+			slog.String("table", d.Name), slog.Int64("rows", d.RowCount), slog.Int64("bytes", d.Bytes))
 	}
 	w.Engine.Evict(conversationID)
-	w.Logger.Info("dataset added", slog.String("conversation_id", conversationID), slog.String("dataset_id", d.ID),
-		slog.String("table", d.Name), slog.Int64("rows", d.RowCount), slog.Int64("bytes", d.Bytes))
-	return d, nil
+	return out, nil
 }
 
 // Datasets lists the conversation's datasets.
@@ -207,7 +227,7 @@ func queryError(err error) error {
 }
 
 // LoadURL is the chat's load_dataset tool.
-func (w *Workspace) LoadURL(ctx context.Context, conversationID, url string) (*datachat.Dataset, error) {
+func (w *Workspace) LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error) {
 	return w.AddURL(ctx, conversationID, url, "")
 }
 
