@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"datachat"
 	"datachat/internal/chat"
 	"datachat/internal/metrics"
@@ -39,6 +41,14 @@ type Server struct {
 
 	// Metrics are served at /metrics; nil: the server makes its own.
 	Metrics *metrics.Metrics
+
+	// A request body must deliver at least BodyMinBytes every
+	// BodyReadTimeout, or it is cut with a 400 (zero: 64 KiB every 30 s).
+	BodyReadTimeout time.Duration
+	BodyMinBytes    int64
+	// MaxConnections caps the connections open at once (0: no cap); more
+	// wait in the listen backlog until one closes.
+	MaxConnections int
 
 	httpServer  *http.Server
 	initOnce    sync.Once
@@ -81,7 +91,7 @@ func (s *Server) Handler() http.Handler {
 	s.routes(mux)
 	// withDrain gives requests a new context: it goes outside withMetrics,
 	// which reads the route the mux records on the request it is given.
-	return s.withRequestID(s.withLogging(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))
+	return withSecurityHeaders(s.withRequestID(s.withLogging(s.withBodyPace(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))))
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
@@ -149,9 +159,13 @@ func (p *headerProbe) Header() http.Header         { return p.header }
 func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *headerProbe) WriteHeader(code int)        { p.status = code }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown, at most MaxConnections at
+// once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.init()
+	if s.MaxConnections > 0 {
+		ln = netutil.LimitListener(ln, s.MaxConnections)
+	}
 	if err := s.httpServer.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
