@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,6 +71,9 @@ type Options struct {
 
 // sampleRows is how many rows describe_dataset shows.
 const sampleRows = 5
+
+// maxNameChars caps a table name given to load_dataset, as the HTTP API does.
+const maxNameChars = 255
 
 // New returns an MCP server whose tools act for o.User.
 func New(o Options) *mcp.Server {
@@ -334,6 +338,9 @@ func (t *tools) loadDataset(ctx context.Context, _ *mcp.CallToolRequest, in load
 	url := strings.TrimSpace(in.URL)
 	if url == "" {
 		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "url is required: the http(s) URL of a Parquet or CSV file.")
+	}
+	if n := utf8.RuneCountInString(in.Name); n > maxNameChars {
+		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "name is %d characters long; at most %d are accepted. Use a shorter one.", n, maxNameChars)
 	}
 	d, err := t.o.Workspace.AddURL(ctx, conv, url, strings.TrimSpace(in.Name))
 	if err != nil {

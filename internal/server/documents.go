@@ -17,7 +17,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	part, fields, err := s.filePart(w, r, s.MaxDocumentBytes)
+	part, fields, err := s.filePart(w, r, s.MaxDocumentBytes, documentFields)
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -399,3 +399,104 @@ func TestConnectionCap(t *testing.T) {
 		t.Errorf("third connection once one closed: %d", resp.StatusCode)
 	}
 }
+
+// multipartBody builds a multipart body from parts written in order; a part
+// with a file name is a file.
+type formPart struct{ name, filename, value string }
+
+func multipartBody(parts ...formPart) (string, []byte) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for _, p := range parts {
+		var w io.Writer
+		if p.filename != "" {
+			w, _ = mw.CreateFormFile(p.name, p.filename)
+		} else {
+			w, _ = mw.CreateFormField(p.name)
+		}
+		io.WriteString(w, p.value)
+	}
+	mw.Close()
+	return mw.FormDataContentType(), buf.Bytes()
+}
+
+// TestMultipartFieldsAreChecked: an upload takes the field file and only its
+// endpoint's own small fields before it, once each and within their size;
+// names are at most 255 characters.
+func TestMultipartFieldsAreChecked(t *testing.T) {
+	ts := newTestServer(t)
+	conv := ts.newConversation(t, ts.alice)
+	datasets, documents := "/api/conversations/"+conv+"/datasets", "/api/conversations/"+conv+"/documents"
+	csv := "a,b\n1,2\n"
+	file := formPart{"file", "t.csv", csv}
+	doc := formPart{"file", "notes.md", "# Notes\n\nSome text.\n"}
+	many := make([]formPart, 3000)
+	for i := range many {
+		many[i] = formPart{fmt.Sprintf("f%d", i), "", strings.Repeat("x", 4<<10)}
+	}
+	manyNames := make([]formPart, 3000)
+	for i := range manyNames {
+		manyNames[i] = formPart{"name", "", "n"}
+	}
+	long := strings.Repeat("é", 256)
+	for _, tc := range []struct {
+		name   string
+		url    string
+		parts  []formPart
+		status int
+		want   string
+	}{
+		{"dataset with a name", datasets, []formPart{{"name", "", "Sales"}, file}, 201, `"name":"sales"`},
+		{"dataset name of 255 characters", datasets, []formPart{{"name", "", strings.Repeat("é", 255)}, file}, 201, `"source":"t.csv"`},
+		{"unknown field", datasets, []formPart{{"title", "", "x"}, file}, 400, `Unknown multipart field \"title\"`},
+		{"unknown field after a known one", datasets, []formPart{{"name", "", "x"}, {"metadata", "", "{}"}, file}, 400, `Unknown multipart field \"metadata\"`},
+		{"3000 fields", datasets, append(many, file), 400, `Unknown multipart field \"f0\"`},
+		{"3000 name fields", datasets, append(manyNames, file), 400, `\"name\" is sent twice`},
+		{"name over 1 KiB", datasets, []formPart{{"name", "", strings.Repeat("n", 1025)}, file}, 400, `\"name\" is larger than 1 KiB`},
+		{"name of 256 characters", datasets, []formPart{{"name", "", long}, file}, 400, "The name is 256 characters long; at most 255"},
+		{"file name of 256 characters", datasets, []formPart{{"file", strings.Repeat("a", 252) + ".csv", csv}}, 400, "The file name is 256 characters long"},
+		{"file without a name", datasets, []formPart{{"file", "", csv}}, 400, "no file name"},
+		{"no file", datasets, []formPart{{"name", "", "x"}}, 400, `No file: upload it as multipart field \"file\"`},
+		{"document with metadata", documents, []formPart{{"metadata", "", `{"source":"wiki"}`}, doc}, 201, `"name":"notes.md"`},
+		{"document metadata over 64 KiB", documents, []formPart{{"metadata", "", `{"k":"` + strings.Repeat("v", 64<<10) + `"}`}, doc}, 400, `\"metadata\" is larger than 64 KiB`},
+		{"document with a name field", documents, []formPart{{"name", "", "x"}, doc}, 400, `Unknown multipart field \"name\"`},
+		{"document metadata twice", documents, []formPart{{"metadata", "", "{}"}, {"metadata", "", "{}"}, doc}, 400, "sent twice"},
+		{"document file name of 300 characters", documents, []formPart{{"file", strings.Repeat("d", 297) + ".md", "# x\n"}}, 400, "The file name is 300 characters long"},
+		{"a part without a field name", documents, []formPart{{"", "", "x"}, doc}, 400, `Unknown multipart field \"\"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ct, body := multipartBody(tc.parts...)
+			req, _ := http.NewRequest("POST", ts.URL+tc.url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", ct)
+			req.Header.Set("X-API-Key", ts.alice)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
+				t.Errorf("got %d %s, want %d containing %s", resp.StatusCode, b, tc.status, tc.want)
+			}
+		})
+	}
+
+	// Part headers count towards the fields' bytes: a header of 1 MiB is
+	// refused before it is held.
+	body := "--b\r\nContent-Disposition: form-data; name=\"name\"\r\nX-Pad: " + strings.Repeat("p", 1<<20) + "\r\n\r\nx\r\n--b--\r\n"
+	req, _ := http.NewRequest("POST", ts.URL+datasets, strings.NewReader(body))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	req.Header.Set("X-API-Key", ts.alice)
+	if st, res := doJSON(t, req); st != 400 || !strings.Contains(fmt.Sprint(res), "fields before the file take more than") {
+		t.Errorf("a 1 MiB part header: got %d %v, want 400 saying the fields are too large", st, res)
+	}
+
+	// Names in JSON are capped too, and in MCP's load_dataset.
+	if st, res := ts.post(t, datasets, ts.alice, `{"url":"http://127.0.0.1:1/x.csv","name":"`+long+`"}`); st != 400 || !strings.Contains(fmt.Sprint(res), "256 characters") {
+		t.Errorf("JSON name of 256 characters: got %d %v, want 400", st, res)
+	}
+	_, text, isErr := callTool(t, ts.mcpSession(t, ts.alice), "load_dataset", map[string]any{"conversation_id": conv, "url": "http://127.0.0.1:1/x.csv", "name": long})
+	if !isErr || !strings.Contains(text, "name is 256 characters long; at most 255") {
+		t.Errorf("MCP load_dataset with a name of 256 characters: error %v %q", isErr, text)
+	}
+}
