@@ -67,6 +67,9 @@ type Options struct {
 	// SchemaCache, shared by servers built per request, saves re-resolving
 	// the tools' schemas.
 	SchemaCache *mcp.SchemaCache
+	// Budget, if set, is asked before each tool call runs; an error (the
+	// user is over a rate limit) is the call's answer instead.
+	Budget func(tool string) error
 }
 
 // sampleRows is how many rows describe_dataset shows.
@@ -243,7 +246,17 @@ type tools struct{ o Options }
 func observed[In, Out any](t *tools, name string, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		start := time.Now()
-		res, out, err := h(ctx, req, in)
+		var (
+			res *mcp.CallToolResult
+			out Out
+			err error
+		)
+		if t.o.Budget != nil {
+			err = t.o.Budget(name)
+		}
+		if err == nil {
+			res, out, err = h(ctx, req, in)
+		}
 		if t.o.Observer != nil {
 			t.o.Observer.ToolCalled(name, err == nil, time.Since(start))
 		}

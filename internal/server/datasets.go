@@ -24,6 +24,9 @@ func (s *Server) conversation(r *http.Request) (*datachat.Conversation, error) {
 // (field file, optional field name), streamed to disk.
 func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
+	if err == nil {
+		err = s.budgets().uploads.take(conv.UserID)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -278,6 +281,9 @@ func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request) {
 // runSQL runs {query} over the conversation's datasets in the sandbox.
 func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
+	if err == nil {
+		err = s.budgets().sql.take(conv.UserID)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -147,12 +147,16 @@ func TestSecurityHeaderOnEveryResponse(t *testing.T) {
 }
 
 // TestRefusalsDoNotReadTheBody sends requests whose bodies never finish: a
-// refusal (no key, a bad key, no route) answers at once, says
+// refusal (no key, a bad key, over a budget) answers at once, says
 // Connection: close, and closes without waiting for the rest.
 func TestRefusalsDoNotReadTheBody(t *testing.T) {
 	ts := newTestServer(t)
+	ts.UploadsPerHour = 4 // a burst of 1
 	conv := ts.newConversation(t, ts.alice)
 	addr := strings.TrimPrefix(ts.URL, "http://")
+	if st, res := ts.post(t, "/api/conversations/"+conv+"/datasets", ts.alice, `{"url":"http://127.0.0.1:1/x.csv"}`); st != 400 {
+		t.Fatalf("first upload: got %d %v, want it taken (and failed on the URL)", st, res)
+	}
 	part := bytes.Repeat([]byte("x"), 1000)
 	for _, tc := range []struct {
 		name, head string
@@ -165,6 +169,7 @@ func TestRefusalsDoNotReadTheBody(t *testing.T) {
 		{"no key, OpenAI route", "POST /v1/chat/completions HTTP/1.1\nHost: x\nContent-Type: application/json\nContent-Length: 100000\n", 401},
 		{"bad key, MCP", "POST /mcp HTTP/1.1\nHost: x\nAuthorization: Bearer dck_nope\nContent-Type: application/json\nContent-Length: 100000\n", 401},
 		{"no route", "POST /api/nothing HTTP/1.1\nHost: x\nX-API-Key: " + ts.alice + "\nContent-Length: 100000\n", 404},
+		{"over the upload budget", "POST /api/conversations/" + conv + "/datasets HTTP/1.1\nHost: x\nX-API-Key: " + ts.alice + "\nContent-Type: multipart/form-data; boundary=b\nContent-Length: 10000000\n", 429},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialRaw(t, addr)

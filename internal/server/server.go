@@ -50,6 +50,14 @@ type Server struct {
 	// wait in the listen backlog until one closes.
 	MaxConnections int
 
+	// Per-user budgets, each its own (0: none): SQL queries (POST …/sql, MCP
+	// execute_sql) and document searches (POST …/search, MCP
+	// search_documents) a minute, uploads (POST …/datasets, …/documents, MCP
+	// load_dataset) an hour.
+	SQLPerMinute    int
+	SearchPerMinute int
+	UploadsPerHour  int
+
 	httpServer  *http.Server
 	initOnce    sync.Once
 	closing     chan struct{} // closed by Shutdown: ends WebSocket sessions
@@ -58,6 +66,8 @@ type Server struct {
 	wsSessions  atomic.Int64
 	wsWG        sync.WaitGroup // WebSocket handlers, which Shutdown waits for
 	metricsOnce sync.Once
+	budgetsOnce sync.Once
+	budgetSet   *budgets
 
 	// Draining (Shutdown): no new request or turn starts; running turns may
 	// finish until the grace is over, then stopCtx ends with
