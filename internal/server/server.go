@@ -58,12 +58,22 @@ type Server struct {
 	SearchPerMinute int
 	UploadsPerHour  int
 
+	// MaxWSPerUser caps the chat WebSockets one user holds open (0: no cap).
+	MaxWSPerUser int
+	// WebSocket keep-alive: a ping every WSPingInterval, which the client
+	// must answer within WSPingTimeout or be dropped as gone, its streaming
+	// turn cancelled (zero: 20 s and 10 s).
+	WSPingInterval time.Duration
+	WSPingTimeout  time.Duration
+
 	httpServer  *http.Server
 	initOnce    sync.Once
 	closing     chan struct{} // closed by Shutdown: ends WebSocket sessions
 	closeOnce   sync.Once
 	closingOnce sync.Once
 	wsSessions  atomic.Int64
+	wsMu        sync.Mutex
+	wsUsers     map[string]int // open WebSockets by user
 	wsWG        sync.WaitGroup // WebSocket handlers, which Shutdown waits for
 	metricsOnce sync.Once
 	budgetsOnce sync.Once
@@ -201,6 +211,7 @@ var (
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	idle := s.drain()
+	s.Logger.Info("draining", slog.String("detail", "new requests and turns are refused; running turns may finish"))
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	served := make(chan error, 1)
