@@ -274,14 +274,28 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
+// A browser cannot set headers on a WebSocket, so the page sends its key as a
+// subprotocol: it offers wsSubprotocol and wsKeyProtocol+KEY, and the server
+// selects wsSubprotocol, never echoing the key. Unlike ?api_key=, the key
+// then stays out of URLs, which reverse proxies log.
+const (
+	wsSubprotocol = "datachat.v1"
+	wsKeyProtocol = "datachat.key."
+)
+
 // auth requires an API key: X-API-Key, Authorization: Bearer, or, for the
-// WebSocket only, the api_key query parameter.
+// WebSocket only, the subprotocol wsKeyProtocol+KEY or (kept for existing
+// clients) the api_key query parameter.
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := apiKey(r)
 		if key == "" {
+			msg := "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."
+			if r.URL.Path == "/ws" {
+				msg = "Missing API key: send it in the X-API-Key header, as Authorization: Bearer KEY, or (from a browser) as the WebSocket subprotocol " + wsKeyProtocol + "KEY offered with " + wsSubprotocol + "."
+			}
 			w.Header().Set("Connection", "close") // and its body is not read
-			s.error(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."))
+			s.error(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "%s", msg))
 			return
 		}
 		u, err := s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
@@ -305,6 +319,13 @@ func apiKey(r *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	if r.URL.Path == "/ws" {
+		for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+			for p := range strings.SplitSeq(h, ",") {
+				if k, ok := strings.CutPrefix(strings.TrimSpace(p), wsKeyProtocol); ok && k != "" {
+					return k
+				}
+			}
+		}
 		return r.URL.Query().Get("api_key")
 	}
 	return ""

@@ -97,7 +97,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// longer sees the connection, and Shutdown waits on wsWG instead.
 	s.wsWG.Add(1)
 	defer s.wsWG.Done()
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}})
 	if err != nil {
 		return // Accept has answered the client
 	}

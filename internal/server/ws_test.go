@@ -300,6 +300,63 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 	}
 }
 
+// TestWebSocketKeyAsSubprotocol: the page sends its key as a subprotocol
+// (a browser cannot set headers on a WebSocket), and the server selects
+// datachat.v1, never echoing the key; headers and ?api_key= still work.
+func TestWebSocketKeyAsSubprotocol(t *testing.T) {
+	cs := &chatServer{testServer: newTestServer(t)}
+	conv := cs.newConversation(t, cs.alice)
+	base := strings.Replace(cs.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name      string
+		url       string
+		protocols []string
+		header    http.Header
+		status    int
+		selected  string
+	}{
+		{"key as a subprotocol", base, []string{"datachat.v1", "datachat.key." + cs.alice}, nil, 101, "datachat.v1"},
+		{"key first", base, []string{"datachat.key." + cs.alice, "datachat.v1"}, nil, 101, "datachat.v1"},
+		{"wrong key as a subprotocol", base, []string{"datachat.v1", "datachat.key.dck_wrong"}, nil, 401, ""},
+		{"empty key", base, []string{"datachat.v1", "datachat.key."}, nil, 401, ""},
+		{"bob's key on alice's conversation", base, []string{"datachat.v1", "datachat.key." + cs.bob}, nil, 404, ""},
+		{"header", base, nil, http.Header{"X-API-Key": {cs.alice}}, 101, ""},
+		{"bearer", base, nil, http.Header{"Authorization": {"Bearer " + cs.alice}}, 101, ""},
+		{"query parameter, kept for existing clients", base + "&api_key=" + cs.alice, nil, nil, 101, ""},
+		{"no key", base, []string{"datachat.v1"}, nil, 401, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, resp, err := websocket.Dial(ctx, tc.url, &websocket.DialOptions{Subprotocols: tc.protocols, HTTPHeader: tc.header})
+			if tc.status != 101 {
+				if err == nil || resp == nil || resp.StatusCode != tc.status {
+					t.Fatalf("got %v %v, want HTTP %d", resp, err, tc.status)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			defer c.CloseNow()
+			if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != tc.selected {
+				t.Errorf("selected subprotocol %q, want %q", got, tc.selected)
+			}
+			if strings.Contains(fmt.Sprint(resp.Header), cs.alice) {
+				t.Errorf("the key is echoed in the response headers: %v", resp.Header)
+			}
+		})
+	}
+	// The refusal without a key says how a browser sends one.
+	_, resp, _ := websocket.Dial(ctx, base, nil)
+	if resp != nil {
+		b, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(b), "subprotocol datachat.key.KEY") {
+			t.Errorf("401 without a key: %s", b)
+		}
+	}
+}
+
 // TestWebSocketCapPerUser: beyond MaxWSPerUser a user's next WebSocket is
 // refused before the upgrade with a 429 saying what to do; other users are
 // not affected, and a closed socket frees its place.
