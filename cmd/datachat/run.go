@@ -296,6 +296,13 @@ func (m *Main) runServe(ctx context.Context) error {
 		AllowedMetadataKeys: m.Config.AllowedMetadataKeys,
 		MaxDocumentBytes:    m.Config.MaxDocumentBytes,
 		MaxDatasetBytes:     m.Config.MaxDatasetBytes,
+		BodyReadTimeout:     m.Config.BodyReadTimeout,
+		BodyMinBytes:        m.Config.BodyMinBytes,
+		MaxConnections:      m.Config.MaxConnections,
+		MaxWSPerUser:        m.Config.MaxWSPerUser,
+		SQLPerMinute:        m.Config.SQLRPM,
+		SearchPerMinute:     m.Config.SearchRPM,
+		UploadsPerHour:      m.Config.UploadsPerHour,
 	}
 	if err := m.firstKey(ctx); err != nil {
 		ln.Close()
