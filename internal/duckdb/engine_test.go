@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"datachat"
@@ -316,31 +317,38 @@ func TestTablesChange(t *testing.T) {
 	}
 }
 
+// TestIdleClose runs on synctest's fake clock: time moves only once every
+// goroutine of the engine waits, so when the test's sleep ends the janitor
+// has run every tick before it, the instances' closes included, however
+// loaded the machine is.
 func TestIdleClose(t *testing.T) {
-	tmp := t.TempDir()
-	e := mustEngine(t, Options{IdleTimeout: 100 * time.Millisecond, MaxInstances: 2, TempDir: tmp})
-	ctx := context.Background()
-	for _, c := range []string{"a", "b", "c"} {
-		if _, err := e.Query(ctx, c, nil, "SELECT 1"); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		tmp := t.TempDir()
+		e := mustEngine(t, Options{IdleTimeout: 100 * time.Millisecond, MaxInstances: 2, TempDir: tmp})
+		ctx := context.Background()
+		for _, c := range []string{"a", "b", "c"} {
+			if _, err := e.Query(ctx, c, nil, "SELECT 1"); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	e.cacheMu.Lock()
-	n := len(e.instances)
-	e.cacheMu.Unlock()
-	if n != 2 {
-		t.Errorf("%d instances, want at most MaxInstances=2", n)
-	}
-	time.Sleep(400 * time.Millisecond)
-	e.cacheMu.Lock()
-	n = len(e.instances)
-	e.cacheMu.Unlock()
-	if n != 0 {
-		t.Errorf("%d instances left after the idle timeout", n)
-	}
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
-		t.Errorf("instance files left: %v", left)
-	}
+		e.cacheMu.Lock()
+		n := len(e.instances)
+		e.cacheMu.Unlock()
+		if n != 2 {
+			t.Errorf("%d instances, want at most MaxInstances=2", n)
+		}
+		time.Sleep(400 * time.Millisecond) // fake time: four idle timeouts
+		synctest.Wait()
+		e.cacheMu.Lock()
+		n = len(e.instances)
+		e.cacheMu.Unlock()
+		if n != 0 {
+			t.Errorf("%d instances left after the idle timeout", n)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("instance files left: %v", left)
+		}
+	})
 }
 
 func TestConcurrent(t *testing.T) {
