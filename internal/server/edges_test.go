@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"datachat/internal/llmtest"
 )
 
 // serveListener serves s through Server.Serve on a new 127.0.0.1 listener
@@ -503,5 +505,23 @@ func TestMultipartFieldsAreChecked(t *testing.T) {
 	_, text, isErr := callTool(t, ts.mcpSession(t, ts.alice), "load_dataset", map[string]any{"conversation_id": conv, "url": "http://127.0.0.1:1/x.csv", "name": long})
 	if !isErr || !strings.Contains(text, "name is 256 characters long; at most 255") {
 		t.Errorf("MCP load_dataset with a name of 256 characters: error %v %q", isErr, text)
+	}
+}
+
+// TestBodyPaceDoesNotBoundAnswers: once a body is read to its end its
+// deadline is lifted, so an answer that takes longer than the read window
+// (a turn, a streamed completion) is not cut by it.
+func TestBodyPaceDoesNotBoundAnswers(t *testing.T) {
+	slow := llmtest.Turn{Text: []string{"slow ", "answer"}, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 2, For: llmtest.Duration(time.Second)}}
+	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{slow, slow}})
+	cs.BodyReadTimeout = 200 * time.Millisecond // the stall lasts five windows
+	if st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"take your time"}`); st != 200 || body["answer"] != "slow answer" {
+		t.Errorf("/chat/query: got %d %v, want the whole answer", st, body)
+	}
+	resp := cs.completionReq(t, `{"model":"datachat","stream":true,"messages":[{"role":"user","content":"take your time"}]}`, nil)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(string(b), "answer") || !strings.Contains(string(b), "[DONE]") {
+		t.Errorf("streamed completion: got %d %v %s, want the whole stream", resp.StatusCode, err, b)
 	}
 }
