@@ -41,7 +41,7 @@ type RetryAfterError interface {
 // error writes err as {"error":{"message","type"}}. Internal errors are logged
 // with their detail and answered with "Internal error." only.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	err = refuseBody(w, r, err) // refused before its body was read: not read at all
+	err = refuseBody(w, r, err) // refused before its body was read: close, do not read it
 	code := datachat.ErrorCode(err)
 	if code == datachat.EINTERNAL {
 		s.logger(r).Error("internal error", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
