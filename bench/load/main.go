@@ -187,6 +187,8 @@ func startServer(o options, work, name string, env map[string]string) (*server, 
 		"DATACHAT_DATA_DIR": filepath.Join(dir, "data"), "DATACHAT_ADDR": "127.0.0.1:0",
 		"DATACHAT_LOG_FORMAT": "json", "DATACHAT_LOG_LEVEL": "info",
 		"DATACHAT_RATE_LIMIT_RPM": "0", "DATACHAT_TOKENS_PER_DAY": "0",
+		// One user holds every socket of the harness.
+		"DATACHAT_MAX_WS_PER_USER": "0", "DATACHAT_MAX_CONNECTIONS": "0",
 	}
 	for _, extra := range []map[string]string{o.env, env} {
 		for k, v := range extra {

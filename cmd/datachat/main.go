@@ -35,12 +35,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "datachat:", err)
 		os.Exit(1)
 	}
+	grace := context.Background()
 	if m.Command == "serve" {
 		<-ctx.Done()
-		stop() // a second signal kills the process at once
+		// A second signal ends the grace at once: the turns still running
+		// are stored as interrupted and serve exits. A third kills it.
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		stop()
+		var endGrace context.CancelFunc
+		grace, endGrace = context.WithCancel(context.Background())
+		defer endGrace()
+		go func() {
+			<-again
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			m.Logger.Warn("second signal: ending the shutdown grace now; a third kills the process")
+			endGrace()
+		}()
 		m.Logger.Info("shutting down", slog.Duration("grace", m.shutdownGrace()))
 	}
-	if err := m.Close(); err != nil {
+	if err := m.CloseWithin(grace); err != nil {
 		fmt.Fprintln(os.Stderr, "datachat:", err)
 		os.Exit(1)
 	}

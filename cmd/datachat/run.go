@@ -191,11 +191,17 @@ func (m *Main) Run(ctx context.Context) error {
 // Close stops the server, waiting up to shutdownGrace for requests in flight,
 // then closes everything Run opened, in reverse order.
 func (m *Main) Close() error {
+	return m.CloseWithin(context.Background())
+}
+
+// CloseWithin is Close with a grace that also ends when grace does (serve's
+// second signal), not only after shutdownGrace.
+func (m *Main) CloseWithin(grace context.Context) error {
 	var errs []error
 	if m.Server != nil {
 		// Running turns get the grace to finish; the server then stores the
 		// rest as interrupted, which takes a moment more.
-		ctx, cancel := context.WithTimeout(context.Background(), m.shutdownGrace())
+		ctx, cancel := context.WithTimeout(grace, m.shutdownGrace())
 		errs = append(errs, m.Server.Shutdown(ctx))
 		cancel()
 		if m.served != nil {
@@ -308,6 +314,13 @@ func (m *Main) runServe(ctx context.Context) error {
 		AllowedMetadataKeys: m.Config.AllowedMetadataKeys,
 		MaxDocumentBytes:    m.Config.MaxDocumentBytes,
 		MaxDatasetBytes:     m.Config.MaxDatasetBytes,
+		BodyReadTimeout:     m.Config.BodyReadTimeout,
+		BodyMinBytes:        m.Config.BodyMinBytes,
+		MaxConnections:      m.Config.MaxConnections,
+		MaxWSPerUser:        m.Config.MaxWSPerUser,
+		SQLPerMinute:        m.Config.SQLRPM,
+		SearchPerMinute:     m.Config.SearchRPM,
+		UploadsPerHour:      m.Config.UploadsPerHour,
 	}
 	if err := m.firstKey(ctx); err != nil {
 		ln.Close()
@@ -335,6 +348,7 @@ func (m *Main) firstKey(ctx context.Context) error {
 		host = net.JoinHostPort("127.0.0.1", port)
 	}
 	fmt.Fprintf(m.Stdout, "No API keys yet: created one for user admin. Sign in at\n\n  http://%s/#key=%s\n\nThis is shown once; create more with `datachat keys create --user NAME`.\n", host, key)
+	m.Logger.Info("first API key created for user admin: its login URL is on standard output")
 	return nil
 }
 

@@ -29,6 +29,7 @@ type serveProc struct {
 
 	mu     sync.Mutex
 	stderr strings.Builder
+	logged chan struct{} // closed (and replaced) on each line logged
 	exited chan struct{}
 	err    error // the process's exit, once exited is closed
 }
@@ -69,7 +70,7 @@ var (
 // process is killed when the test ends if it is still running.
 func startProc(t *testing.T, vars map[string]string) *serveProc {
 	t.Helper()
-	p := &serveProc{t: t, exited: make(chan struct{})}
+	p := &serveProc{t: t, exited: make(chan struct{}), logged: make(chan struct{})}
 	p.cmd = exec.Command(datachatBinary(t), "serve")
 	p.cmd.Env = procEnv(vars)
 	stdout, err := p.cmd.StdoutPipe()
@@ -83,7 +84,11 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start serve: %v", err)
 	}
-	addr := make(chan string, 1)
+	type started struct {
+		addr   string
+		keyNew bool // the log said a first key was printed on stdout
+	}
+	addr := make(chan started, 1)
 	key := make(chan string, 1)
 	var pipes sync.WaitGroup
 	pipes.Go(func() {
@@ -97,13 +102,19 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 	pipes.Go(func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		keyNew := false
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()
 			p.stderr.WriteString(line + "\n")
+			close(p.logged) // wakes waitLog
+			p.logged = make(chan struct{})
 			p.mu.Unlock()
+			if strings.Contains(line, "first API key created") {
+				keyNew = true
+			}
 			if m := servingLog.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
+				addr <- started{m[1], keyNew}
 			}
 		}
 	})
@@ -118,30 +129,54 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 			t.Logf("serve %s log:\n%s", p.Addr, p.Log())
 		}
 	})
+	var st started
 	select {
-	case p.Addr = <-addr:
+	case st = <-addr:
+		p.Addr = st.addr
 	case <-p.exited:
 		t.Fatalf("serve exited at start: %v\n%s", p.err, p.Log())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not start in 30s:\n%s", p.Log())
 	}
-	select {
-	case p.Key = <-key:
-	case <-time.After(200 * time.Millisecond): // only a first start prints one
+	if st.keyNew { // printed before serving was logged: it is on its way
+		select {
+		case p.Key = <-key:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("serve logged a first key but printed no login URL:\n%s", p.Log())
+		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The listener was open before serving was logged: one request answers.
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(p.URL() + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz of %s: %v\n%s", p.Addr, err, p.Log())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/healthz of %s: HTTP %d\n%s", p.Addr, resp.StatusCode, p.Log())
+	}
+	return p
+}
+
+// waitLog waits until the process has logged a line containing s, failing
+// the test after d (a safety net).
+func (p *serveProc) waitLog(s string, d time.Duration) {
+	p.t.Helper()
+	timeout := time.After(d)
 	for {
-		resp, err := http.Get(p.URL() + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
+		p.mu.Lock()
+		logged, seen := p.logged, strings.Contains(p.stderr.String(), s)
+		p.mu.Unlock()
+		if seen {
+			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz of %s does not answer 200: %v\n%s", p.Addr, err, p.Log())
+		select {
+		case <-logged:
+		case <-p.exited:
+			p.t.Fatalf("serve exited before logging %q:\n%s", s, p.Log())
+		case <-timeout:
+			p.t.Fatalf("serve did not log %q within %s:\n%s", s, d, p.Log())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -56,6 +56,18 @@ type Config struct {
 	RateLimitRPM int
 	TokensPerDay int64
 
+	// Per-user budgets of the expensive endpoints, each its own (0: off).
+	SQLRPM         int // DATACHAT_SQL_RPM: POST …/sql and MCP execute_sql, a minute
+	SearchRPM      int // DATACHAT_SEARCH_RPM: POST …/search and MCP search_documents, a minute
+	UploadsPerHour int // DATACHAT_UPLOADS_PER_HOUR: POST …/datasets, …/documents and MCP load_dataset
+
+	MaxWSPerUser   int // DATACHAT_MAX_WS_PER_USER: chat WebSockets one user may hold open (0: no cap)
+	MaxConnections int // DATACHAT_MAX_CONNECTIONS: open HTTP connections (0: no cap)
+	// A request body must deliver at least BodyMinBytes every
+	// BodyReadTimeout (DATACHAT_BODY_MIN_BYTES, DATACHAT_BODY_READ_TIMEOUT).
+	BodyReadTimeout time.Duration
+	BodyMinBytes    int64
+
 	QueryTimeout  time.Duration
 	QueryMemory   int64
 	QueryThreads  int
@@ -139,6 +151,14 @@ func Load(path string, env Lookup) (*Config, error) {
 
 		RateLimitRPM: p.integer("DATACHAT_RATE_LIMIT_RPM", 60, 0),
 		TokensPerDay: int64(p.integer("DATACHAT_TOKENS_PER_DAY", 2_000_000, 0)),
+
+		SQLRPM:          p.integer("DATACHAT_SQL_RPM", 120, 0),
+		SearchRPM:       p.integer("DATACHAT_SEARCH_RPM", 120, 0),
+		UploadsPerHour:  p.integer("DATACHAT_UPLOADS_PER_HOUR", 100, 0),
+		MaxWSPerUser:    p.integer("DATACHAT_MAX_WS_PER_USER", 32, 0),
+		MaxConnections:  p.integer("DATACHAT_MAX_CONNECTIONS", 4096, 0),
+		BodyReadTimeout: p.durationMin("DATACHAT_BODY_READ_TIMEOUT", 30*time.Second, time.Second),
+		BodyMinBytes:    p.size("DATACHAT_BODY_MIN_BYTES", 64<<10, 1),
 
 		QueryTimeout:  p.durationMin("DATACHAT_QUERY_TIMEOUT", 30*time.Second, time.Millisecond),
 		QueryMemory:   p.size("DATACHAT_QUERY_MEMORY", 1<<30, 16<<20),
@@ -545,6 +565,9 @@ func init() {
 		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_SQL_WORKERS", "DATACHAT_INGEST_TIMEOUT", "DATACHAT_MAX_DATASET_BYTES",
 		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL",
 		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
+		"DATACHAT_SQL_RPM", "DATACHAT_SEARCH_RPM", "DATACHAT_UPLOADS_PER_HOUR",
+		"DATACHAT_MAX_WS_PER_USER", "DATACHAT_MAX_CONNECTIONS",
+		"DATACHAT_BODY_READ_TIMEOUT", "DATACHAT_BODY_MIN_BYTES",
 	} {
 		known[k] = true
 	}

@@ -33,6 +33,12 @@ func TestDefaults(t *testing.T) {
 	if !c.EnableStreaming || c.ConfirmSQL != "unsure" || c.Retrieval != "embedded" || c.RateLimitRPM != 60 || c.TokensPerDay != 2_000_000 {
 		t.Errorf("got %v %q %q %d %d", c.EnableStreaming, c.ConfirmSQL, c.Retrieval, c.RateLimitRPM, c.TokensPerDay)
 	}
+	if c.SQLRPM != 120 || c.SearchRPM != 120 || c.UploadsPerHour != 100 || c.MaxWSPerUser != 32 || c.MaxConnections != 4096 {
+		t.Errorf("got budgets sql %d search %d uploads %d ws %d conns %d", c.SQLRPM, c.SearchRPM, c.UploadsPerHour, c.MaxWSPerUser, c.MaxConnections)
+	}
+	if c.BodyReadTimeout != 30*time.Second || c.BodyMinBytes != 64<<10 {
+		t.Errorf("got body pace %v %d", c.BodyReadTimeout, c.BodyMinBytes)
+	}
 	if got := c.Provider(func(string) bool { return false }); got != "" {
 		t.Errorf("provider: got %q, want none", got)
 	}
@@ -62,6 +68,16 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"DATACHAT_LOG_LEVEL", "loud"},
 		{"DATACHAT_LOG_FORMAT", "xml"},
 		{"OPENAI_BASE_URL", "ftp://x"},
+		{"DATACHAT_SQL_RPM", "-1"},
+		{"DATACHAT_SQL_RPM", "lots"},
+		{"DATACHAT_SEARCH_RPM", "1.5"},
+		{"DATACHAT_UPLOADS_PER_HOUR", "-5"},
+		{"DATACHAT_MAX_WS_PER_USER", "many"},
+		{"DATACHAT_MAX_CONNECTIONS", "-1"},
+		{"DATACHAT_BODY_READ_TIMEOUT", "30"},
+		{"DATACHAT_BODY_READ_TIMEOUT", "10ms"},
+		{"DATACHAT_BODY_MIN_BYTES", "0"},
+		{"DATACHAT_BODY_MIN_BYTES", "fast"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.val, func(t *testing.T) {
@@ -88,6 +104,13 @@ func TestValues(t *testing.T) {
 		"OLLAMA_NUM_CTX":              "8192",
 		"CHAT_ENABLE_STREAMING":       "0",
 		"DATACHAT_LOG_LEVEL":          "debug",
+		"DATACHAT_SQL_RPM":            "0",
+		"DATACHAT_SEARCH_RPM":         "30",
+		"DATACHAT_UPLOADS_PER_HOUR":   "1_000",
+		"DATACHAT_MAX_WS_PER_USER":    "0",
+		"DATACHAT_MAX_CONNECTIONS":    "100",
+		"DATACHAT_BODY_READ_TIMEOUT":  "2m",
+		"DATACHAT_BODY_MIN_BYTES":     "1KiB",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -113,11 +136,17 @@ func TestValues(t *testing.T) {
 	if c.EnableStreaming {
 		t.Errorf("streaming: got true")
 	}
+	if c.SQLRPM != 0 || c.SearchRPM != 30 || c.UploadsPerHour != 1000 || c.MaxWSPerUser != 0 || c.MaxConnections != 100 {
+		t.Errorf("budgets: got sql %d search %d uploads %d ws %d conns %d", c.SQLRPM, c.SearchRPM, c.UploadsPerHour, c.MaxWSPerUser, c.MaxConnections)
+	}
+	if c.BodyReadTimeout != 2*time.Minute || c.BodyMinBytes != 1024 {
+		t.Errorf("body pace: got %v %d", c.BodyReadTimeout, c.BodyMinBytes)
+	}
 }
 
 func TestFileAndEnvPrecedence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "datachat.yaml")
-	yaml := "DATACHAT_ADDR: 127.0.0.1:9090\ndatachat_data_dir: /tmp/x\nCHAT_ALLOWED_METADATA_KEYS: [a, b]\nCHAT_MAX_TOKENS: 100\n"
+	yaml := "DATACHAT_ADDR: 127.0.0.1:9090\ndatachat_data_dir: /tmp/x\nCHAT_ALLOWED_METADATA_KEYS: [a, b]\nCHAT_MAX_TOKENS: 100\nDATACHAT_SQL_RPM: 10\n"
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +159,9 @@ func TestFileAndEnvPrecedence(t *testing.T) {
 	}
 	if c.ChatMaxTokens != 200 {
 		t.Errorf("env should win: got %d, want 200", c.ChatMaxTokens)
+	}
+	if c.SQLRPM != 10 {
+		t.Errorf("DATACHAT_SQL_RPM from the file: got %d, want 10", c.SQLRPM)
 	}
 
 	if err := os.WriteFile(path, []byte("NOT_A_KEY: 1\n"), 0o600); err != nil {

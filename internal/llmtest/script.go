@@ -129,6 +129,9 @@ type Fault struct {
 	Kind  string   `json:"kind"`
 	After int      `json:"after,omitempty"`
 	For   Duration `json:"for,omitempty"`
+	// Release, from Go only, ends a stall (or hang) when it is closed: a
+	// test decides when the answer goes on, instead of a duration.
+	Release <-chan struct{} `json:"-"`
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string ("50ms")

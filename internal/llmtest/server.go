@@ -255,7 +255,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *Request)
 	ctx := r.Context()
 	fault := turn.Fault
 	if fault != nil && fault.Kind == FaultHang {
-		if !s.wait(ctx, time.Duration(fault.For)) {
+		if !s.wait(ctx, time.Duration(fault.For), fault.Release) {
 			s.markDisconnected(req)
 			return
 		}
@@ -289,7 +289,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *Request)
 		if fault != nil && fault.After == i {
 			switch fault.Kind {
 			case FaultStall:
-				if !s.wait(ctx, time.Duration(fault.For)) {
+				if !s.wait(ctx, time.Duration(fault.For), fault.Release) {
 					s.markDisconnected(req)
 					return
 				}
@@ -305,7 +305,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *Request)
 		if i == len(frames) {
 			break
 		}
-		if i > 0 && delay > 0 && !s.wait(ctx, delay) {
+		if i > 0 && delay > 0 && !s.wait(ctx, delay, nil) {
 			s.markDisconnected(req)
 			return
 		}
@@ -316,9 +316,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request, req *Request)
 	}
 }
 
-// wait pauses for d (0: until the client or the server goes away) and reports
-// whether the client is still there.
-func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+// wait pauses for d (0: until the client or the server goes away), or until
+// release is closed, and reports whether the client is still there.
+func (s *Server) wait(ctx context.Context, d time.Duration, release <-chan struct{}) bool {
 	var timeout <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -331,6 +331,8 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	case <-s.done:
 		return false
 	case <-timeout:
+		return ctx.Err() == nil
+	case <-release:
 		return ctx.Err() == nil
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,10 +67,16 @@ type Options struct {
 	// SchemaCache, shared by servers built per request, saves re-resolving
 	// the tools' schemas.
 	SchemaCache *mcp.SchemaCache
+	// Budget, if set, is asked before each tool call runs; an error (the
+	// user is over a rate limit) is the call's answer instead.
+	Budget func(tool string) error
 }
 
 // sampleRows is how many rows describe_dataset shows.
 const sampleRows = 5
+
+// maxNameChars caps a table name given to load_dataset, as the HTTP API does.
+const maxNameChars = 255
 
 // New returns an MCP server whose tools act for o.User.
 func New(o Options) *mcp.Server {
@@ -242,7 +249,17 @@ type tools struct{ o Options }
 func observed[In, Out any](t *tools, name string, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		start := time.Now()
-		res, out, err := h(ctx, req, in)
+		var (
+			res *mcp.CallToolResult
+			out Out
+			err error
+		)
+		if t.o.Budget != nil {
+			err = t.o.Budget(name)
+		}
+		if err == nil {
+			res, out, err = h(ctx, req, in)
+		}
 		if t.o.Observer != nil {
 			t.o.Observer.ToolCalled(name, err == nil, time.Since(start))
 		}
@@ -337,6 +354,9 @@ func (t *tools) loadDataset(ctx context.Context, _ *mcp.CallToolRequest, in load
 	url := strings.TrimSpace(in.URL)
 	if url == "" {
 		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "url is required: the http(s) URL of a Parquet or CSV file.")
+	}
+	if n := utf8.RuneCountInString(in.Name); n > maxNameChars {
+		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "name is %d characters long; at most %d are accepted. Use a shorter one.", n, maxNameChars)
 	}
 	ds, err := t.o.Workspace.AddURL(ctx, conv, url, strings.TrimSpace(in.Name))
 	if err != nil {

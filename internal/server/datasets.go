@@ -7,7 +7,10 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"datachat"
 )
@@ -21,6 +24,9 @@ func (s *Server) conversation(r *http.Request) (*datachat.Conversation, error) {
 // (field file, optional field name), streamed to disk.
 func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
+	if err == nil {
+		err = s.budgets().uploads.take(conv.UserID)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -42,6 +48,9 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 			err = datachat.Errorf(datachat.EINVALID, "Send {\"url\": \"https://…\"} or upload the file as multipart field \"file\".")
 			break
 		}
+		if err = checkName("name", req.Name); err != nil {
+			break
+		}
 		ds, err = s.Workspace.AddURL(r.Context(), conv.ID, strings.TrimSpace(req.URL), req.Name)
 	default:
 		err = datachat.Errorf(datachat.EINVALID, "Content-Type must be application/json or multipart/form-data, got %q.", mt)
@@ -61,11 +70,14 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 // uploadDataset streams the multipart field "file" into the loader without
 // holding it in memory. A "name" field must come before the file to be used.
 func (s *Server) uploadDataset(w http.ResponseWriter, r *http.Request, conversationID string) ([]*datachat.Dataset, error) {
-	part, fields, err := s.filePart(w, r, s.MaxDatasetBytes)
+	part, fields, err := s.filePart(w, r, s.MaxDatasetBytes, datasetFields)
 	if err != nil {
 		return nil, err
 	}
 	defer part.Close()
+	if err := checkName("name", fields["name"]); err != nil {
+		return nil, err
+	}
 	return s.Workspace.AddUpload(r.Context(), conversationID, capReader(part, s.MaxDatasetBytes), part.FileName(), fields["name"])
 }
 
@@ -98,12 +110,50 @@ func (c *capped) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Multipart uploads take their field "file" and only these text fields
+// before it, each at most this many bytes.
+var (
+	datasetFields  = map[string]int64{"name": 1 << 10}
+	documentFields = map[string]int64{"metadata": 64 << 10}
+)
+
+// maxNameChars caps the names users give datasets and documents (file names
+// and the dataset field name).
+const maxNameChars = 255
+
+// checkName refuses a name (what names it) longer than maxNameChars.
+func checkName(what, name string) error {
+	switch n := utf8.RuneCountInString(name); {
+	case !utf8.ValidString(name):
+		return datachat.Errorf(datachat.EINVALID, "The %s must be valid UTF-8.", what)
+	case n > maxNameChars:
+		return datachat.Errorf(datachat.EINVALID, "The %s is %d characters long; at most %d are accepted. Use a shorter one.", what, n, maxNameChars)
+	}
+	return nil
+}
+
+// errFieldsTooLarge ends the read of the fields before a file: the most
+// they, their part headers and the framing may take.
+var errFieldsTooLarge = errors.New("multipart fields too large")
+
 // filePart reads a multipart body up to its field "file" and returns that part
-// unread, with the small text fields that came before it.
-func (s *Server) filePart(w http.ResponseWriter, r *http.Request, maxBytes int64) (*multipart.Part, map[string]string, error) {
+// unread, with the text fields that came before it. Only the fields named in
+// allowed are accepted, once each and within their size; anything else is
+// refused, naming the field. The bytes read before the file are capped as a
+// whole (part headers included), so no body can pin memory with fields.
+func (s *Server) filePart(w http.ResponseWriter, r *http.Request, maxBytes int64, allowed map[string]int64) (*multipart.Part, map[string]string, error) {
 	if maxBytes > 0 {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBytes+1<<20) // room for the multipart framing
 	}
+	prelude := int64(16 << 10) // part headers, boundaries, the multipart reader's read-ahead
+	for _, n := range allowed {
+		prelude += n
+	}
+	head := &headReader{r: r.Body, left: prelude}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{head, r.Body}
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, nil, datachat.Errorf(datachat.EINVALID, "Bad multipart body: %v.", err)
@@ -111,30 +161,96 @@ func (s *Server) filePart(w http.ResponseWriter, r *http.Request, maxBytes int64
 	fields := map[string]string{}
 	for {
 		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			return nil, nil, datachat.Errorf(datachat.EINVALID, "No file: upload it as multipart field \"file\".")
-		}
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return nil, nil, datachat.Errorf(datachat.EINVALID, "The upload is larger than the limit of %d bytes.", maxBytes)
-			}
-			return nil, nil, datachat.Errorf(datachat.EINVALID, "Bad multipart body: %v.", err)
+			return nil, nil, multipartError(err, maxBytes, prelude)
 		}
-		if part.FormName() == "file" {
-			if filepath.Base(part.FileName()) == "." || part.FileName() == "" {
+		name := part.FormName()
+		if name == "file" {
+			fn := part.FileName()
+			if filepath.Base(fn) == "." || fn == "" {
 				part.Close()
 				return nil, nil, datachat.Errorf(datachat.EINVALID, "The file part has no file name.")
 			}
+			if err := checkName("file name", filepath.Base(strings.ReplaceAll(fn, `\`, "/"))); err != nil {
+				part.Close()
+				return nil, nil, err
+			}
+			head.left = -1 // the file streams on, capped by maxBytes
 			return part, fields, nil
 		}
-		b, err := io.ReadAll(io.LimitReader(part, 64<<10))
+		limit, ok := allowed[name] // a refused part is left unread
+		switch {
+		case !ok:
+			return nil, nil, datachat.Errorf(datachat.EINVALID, "Unknown multipart field %q: send the file as field \"file\"%s.", name, otherFields(allowed))
+		case fieldSeen(fields, name):
+			return nil, nil, datachat.Errorf(datachat.EINVALID, "Multipart field %q is sent twice: send it once.", name)
+		}
+		b, err := io.ReadAll(io.LimitReader(part, limit+1))
 		part.Close()
 		if err != nil {
-			return nil, nil, datachat.Errorf(datachat.EINVALID, "Bad multipart body: %v.", err)
+			return nil, nil, multipartError(err, maxBytes, prelude)
 		}
-		fields[part.FormName()] = strings.TrimSpace(string(b))
+		if int64(len(b)) > limit {
+			return nil, nil, datachat.Errorf(datachat.EINVALID, "Multipart field %q is larger than %s.", name, byteSize(limit))
+		}
+		fields[name] = strings.TrimSpace(string(b))
 	}
+}
+
+func fieldSeen(fields map[string]string, name string) bool {
+	_, ok := fields[name]
+	return ok
+}
+
+// otherFields lists the fields besides "file" an endpoint takes, for an error.
+func otherFields(allowed map[string]int64) string {
+	names := make([]string, 0, len(allowed))
+	for n := range allowed {
+		names = append(names, strconv.Quote(n))
+	}
+	if len(names) == 0 {
+		return " and no other field"
+	}
+	slices.Sort(names)
+	return ", with the optional field " + strings.Join(names, ", ") + " before it, and nothing else"
+}
+
+// multipartError explains an error reading the parts before the file.
+func multipartError(err error, maxBytes, prelude int64) error {
+	var mbe *http.MaxBytesError
+	var de *datachat.Error
+	switch {
+	case errors.Is(err, io.EOF):
+		return datachat.Errorf(datachat.EINVALID, "No file: upload it as multipart field \"file\".")
+	case errors.Is(err, errFieldsTooLarge):
+		return datachat.Errorf(datachat.EINVALID, "The multipart fields before the file take more than %s: send only the file and its small fields.", byteSize(prelude))
+	case errors.As(err, &mbe):
+		return datachat.Errorf(datachat.EINVALID, "The upload is larger than the limit of %d bytes.", maxBytes)
+	case errors.As(err, &de):
+		return err // the body was too slow
+	}
+	return datachat.Errorf(datachat.EINVALID, "Bad multipart body: %v.", err)
+}
+
+// headReader fails once more than left bytes are read (left < 0: no cap).
+type headReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	if h.left < 0 {
+		return h.r.Read(p)
+	}
+	if h.left == 0 {
+		return 0, errFieldsTooLarge
+	}
+	if int64(len(p)) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.r.Read(p)
+	h.left -= int64(n)
+	return n, err
 }
 
 func (s *Server) listDatasets(w http.ResponseWriter, r *http.Request) {
@@ -170,6 +286,9 @@ func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request) {
 // runSQL runs {query} over the conversation's datasets in the sandbox.
 func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
+	if err == nil {
+		err = s.budgets().sql.take(conv.UserID)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -13,11 +13,14 @@ import (
 // optional "metadata" field (a JSON object of strings) before it.
 func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
+	if err == nil {
+		err = s.budgets().uploads.take(conv.UserID)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	part, fields, err := s.filePart(w, r, s.MaxDocumentBytes)
+	part, fields, err := s.filePart(w, r, s.MaxDocumentBytes, documentFields)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -71,6 +74,9 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
 // search is the retrieval the model's search_documents tool uses.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
+	if err == nil {
+		err = s.budgets().search.take(conv.UserID)
+	}
 	if err != nil {
 		s.error(w, r, err)
 		return

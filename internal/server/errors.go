@@ -41,18 +41,23 @@ type RetryAfterError interface {
 // error writes err as {"error":{"message","type"}}. Internal errors are logged
 // with their detail and answered with "Internal error." only.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
+	err = refuseBody(w, r, err) // refused before its body was read: close, do not read it
 	code := datachat.ErrorCode(err)
 	if code == datachat.EINTERNAL {
 		s.logger(r).Error("internal error", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
 	var ra RetryAfterError
 	if errors.As(err, &ra) {
-		secs := int(ra.RetryAfter().Round(time.Second) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra.RetryAfter())))
 	}
 	writeJSON(w, ErrorStatus(err), map[string]any{
 		"error": map[string]string{"message": datachat.ErrorMessage(err), "type": code},
 	})
+}
+
+// retryAfterSeconds is a Retry-After value: whole seconds, rounded up, at least 1.
+func retryAfterSeconds(d time.Duration) int {
+	return max(int((d+time.Second-1)/time.Second), 1)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -78,7 +83,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
+		var de *datachat.Error
 		switch {
+		case errors.As(err, &de):
+			return err // the body was too slow
 		case errors.As(err, &mbe):
 			return datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
 		case errors.Is(err, io.EOF):

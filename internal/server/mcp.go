@@ -30,6 +30,7 @@ func (s *Server) mcpHandler() http.HandlerFunc {
 			m.srv = mcpserver.New(mcpserver.Options{
 				Workspace: s.Workspace, Store: s.Store, User: u,
 				Logger: s.logger(r), SDKLogger: sdkLog, Observer: obs, SchemaCache: schemas,
+				Budget: s.mcpBudget(u.ID),
 			})
 		})
 		return m.srv

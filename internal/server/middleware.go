@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"datachat"
@@ -20,6 +24,7 @@ type ctxKey int
 const (
 	requestIDKey ctxKey = iota
 	userKey
+	bodyKey
 )
 
 // RequestID returns the request id carried by ctx, or "".
@@ -140,18 +145,163 @@ func (s *Server) logger(r *http.Request) *slog.Logger {
 	return s.Logger.With(slog.String("request_id", RequestID(r.Context())))
 }
 
+// withSecurityHeaders marks every response, errors and 404s included, as not
+// to be content-sniffed.
+func withSecurityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Request body pace: http.Server has no read deadline once the headers are
+// in, so a client trickling a body holds its connection (and the handler
+// reading it) for as long as it likes.
+const (
+	defaultBodyReadTimeout = 30 * time.Second
+	defaultBodyMinBytes    = 64 << 10
+)
+
+// withBodyPace gives a request body a read deadline that moves with progress:
+// the body must deliver at least BodyMinBytes every BodyReadTimeout, so a
+// 2 GiB upload over a slow line goes through while a trickle is cut, and a
+// body nobody reads cannot hold the connection either. The deadline is lifted
+// once the body is read to its end: a long answer (a turn, a stream) is not
+// bounded by it.
+func (s *Server) withBodyPace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		window, min := s.BodyReadTimeout, s.BodyMinBytes
+		if window <= 0 {
+			window = defaultBodyReadTimeout
+		}
+		if min <= 0 {
+			min = defaultBodyMinBytes
+		}
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(window)); err != nil {
+			next.ServeHTTP(w, r) // the connection takes no deadline (a test recorder)
+			return
+		}
+		b := &pacedBody{body: r.Body, conn: rc, now: time.Now, window: window, min: min}
+		r = r.WithContext(context.WithValue(r.Context(), bodyKey, b))
+		r.Body = b
+		next.ServeHTTP(w, r)
+	})
+}
+
+// pacedBody is a request body under withBodyPace's deadline.
+type pacedBody struct {
+	body    io.ReadCloser
+	conn    interface{ SetReadDeadline(time.Time) error } // the request's http.ResponseController
+	now     func() time.Time
+	window  time.Duration
+	min     int64
+	started bool
+	got     int64       // bytes since the deadline last moved
+	ended   atomic.Bool // read to its end: the deadline is lifted
+	// cut is the error of a body that came too slowly: whatever the
+	// handler makes of the failed read (a cancelled context, a wrapped
+	// error), this is the answer.
+	cut atomic.Pointer[datachat.Error]
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	if !b.started {
+		// The window starts again when the handler first reads: the time
+		// it spent authenticating or looking things up does not count.
+		b.started = true
+		b.conn.SetReadDeadline(b.now().Add(b.window))
+	}
+	n, err := b.body.Read(p)
+	b.got += int64(n)
+	switch {
+	case errors.Is(err, io.EOF):
+		b.ended.Store(true)
+		b.conn.SetReadDeadline(time.Time{})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		cut := datachat.WrapError(datachat.EINVALID, fmt.Sprintf(
+			"The request body arrived too slowly: less than %s in %s. Send it again over a faster or steadier connection.",
+			byteSize(b.min), b.window), err)
+		b.cut.Store(cut)
+		return n, cut
+	case b.got >= b.min:
+		b.got = 0
+		b.conn.SetReadDeadline(b.now().Add(b.window))
+	}
+	return n, err
+}
+
+func (b *pacedBody) Close() error { return b.body.Close() }
+
+// refusedBodyLinger is how long a connection whose request was refused with
+// its body unread may still be read from before it closes: the time for the
+// answer to reach the client, as http.Server's own rstAvoidanceDelay (a close
+// with unread data sends a reset, which can destroy an answer in flight).
+const refusedBodyLinger = 500 * time.Millisecond
+
+// refuseBody makes an error answer to r close the connection instead of
+// reading the rest of r's body: http.Server would otherwise read up to
+// 256 KiB of it after the handler (to reuse the connection), at the client's
+// pace; now it reads for refusedBodyLinger at most. It returns the error to
+// answer: err, or why the body was cut.
+func refuseBody(w http.ResponseWriter, r *http.Request, err error) error {
+	b, _ := r.Context().Value(bodyKey).(*pacedBody)
+	if b == nil || b.ended.Load() {
+		return err
+	}
+	w.Header().Set("Connection", "close")
+	b.conn.SetReadDeadline(time.Now().Add(refusedBodyLinger))
+	if cut := b.cut.Load(); cut != nil {
+		return cut
+	}
+	return err
+}
+
+// byteSize writes a byte count for people.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// A browser cannot set headers on a WebSocket, so the page sends its key as a
+// subprotocol: it offers wsSubprotocol and wsKeyProtocol+KEY, and the server
+// selects wsSubprotocol, never echoing the key. Unlike ?api_key=, the key
+// then stays out of URLs, which reverse proxies log.
+const (
+	wsSubprotocol = "datachat.v1"
+	wsKeyProtocol = "datachat.key."
+)
+
 // auth requires an API key: X-API-Key, Authorization: Bearer, or, for the
-// WebSocket only, the api_key query parameter.
+// WebSocket only, the subprotocol wsKeyProtocol+KEY or (kept for existing
+// clients) the api_key query parameter.
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := apiKey(r)
 		if key == "" {
-			s.error(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."))
+			msg := "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."
+			if r.URL.Path == "/ws" {
+				msg = "Missing API key: send it in the X-API-Key header, as Authorization: Bearer KEY, or (from a browser) as the WebSocket subprotocol " + wsKeyProtocol + "KEY offered with " + wsSubprotocol + "."
+			}
+			w.Header().Set("Connection", "close") // and its body is not read
+			s.error(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "%s", msg))
 			return
 		}
 		u, err := s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
 		if err != nil {
 			if datachat.ErrorCode(err) == datachat.EUNAUTHORIZED {
+				w.Header().Set("Connection", "close")
 				err = datachat.Errorf(datachat.EUNAUTHORIZED, "Invalid or revoked API key.")
 			}
 			s.error(w, r, err)
@@ -172,6 +322,13 @@ func apiKey(r *http.Request) string {
 		return strings.TrimSpace(h[7:])
 	}
 	if r.URL.Path == "/ws" {
+		for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+			for p := range strings.SplitSeq(h, ",") {
+				if k, ok := strings.CutPrefix(strings.TrimSpace(p), wsKeyProtocol); ok && k != "" {
+					return k
+				}
+			}
+		}
 		return r.URL.Query().Get("api_key")
 	}
 	return ""

@@ -164,10 +164,10 @@ func (s *Server) openaiErrorOf(r *http.Request, err error) openaiErrorDetail {
 
 // openaiError writes err as {"error":{"message","type","param","code"}}.
 func (s *Server) openaiError(w http.ResponseWriter, r *http.Request, err error) {
+	err = refuseBody(w, r, err)
 	var ra RetryAfterError
 	if errors.As(err, &ra) {
-		secs := int(ra.RetryAfter().Round(time.Second) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra.RetryAfter())))
 	}
 	writeJSON(w, ErrorStatus(err), map[string]any{"error": s.openaiErrorOf(r, err)})
 }
@@ -177,12 +177,14 @@ func (s *Server) openaiAuth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := apiKey(r)
 		if key == "" {
+			w.Header().Set("Connection", "close") // and its body is not read
 			s.openaiError(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "You didn't provide an API key: send it as Authorization: Bearer KEY (or in the X-API-Key header)."))
 			return
 		}
 		u, err := s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
 		if err != nil {
 			if datachat.ErrorCode(err) == datachat.EUNAUTHORIZED {
+				w.Header().Set("Connection", "close")
 				err = datachat.Errorf(datachat.EUNAUTHORIZED, "Incorrect or revoked API key provided.")
 			}
 			s.openaiError(w, r, err)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"datachat"
 	"datachat/internal/chat"
 	"datachat/internal/metrics"
@@ -40,14 +42,42 @@ type Server struct {
 	// Metrics are served at /metrics; nil: the server makes its own.
 	Metrics *metrics.Metrics
 
+	// A request body must deliver at least BodyMinBytes every
+	// BodyReadTimeout, or it is cut with a 400 (zero: 64 KiB every 30 s).
+	BodyReadTimeout time.Duration
+	BodyMinBytes    int64
+	// MaxConnections caps the connections open at once (0: no cap); more
+	// wait in the listen backlog until one closes.
+	MaxConnections int
+
+	// Per-user budgets, each its own (0: none): SQL queries (POST …/sql, MCP
+	// execute_sql) and document searches (POST …/search, MCP
+	// search_documents) a minute, uploads (POST …/datasets, …/documents, MCP
+	// load_dataset) an hour.
+	SQLPerMinute    int
+	SearchPerMinute int
+	UploadsPerHour  int
+
+	// MaxWSPerUser caps the chat WebSockets one user holds open (0: no cap).
+	MaxWSPerUser int
+	// WebSocket keep-alive: a ping every WSPingInterval, which the client
+	// must answer within WSPingTimeout or be dropped as gone, its streaming
+	// turn cancelled (zero: 20 s and 10 s).
+	WSPingInterval time.Duration
+	WSPingTimeout  time.Duration
+
 	httpServer  *http.Server
 	initOnce    sync.Once
 	closing     chan struct{} // closed by Shutdown: ends WebSocket sessions
 	closeOnce   sync.Once
 	closingOnce sync.Once
 	wsSessions  atomic.Int64
+	wsMu        sync.Mutex
+	wsUsers     map[string]int // open WebSockets by user
 	wsWG        sync.WaitGroup // WebSocket handlers, which Shutdown waits for
 	metricsOnce sync.Once
+	budgetsOnce sync.Once
+	budgetSet   *budgets
 
 	// Draining (Shutdown): no new request or turn starts; running turns may
 	// finish until the grace is over, then stopCtx ends with
@@ -81,7 +111,7 @@ func (s *Server) Handler() http.Handler {
 	s.routes(mux)
 	// withDrain gives requests a new context: it goes outside withMetrics,
 	// which reads the route the mux records on the request it is given.
-	return s.withRequestID(s.withLogging(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))
+	return withSecurityHeaders(s.withRequestID(s.withLogging(s.withBodyPace(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))))
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
@@ -149,9 +179,13 @@ func (p *headerProbe) Header() http.Header         { return p.header }
 func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *headerProbe) WriteHeader(code int)        { p.status = code }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown, at most MaxConnections at
+// once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.init()
+	if s.MaxConnections > 0 {
+		ln = netutil.LimitListener(ln, s.MaxConnections)
+	}
 	if err := s.httpServer.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -177,6 +211,7 @@ var (
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.init()
 	idle := s.drain()
+	s.Logger.Info("draining", slog.String("detail", "new requests and turns are refused; running turns may finish"))
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	served := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -68,9 +69,17 @@ func decodeClientMessage(b []byte) (clientMessage, error) {
 	return msg, nil
 }
 
-// serveWS runs the chat protocol of one conversation over a WebSocket. Auth and
-// the conversation are checked before the upgrade, so a failure is a plain
-// HTTP 401 or 404.
+// WebSocket keep-alive defaults: a ping every 20 s, answered within 10 s.
+const (
+	defaultPingInterval = 20 * time.Second
+	defaultPingTimeout  = 10 * time.Second
+	// wsWriteTimeout bounds one event's write to a client that reads too slowly.
+	wsWriteTimeout = 10 * time.Second
+)
+
+// serveWS runs the chat protocol of one conversation over a WebSocket. Auth,
+// the conversation and the user's cap on open sockets are checked before the
+// upgrade, so a failure is a plain HTTP 401, 404 or 429.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	user := UserFrom(r.Context())
 	conv, err := s.Store.Conversation(r.Context(), user.ID, r.URL.Query().Get("conversation_id"))
@@ -78,11 +87,17 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
+	release, err := s.admitWS(user.ID)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	defer release()
 	// Counted before the upgrade: once hijacked, http.Server.Shutdown no
 	// longer sees the connection, and Shutdown waits on wsWG instead.
 	s.wsWG.Add(1)
 	defer s.wsWG.Done()
-	c, err := websocket.Accept(w, r, nil)
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}})
 	if err != nil {
 		return // Accept has answered the client
 	}
@@ -90,19 +105,32 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.wsSessions.Add(1)
 	defer s.wsSessions.Add(-1)
 
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
 	sess := &wsSession{s: s, conn: c, user: user, conv: conv, out: make(chan chat.Event, 64), log: s.logger(r)}
-	go func() { // the server shutting down ends the session (its turns have ended)
-		select {
-		case <-s.closing:
-			sess.goAway()
-			cancel()
-		case <-ctx.Done():
+	sess.run(context.WithoutCancel(r.Context()))
+}
+
+// admitWS counts a chat WebSocket of the user, refusing one beyond
+// MaxWSPerUser; release uncounts it.
+func (s *Server) admitWS(userID string) (release func(), err error) {
+	s.wsMu.Lock()
+	defer s.wsMu.Unlock()
+	if s.MaxWSPerUser > 0 && s.wsUsers[userID] >= s.MaxWSPerUser {
+		return nil, rateLimited{&chat.RateLimitError{
+			Message: fmt.Sprintf("Too many open chat connections: you have %d, the most allowed per user. Close datachat in other tabs or windows, then try again.", s.wsUsers[userID]),
+			After:   10 * time.Second,
+		}}
+	}
+	if s.wsUsers == nil {
+		s.wsUsers = map[string]int{}
+	}
+	s.wsUsers[userID]++
+	return func() {
+		s.wsMu.Lock()
+		defer s.wsMu.Unlock()
+		if s.wsUsers[userID]--; s.wsUsers[userID] <= 0 {
+			delete(s.wsUsers, userID)
 		}
-	}()
-	sess.run(ctx)
-	c.Close(websocket.StatusNormalClosure, "")
+	}, nil
 }
 
 type wsSession struct {
@@ -118,21 +146,44 @@ type wsSession struct {
 	turns      sync.WaitGroup
 }
 
-func (ss *wsSession) run(ctx context.Context) {
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		ss.writeLoop(ctx)
-	}()
-
+// run serves the session until its connection closes: the client closed it,
+// stopped answering pings, could not be written to, or the server shut down.
+// Three goroutines share the connection: the reader (client messages, pongs),
+// the pinger, and the writer, which writes every event and alone closes the
+// connection, so nothing queued before a close is lost to it.
+func (ss *wsSession) run(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
 	if p, err := ss.s.Store.PendingConfirmation(ctx, ss.conv.ID); err == nil {
-		ss.sendConfirmation(ctx, p)
+		ss.sendConfirmation(ctx, p) // queued first; the writer starts below
 	}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		ss.readLoop(ctx)
+	}()
+	// live ends when the client fails a ping: that also stops a write
+	// blocked on a client that stopped reading.
+	live, gone := context.WithCancelCause(ctx)
+	defer gone(nil)
+	go ss.pingLoop(live, gone)
 
+	ss.writeLoop(live, readDone)
+	// The connection is closed. A streaming turn is cancelled (not one
+	// awaiting confirmation: that holds no stream and waits for the next
+	// connection); the turn keeps the text streamed so far.
+	ss.cancelTurn()
+	cancel() // ends the pinger, the reader and sends nobody will write
+	<-readDone
+	ss.turns.Wait()
+}
+
+// readLoop handles the client's messages until the connection fails or closes.
+func (ss *wsSession) readLoop(ctx context.Context) {
 	for {
 		_, data, err := ss.conn.Read(ctx)
 		if err != nil {
-			break // closed by the client, or the server is shutting down
+			return
 		}
 		msg, err := decodeClientMessage(data)
 		if err != nil {
@@ -141,12 +192,98 @@ func (ss *wsSession) run(ctx context.Context) {
 		}
 		ss.handle(ctx, msg)
 	}
-	// A closed socket cancels a streaming turn (not one awaiting confirmation:
-	// that holds no stream and waits for the next connection).
-	ss.cancelTurn()
-	ss.turns.Wait()
-	close(ss.out)
-	<-writerDone
+}
+
+// pingLoop pings the client every ping interval and ends live, with the
+// reason, on a ping not answered within the ping timeout: a client that
+// stopped reading (or vanished without closing) is found even while a turn's
+// events still fit in the kernel's buffers.
+func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc) {
+	interval, timeout := ss.s.WSPingInterval, ss.s.WSPingTimeout
+	if interval <= 0 {
+		interval = defaultPingInterval
+	}
+	if timeout <= 0 {
+		timeout = defaultPingTimeout
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-live.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(live, timeout)
+		err := ss.conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			gone(fmt.Errorf("no answer to a ping within %s: %w", timeout, err))
+			return
+		}
+	}
+}
+
+// writeLoop writes the session's events in order and owns the connection's
+// end: it closes the connection when the reader is done (the client closed or
+// broke it), when a ping went unanswered (live ended) or a write failed (the
+// client is gone or stopped reading), or, on shutdown, after writing every
+// event queued — Shutdown closes s.closing only once no turn runs, and a turn
+// queues its last event (chat_complete, or the chat_error of an interrupted
+// turn) before it counts as ended.
+func (ss *wsSession) writeLoop(live context.Context, readDone <-chan struct{}) {
+	for {
+		select {
+		case ev := <-ss.out:
+			if err := ss.write(live, ev); err != nil {
+				ss.drop(live, err)
+				return
+			}
+		case <-readDone:
+			ss.conn.CloseNow()
+			return
+		case <-live.Done():
+			ss.drop(live, nil)
+			return
+		case <-ss.s.closing:
+			for queued := true; queued; {
+				select {
+				case ev := <-ss.out:
+					if err := ss.write(live, ev); err != nil {
+						ss.drop(live, err)
+						return
+					}
+				default:
+					queued = false
+				}
+			}
+			ss.conn.Close(websocket.StatusGoingAway, "the server is restarting")
+			return
+		}
+	}
+}
+
+// drop closes the connection of a client that is gone or stopped reading.
+func (ss *wsSession) drop(live context.Context, err error) {
+	if cause := context.Cause(live); cause != nil && !errors.Is(cause, context.Canceled) {
+		// An unanswered ping (which also ended a blocked write).
+		ss.log.Info("websocket client gone: closing", slog.String("conversation_id", ss.conv.ID), slog.String("error", cause.Error()))
+	} else if err != nil {
+		ss.log.Debug("websocket write failed: closing", slog.String("conversation_id", ss.conv.ID), slog.String("error", err.Error()))
+	}
+	ss.conn.CloseNow()
+}
+
+// write writes one event, waiting at most wsWriteTimeout for the client.
+func (ss *wsSession) write(live context.Context, ev chat.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		ss.log.Error("encode event", slog.String("type", ev.Type), slog.String("error", err.Error()))
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(live, wsWriteTimeout)
+	defer cancel()
+	return ss.conn.Write(wctx, websocket.MessageText, b)
 }
 
 func (ss *wsSession) handle(ctx context.Context, msg clientMessage) {
@@ -221,16 +358,6 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	}()
 }
 
-// goAway closes the connection as going away once the events queued for it
-// are written (for up to two seconds): the last chat_complete or chat_error of
-// a turn that ended as the server shut down reaches the client.
-func (ss *wsSession) goAway() {
-	for deadline := time.Now().Add(2 * time.Second); len(ss.out) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	ss.conn.Close(websocket.StatusGoingAway, "the server is restarting")
-}
-
 // cancelTurn cancels the running turn, if any, and reports whether there was one.
 func (ss *wsSession) cancelTurn() bool {
 	ss.mu.Lock()
@@ -259,20 +386,4 @@ func (ss *wsSession) sendConfirmation(ctx context.Context, c *datachat.Confirmat
 
 func (ss *wsSession) sendError(ctx context.Context, err error) {
 	ss.send(ctx, chat.Event{Type: "chat_error", Data: chat.ErrorEventFor(err)})
-}
-
-func (ss *wsSession) writeLoop(ctx context.Context) {
-	for ev := range ss.out {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			ss.log.Error("encode event", slog.String("type", ev.Type), slog.String("error", err.Error()))
-			continue
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = ss.conn.Write(wctx, websocket.MessageText, b)
-		cancel()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			ss.log.Debug("websocket write", slog.String("error", err.Error()))
-		}
-	}
 }

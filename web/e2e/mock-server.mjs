@@ -125,7 +125,13 @@ function detail(c) {
   };
 }
 
-const authed = (req, url) => (req.headers['x-api-key'] || (req.headers.authorization || '').replace(/^Bearer /, '') || url.searchParams.get('api_key')) === KEY;
+// The key of a request: a header, or for the WebSocket the subprotocol
+// datachat.key.KEY the page sends (or ?api_key=, which older clients use).
+const keyOf = (req, url) => {
+  const sub = (req.headers['sec-websocket-protocol'] || '').split(',').map((p) => p.trim()).find((p) => p.startsWith('datachat.key.'));
+  return req.headers['x-api-key'] || (req.headers.authorization || '').replace(/^Bearer /, '') || (sub && sub.slice('datachat.key.'.length)) || url.searchParams.get('api_key');
+};
+const authed = (req, url) => keyOf(req, url) === KEY;
 
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
@@ -221,7 +227,8 @@ const server = http.createServer(async (req, res) => {
 
 // ---------- WebSocket ----------
 
-const wss = new WebSocketServer({ noServer: true });
+// Selects datachat.v1, as the server does: never echoes the key.
+const wss = new WebSocketServer({ noServer: true, handleProtocols: (protocols) => (protocols.has('datachat.v1') ? 'datachat.v1' : false) });
 server.on('upgrade', (req, socket, head) => {
   const url = new URL(req.url, 'http://x');
   const c = conversations.get(url.searchParams.get('conversation_id') || '');

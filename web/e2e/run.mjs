@@ -141,6 +141,7 @@ async function ask(text) {
 
 const consoleErrors = [];
 const external = [];
+const socketURLs = [];
 
 async function main() {
   browser = await chromium.launch({
@@ -159,6 +160,7 @@ async function main() {
       const u = r.url();
       if (!u.startsWith(ORIGIN) && !u.startsWith(WS_ORIGIN) && !/^(data|blob):/.test(u)) external.push(u);
     });
+    p.on('websocket', (ws) => socketURLs.push(ws.url()));
   };
   watch(page);
   context.on('page', watch);
@@ -467,6 +469,12 @@ async function main() {
     } finally {
       await ctx2.close();
     }
+  });
+
+  await step('the key never appears in a WebSocket URL (proxies log URLs)', async () => {
+    expect(socketURLs.length > 0, 'the page opened no WebSocket');
+    const leaked = socketURLs.filter((u) => u.includes('api_key') || u.includes(encodeURIComponent(KEY)) || u.includes(KEY));
+    expect(!leaked.length, `the key is in WebSocket URLs: ${leaked.join(' ')}`);
   });
 
   await step('no console errors and no request to another origin', async () => {

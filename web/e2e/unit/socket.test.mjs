@@ -1,12 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { backoffDelay, socketURL, BACKOFF_MS } from '../../assets/js/socket.js';
+import { backoffDelay, socketURL, socketProtocols, BACKOFF_MS } from '../../assets/js/socket.js';
 import { kindOfFile } from '../../assets/js/panel.js';
 import { listOf } from '../../assets/js/api.js';
 
-test('socketURL follows the page protocol and escapes its parameters', () => {
-  assert.equal(socketURL({ protocol: 'http:', host: '127.0.0.1:8080' }, 'c 1', 'k&y'), 'ws://127.0.0.1:8080/ws?conversation_id=c+1&api_key=k%26y');
-  assert.equal(socketURL({ protocol: 'https:', host: 'data.example' }, 'c', 'k'), 'wss://data.example/ws?conversation_id=c&api_key=k');
+test('socketURL follows the page protocol, escapes its parameters and carries no key', () => {
+  assert.equal(socketURL({ protocol: 'http:', host: '127.0.0.1:8080' }, 'c 1&x'), 'ws://127.0.0.1:8080/ws?conversation_id=c+1%26x');
+  assert.equal(socketURL({ protocol: 'https:', host: 'data.example' }, 'c'), 'wss://data.example/ws?conversation_id=c');
+  assert.ok(!socketURL({ protocol: 'https:', host: 'h' }, 'c', 'dck_secret').includes('dck_secret'));
+});
+
+test('socketProtocols offers datachat.v1 and the key as a subprotocol', () => {
+  assert.deepEqual(socketProtocols('dck_AbC-_9'), ['datachat.v1', 'datachat.key.dck_AbC-_9']);
 });
 
 test('backoff grows, caps and jitters by ±20 %', () => {

