@@ -7,8 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"datachat"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
+	"datachat/internal/sharedtest"
 )
 
 func TestSuite(t *testing.T) {
@@ -33,13 +33,17 @@ func TestSuite(t *testing.T) {
 	})
 }
 
-// serveFile answers every request with a recorded body, byte for byte.
-func serveFile(t *testing.T, name string, status int, contentType string) (*Client, func() []*http.Request) {
+// recording returns a provider answer or request recorded by others, read
+// from ../shared/fixtures/providers (see its README.md): the test skips when
+// ../shared is absent, and fails under CI=true.
+func recording(t *testing.T, name string) []byte {
 	t.Helper()
-	body, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return sharedtest.Read(t, "fixtures/providers/"+name)
+}
+
+// serveBody answers every request with body, byte for byte.
+func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, func() []*http.Request) {
+	t.Helper()
 	var mu sync.Mutex
 	var seen []*http.Request
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,72 +62,166 @@ func serveFile(t *testing.T, name string, status int, contentType string) (*Clie
 	}
 }
 
+// wantStream is what the client must make of one streamed answer.
+type wantStream struct {
+	text   []string
+	calls  []datachat.ModelToolCall
+	finish string
+	usage  datachat.TokenCount
+}
+
+func checkStream(t *testing.T, c *Client, want wantStream) {
+	t.Helper()
+	evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, ev := range evs {
+		if ev.Text != "" {
+			texts = append(texts, ev.Text)
+		}
+	}
+	if !reflect.DeepEqual(texts, want.text) {
+		t.Errorf("text chunks: got %q, want %q", texts, want.text)
+	}
+	calls := evs.ToolCalls()
+	if len(calls) != len(want.calls) {
+		t.Fatalf("got %d calls, want %d", len(calls), len(want.calls))
+	}
+	for i, w := range want.calls {
+		got := calls[i]
+		if got.Name != w.Name || string(got.Args) != string(w.Args) || got.Signature != w.Signature || !strings.HasPrefix(got.ID, "call_") {
+			t.Errorf("call %d: got %+v, want %+v with a generated id", i, got, w)
+		}
+	}
+	if err := evs.CheckEnd(); err != nil {
+		t.Error(err)
+	}
+	if evs.Finish() != want.finish || *evs.Usage() != want.usage {
+		t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), want.finish, want.usage)
+	}
+}
+
+// checkStreamRequest checks where and how the answer was asked for.
+func checkStreamRequest(t *testing.T, path string, query url.Values, header http.Header) {
+	t.Helper()
+	if path != "/v1beta/models/gemini-2.5-flash:streamGenerateContent" || query.Get("alt") != "sse" || header.Get("x-goog-api-key") != "test-key" {
+		t.Errorf("request: %s?%s key %q", path, query.Encode(), header.Get("x-goog-api-key"))
+	}
+}
+
+// The recorded streams, parsed from their exact bytes.
 func TestRecordedStreams(t *testing.T) {
 	tests := []struct {
-		file   string
-		text   []string
-		calls  []datachat.ModelToolCall
-		finish string
-		usage  datachat.TokenCount
+		file string
+		want wantStream
 	}{
 		{
 			file: "gemini_stream_text_after_function_response.sse",
-			text: []string{"The sum of ", "2 and 3 is 5. The product of 2 and 3 is", " 6."},
-			// usageMetadata repeats with growing counts: the last one counts.
-			finish: "stop", usage: datachat.TokenCount{Input: 218, Output: 22},
+			want: wantStream{
+				text: []string{"The sum of ", "2 and 3 is 5. The product of 2 and 3 is", " 6."},
+				// usageMetadata repeats with growing counts: the last one counts.
+				finish: "stop", usage: datachat.TokenCount{Input: 218, Output: 22},
+			},
 		},
 		{
 			file: "gemini_stream_function_call_parallel.sse",
-			calls: []datachat.ModelToolCall{
-				{Name: "add", Args: json.RawMessage(`{"b":3,"a":2}`), Signature: "CloBvj72+4/aTlyeodvVsF6WQseQLaqynO0Ocu6hCxSIV1rJCGFv67dtpjtFqWaborKte+82ZXWG2DaoPZaL+k7ONU3tUVwUXH0yI3ADtb46NJAqGWp2V/Ht3uMKhQEBvj72+53r7rtJS2JS+RSr/gNHTgRy4DDPTPtEEj+K6F4GFNMQEXVmXPYPa87j/74GGwi14Qwvde1kfemWz/+cRwpf2EDDKELVYuZ56LWb6pmPj4kyXPBERjn3dCiTrAhaysdd21dD0/t3xSXCKNFbPTDjK6IeGzqAGRFeL5D37oKPrh2N"},
-				{Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+			want: wantStream{
+				calls: []datachat.ModelToolCall{
+					{Name: "add", Args: json.RawMessage(`{"b":3,"a":2}`), Signature: "CloBvj72+4/aTlyeodvVsF6WQseQLaqynO0Ocu6hCxSIV1rJCGFv67dtpjtFqWaborKte+82ZXWG2DaoPZaL+k7ONU3tUVwUXH0yI3ADtb46NJAqGWp2V/Ht3uMKhQEBvj72+53r7rtJS2JS+RSr/gNHTgRy4DDPTPtEEj+K6F4GFNMQEXVmXPYPa87j/74GGwi14Qwvde1kfemWz/+cRwpf2EDDKELVYuZ56LWb6pmPj4kyXPBERjn3dCiTrAhaysdd21dD0/t3xSXCKNFbPTDjK6IeGzqAGRFeL5D37oKPrh2N"},
+					{Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+				},
+				// Thinking tokens are output tokens: 36 candidates + 38 thoughts.
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 121, Output: 74},
 			},
-			// Thinking tokens are output tokens: 36 candidates + 38 thoughts.
-			finish: "tool_calls", usage: datachat.TokenCount{Input: 121, Output: 74},
 		},
 		{
-			file:   "gemini_stream_function_call_single.sse",
-			calls:  []datachat.ModelToolCall{{Name: "get_capital", Args: json.RawMessage(`{"country":"France"}`)}},
-			finish: "tool_calls", usage: datachat.TokenCount{Input: 52, Output: 5},
+			file: "gemini_stream_function_call_single.sse",
+			want: wantStream{
+				calls:  []datachat.ModelToolCall{{Name: "get_capital", Args: json.RawMessage(`{"country":"France"}`)}},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 52, Output: 5},
+			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			c, seen := serveFile(t, tt.file, 200, "text/event-stream")
-			evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var texts []string
-			for _, ev := range evs {
-				if ev.Text != "" {
-					texts = append(texts, ev.Text)
-				}
-			}
-			if !reflect.DeepEqual(texts, tt.text) {
-				t.Errorf("text chunks: got %q, want %q", texts, tt.text)
-			}
-			calls := evs.ToolCalls()
-			if len(calls) != len(tt.calls) {
-				t.Fatalf("got %d calls, want %d", len(calls), len(tt.calls))
-			}
-			for i, want := range tt.calls {
-				got := calls[i]
-				if got.Name != want.Name || string(got.Args) != string(want.Args) || got.Signature != want.Signature || !strings.HasPrefix(got.ID, "call_") {
-					t.Errorf("call %d: got %+v, want %+v with a generated id", i, got, want)
-				}
-			}
-			if err := evs.CheckEnd(); err != nil {
-				t.Error(err)
-			}
-			if evs.Finish() != tt.finish || *evs.Usage() != tt.usage {
-				t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), tt.finish, tt.usage)
-			}
+			c, seen := serveBody(t, recording(t, tt.file), 200, "text/event-stream")
+			checkStream(t, c, tt.want)
 			r := seen()[0]
-			if r.URL.Path != "/v1beta/models/gemini-2.5-flash:streamGenerateContent" || r.URL.Query().Get("alt") != "sse" || r.Header.Get("x-goog-api-key") != "test-key" {
-				t.Errorf("request: %s %s key %q", r.Method, r.URL, r.Header.Get("x-goog-api-key"))
-			}
+			checkStreamRequest(t, r.URL.Path, r.URL.Query(), r.Header)
 		})
+	}
+}
+
+// The same kinds of answer framed by the fake (whose framing llmtest checks
+// against the recordings), so the client's handling of them is tested
+// without ../shared.
+func TestStreams(t *testing.T) {
+	tests := []struct {
+		name string
+		turn llmtest.Turn
+		want wantStream
+	}{
+		{
+			name: "text",
+			turn: llmtest.Turn{Text: []string{"Two plus three", " is five; two times three", " is six."}, Usage: &llmtest.Usage{Input: 30, Output: 12}},
+			// The fake's usageMetadata grows event by event too.
+			want: wantStream{text: []string{"Two plus three", " is five; two times three", " is six."}, finish: "stop", usage: datachat.TokenCount{Input: 30, Output: 12}},
+		},
+		{
+			name: "two function calls with thoughts",
+			turn: llmtest.Turn{
+				ToolCalls: []llmtest.ToolCall{
+					{Name: "add", Args: json.RawMessage(`{"b": 3, "a": 2}`), Signature: "c2lnbmF0dXJlLW9mLWFkZA=="},
+					{Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+				},
+				Usage: &llmtest.Usage{Input: 40, Output: 10, Thoughts: 7},
+			},
+			want: wantStream{
+				calls: []datachat.ModelToolCall{
+					{Name: "add", Args: json.RawMessage(`{"b":3,"a":2}`), Signature: "c2lnbmF0dXJlLW9mLWFkZA=="},
+					{Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+				},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 40, Output: 17},
+			},
+		},
+		{
+			name: "one function call",
+			turn: llmtest.Turn{
+				ToolCalls: []llmtest.ToolCall{{Name: "get_capital", Args: json.RawMessage(`{"country":"France"}`), Signature: "c2ln"}},
+				Usage:     &llmtest.Usage{Input: 52, Output: 5},
+			},
+			want: wantStream{
+				calls:  []datachat.ModelToolCall{{Name: "get_capital", Args: json.RawMessage(`{"country":"France"}`), Signature: "c2ln"}},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 52, Output: 5},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Gemini, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
+			checkStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			reqs := srv.ChatRequests()
+			if len(reqs) != 1 {
+				t.Fatalf("got %d requests, want 1", len(reqs))
+			}
+			query, _ := url.ParseQuery(reqs[0].Query)
+			checkStreamRequest(t, reqs[0].Path, query, reqs[0].Header)
+		})
+	}
+}
+
+// checkError checks that c fails with a typed error at once, without retrying.
+func checkError(t *testing.T, c *Client, requests func() int, status int, kind, action string) {
+	t.Helper()
+	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	var pe *datachat.ProviderError
+	if !errors.As(err, &pe) || pe.Kind != kind || pe.Status != status || pe.SuggestedAction != action {
+		t.Fatalf("got %#v, want kind %s, status %d, action %q", err, kind, status, action)
+	}
+	if n := requests(); n != 1 {
+		t.Errorf("got %d requests, want 1 (no retry)", n)
 	}
 }
 
@@ -139,15 +237,28 @@ func TestRecordedErrors(t *testing.T) {
 		{"gemini_error_429_resource_exhausted.json", 429, datachat.ProviderRateLimited, "Wait and try again"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			c, seen := serveFile(t, tt.file, tt.status, "application/json; charset=UTF-8")
-			_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
-			var pe *datachat.ProviderError
-			if !errors.As(err, &pe) || pe.Kind != tt.kind || pe.Status != tt.status || pe.SuggestedAction != tt.action {
-				t.Fatalf("got %#v, want kind %s, status %d, action %q", err, tt.kind, tt.status, tt.action)
-			}
-			if len(seen()) != 1 {
-				t.Errorf("got %d requests, want 1 (no retry)", len(seen()))
-			}
+			c, seen := serveBody(t, recording(t, tt.file), tt.status, "application/json; charset=UTF-8")
+			checkError(t, c, func() int { return len(seen()) }, tt.status, tt.kind, tt.action)
+		})
+	}
+}
+
+// The fake's error answers, built like the recorded ones.
+func TestErrors(t *testing.T) {
+	for _, tt := range []struct {
+		preset string
+		status int
+		kind   string
+		action string
+	}{
+		{"auth", 400, datachat.ProviderAuth, "Check GEMINI_API_KEY"},
+		{"permission_denied", 403, datachat.ProviderAuth, "Check GEMINI_API_KEY"},
+		{"rate_limit", 429, datachat.ProviderRateLimited, "Wait 7s and try again"}, // the fake sends RetryInfo 7s
+	} {
+		t.Run(tt.preset, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Gemini, llmtest.Script{Turns: []llmtest.Turn{llmtest.Preset(tt.preset), llmtest.Texts("must not be reached")}})
+			c := New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond})
+			checkError(t, c, func() int { return len(srv.ChatRequests()) }, tt.status, tt.kind, tt.action)
 		})
 	}
 }
@@ -174,12 +285,8 @@ func TestMapErrorDetails(t *testing.T) {
 
 func readJSON(t *testing.T, name string) any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(recording(t, name), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -331,12 +438,12 @@ func TestEmbedBatches(t *testing.T) {
 
 func FuzzDecodeStream(f *testing.F) {
 	for _, name := range []string{"gemini_stream_text_after_function_response.sse", "gemini_stream_function_call_parallel.sse", "gemini_stream_function_call_single.sse"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
+		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
+			f.Add(b)
 		}
-		f.Add(b)
 	}
+	f.Add([]byte("data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"One\"}],\"role\": \"model\"},\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 4,\"candidatesTokenCount\": 1,\"totalTokenCount\": 5}}\r\n\r\n" +
+		"data: {\"candidates\": [{\"content\": {\"parts\": [{\"functionCall\": {\"name\": \"f\",\"args\": {\"x\": 1}},\"thoughtSignature\": \"c2ln\"},{\"functionCall\": {\"name\": \"g\",\"args\": {}}}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 4,\"candidatesTokenCount\": 9,\"totalTokenCount\": 20,\"thoughtsTokenCount\": 7}}\r\n\r\n"))
 	f.Add([]byte("data: {\"error\": {\"code\": 503, \"message\": \"overloaded\"}}\r\n\r\n"))
 	f.Add([]byte("data: {\"candidates\": [{\"content\": {\"parts\": [{\"functionCall\": {\"name\": \"f\", \"args\": [1]}}]}}]}\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

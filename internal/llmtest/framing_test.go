@@ -5,22 +5,20 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
+
+	"datachat/internal/sharedtest"
 )
 
-func fixture(t *testing.T, name string) []byte {
+// recording returns a provider transcript recorded by others, read from
+// ../shared/fixtures/providers (see its README.md): the test skips when
+// ../shared is absent, and fails under CI=true.
+func recording(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "providers", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return sharedtest.Read(t, "fixtures/providers/"+name)
 }
 
 // volatile matches the values that differ between any two answers (ids,
@@ -102,10 +100,10 @@ func TestGeminiFramingMatchesRecordings(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 			t.Errorf("Content-Type: %s", ct)
 		}
-		sameFraming(t, got, fixture(t, "gemini_stream_text_after_function_response.sse"))
 		if !bytes.Contains(got, []byte(`"candidatesTokenCount": 22,"totalTokenCount": 240,`)) {
 			t.Errorf("the last event does not carry the final usage:\n%s", got)
 		}
+		sameFraming(t, got, recording(t, "gemini_stream_text_after_function_response.sse"))
 	})
 	t.Run("two function calls", func(t *testing.T) {
 		srv := NewServer(t, Gemini, Script{Turns: []Turn{{
@@ -116,7 +114,7 @@ func TestGeminiFramingMatchesRecordings(t *testing.T) {
 			Usage: &Usage{Input: 121, Output: 36, Thoughts: 38},
 		}}})
 		_, got := post(t, srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", `{"contents":[]}`)
-		sameFraming(t, got, fixture(t, "gemini_stream_function_call_parallel.sse"))
+		sameFraming(t, got, recording(t, "gemini_stream_function_call_parallel.sse"))
 	})
 }
 
@@ -134,10 +132,10 @@ func TestOpenAIFramingMatchesRecordings(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
 			t.Errorf("Content-Type: %s", ct)
 		}
-		sameFraming(t, got, fixture(t, "openai_stream_tool_calls_parallel.sse"))
+		sameFraming(t, got, recording(t, "openai_stream_tool_calls_parallel.sse"))
 	})
 	t.Run("text", func(t *testing.T) {
-		want := fixture(t, "openai_stream_text_after_tool_results.sse")
+		want := recording(t, "openai_stream_text_after_tool_results.sse")
 		srv := NewServer(t, OpenAI, Script{Turns: []Turn{{Text: contentDeltas(t, want), Usage: &Usage{Input: 172, Output: 20}}}})
 		_, got := post(t, srv.URL+"/chat/completions", `{"model":"gpt-4o-2024-08-06","stream":true,"stream_options":{"include_usage":true},"messages":[]}`)
 		sameFraming(t, got, want)
@@ -153,7 +151,7 @@ func TestOpenAIFramingMatchesRecordings(t *testing.T) {
 
 func TestOllamaFramingMatchesRecordings(t *testing.T) {
 	t.Run("text", func(t *testing.T) {
-		want := fixture(t, "ollama_chat_stream_text.ndjson")
+		want := recording(t, "ollama_chat_stream_text.ndjson")
 		var chunks []string
 		for _, line := range bytes.Split(bytes.TrimSpace(want), []byte("\n")) {
 			var l olLine
@@ -172,7 +170,7 @@ func TestOllamaFramingMatchesRecordings(t *testing.T) {
 		sameFraming(t, got, want)
 	})
 	t.Run("thinking then a tool call", func(t *testing.T) {
-		want := fixture(t, "ollama_chat_stream_tool_call.ndjson")
+		want := recording(t, "ollama_chat_stream_tool_call.ndjson")
 		lines := bytes.SplitAfter(want, []byte("\n"))
 		var thinking []string
 		for _, line := range lines {
@@ -213,17 +211,22 @@ func TestErrorBodiesMatchRecordings(t *testing.T) {
 		{OpenAI, "auth", "/v1/chat/completions", 401, "", ""},
 		{Ollama, "tools_unsupported", "/api/chat", 400, "ollama_error_400_tools_unsupported.json", "gemma3:1b"},
 	} {
-		srv := NewServer(t, tt.p, Script{Turns: []Turn{Preset(tt.preset)}})
-		resp, got := post(t, "http://"+srv.Addr+tt.path, `{"model":"`+tt.model+`"}`)
-		if resp.StatusCode != tt.status {
-			t.Errorf("%s %s: status %d, want %d", tt.p, tt.preset, resp.StatusCode, tt.status)
-		}
-		if tt.file != "" && !bytes.Equal(got, fixture(t, tt.file)) {
-			t.Errorf("%s %s: body\n%s\nwant\n%s", tt.p, tt.preset, got, fixture(t, tt.file))
-		}
-		if tt.p == OpenAI && (!bytes.HasPrefix(got, []byte("{\n    \"error\": {\n        \"message\": ")) || !bytes.HasSuffix(got, []byte("\n}\n"))) {
-			t.Errorf("OpenAI error layout: %q", got)
-		}
+		t.Run(string(tt.p)+"/"+tt.preset, func(t *testing.T) {
+			srv := NewServer(t, tt.p, Script{Turns: []Turn{Preset(tt.preset)}})
+			resp, got := post(t, "http://"+srv.Addr+tt.path, `{"model":"`+tt.model+`"}`)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if tt.p == OpenAI && (!bytes.HasPrefix(got, []byte("{\n    \"error\": {\n        \"message\": ")) || !bytes.HasSuffix(got, []byte("\n}\n"))) {
+				t.Errorf("OpenAI error layout: %q", got)
+			}
+			if tt.file == "" {
+				return
+			}
+			if want := recording(t, tt.file); !bytes.Equal(got, want) {
+				t.Errorf("body\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }
 
@@ -252,7 +255,13 @@ func TestOpenAIWholeAnswerShape(t *testing.T) {
 	if err := json.Unmarshal(got, &g); err != nil {
 		t.Fatal(err)
 	}
-	json.Unmarshal(fixture(t, "ollama_openai_compat_tool_call.json"), &w)
+	args := g.(map[string]any)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"]
+	if args != `{"city":"Paris","country":"France"}` {
+		t.Errorf("arguments: got %v, want a JSON string", args)
+	}
+	if err := json.Unmarshal(recording(t, "ollama_openai_compat_tool_call.json"), &w); err != nil {
+		t.Fatal(err)
+	}
 	gk, wk := map[string]bool{}, map[string]bool{}
 	keys("", g, gk)
 	keys("", w, wk)
@@ -265,42 +274,5 @@ func TestOpenAIWholeAnswerShape(t *testing.T) {
 	sort.Strings(missing)
 	if len(missing) > 0 {
 		t.Errorf("the fake's answer lacks %v", missing)
-	}
-	args := g.(map[string]any)["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"]
-	if args != `{"city":"Paris","country":"France"}` {
-		t.Errorf("arguments: got %v, want a JSON string", args)
-	}
-}
-
-// The copies in testdata must stay the recorded bytes.
-func TestFixtureCopiesMatchShared(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot := filepath.Join(filepath.Dir(file), "..", "..")
-	shared := filepath.Join(repoRoot, "..", "shared", "fixtures", "providers")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("%s is absent; the testdata copies are used as they are", shared)
-	}
-	entries, err := os.ReadDir(shared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() == "README.md" {
-			continue
-		}
-		orig, err := os.ReadFile(filepath.Join(shared, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, dir := range []string{filepath.Join("testdata", "providers"), filepath.Join("..", strings.SplitN(e.Name(), "_", 2)[0], "testdata")} {
-			cp, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Errorf("%s: %v", e.Name(), err)
-				continue
-			}
-			if !bytes.Equal(cp, orig) {
-				t.Errorf("%s differs from the recording", filepath.Join(dir, e.Name()))
-			}
-		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"datachat"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
+	"datachat/internal/sharedtest"
 )
 
 func TestSuite(t *testing.T) {
@@ -33,13 +32,17 @@ func TestSuite(t *testing.T) {
 	})
 }
 
-// serveFile answers every request with a recorded body, byte for byte.
-func serveFile(t *testing.T, name string, status int, contentType string) (*Client, *atomic.Int32) {
+// recording returns a provider answer or request recorded by others, read
+// from ../shared/fixtures/providers (see its README.md): the test skips when
+// ../shared is absent, and fails under CI=true.
+func recording(t *testing.T, name string) []byte {
 	t.Helper()
-	body, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return sharedtest.Read(t, "fixtures/providers/"+name)
+}
+
+// serveBody answers every request with body, byte for byte.
+func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *atomic.Int32) {
+	t.Helper()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -54,43 +57,94 @@ func serveFile(t *testing.T, name string, status int, contentType string) (*Clie
 	return New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), &calls
 }
 
+// wantStream is what the client must make of one streamed answer.
+type wantStream struct {
+	text   string
+	calls  []datachat.ModelToolCall
+	finish string
+	usage  datachat.TokenCount
+}
+
+func checkStream(t *testing.T, c *Client, want wantStream) {
+	t.Helper()
+	evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs.Text() != want.text {
+		t.Errorf("text: got %q, want %q", evs.Text(), want.text)
+	}
+	if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, want.calls) && (len(calls) > 0 || len(want.calls) > 0) {
+		t.Errorf("calls:\ngot  %+v\nwant %+v", calls, want.calls)
+	}
+	if err := evs.CheckEnd(); err != nil {
+		t.Error(err)
+	}
+	if evs.Finish() != want.finish || *evs.Usage() != want.usage {
+		t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), want.finish, want.usage)
+	}
+}
+
+// The recorded streams, parsed from their exact bytes.
 func TestRecordedStreams(t *testing.T) {
 	tests := []struct {
-		file   string
-		text   string
-		calls  []datachat.ModelToolCall
-		finish string
-		usage  datachat.TokenCount
+		file string
+		want wantStream
 	}{
 		{
-			file: "ollama_chat_stream_text.ndjson", text: "Okay, here we go!\n\n1, 2, 3, 4, 5\n",
-			finish: "stop", usage: datachat.TokenCount{Input: 16, Output: 22},
+			file: "ollama_chat_stream_text.ndjson",
+			want: wantStream{text: "Okay, here we go!\n\n1, 2, 3, 4, 5\n", finish: "stop", usage: datachat.TokenCount{Input: 16, Output: 22}},
 		},
 		{
 			// Ollama Cloud: thinking chunks (not text), then one whole call.
-			file:   "ollama_chat_stream_tool_call.ndjson",
-			calls:  []datachat.ModelToolCall{{ID: "call_wi63dj03", Name: "weather", Args: json.RawMessage(`{"location":"Florence, Italy"}`)}},
-			finish: "tool_calls", usage: datachat.TokenCount{Input: 142, Output: 42},
+			file: "ollama_chat_stream_tool_call.ndjson",
+			want: wantStream{
+				calls:  []datachat.ModelToolCall{{ID: "call_wi63dj03", Name: "weather", Args: json.RawMessage(`{"location":"Florence, Italy"}`)}},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 142, Output: 42},
+			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			c, _ := serveFile(t, tt.file, 200, "application/x-ndjson")
-			evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if evs.Text() != tt.text {
-				t.Errorf("text: got %q, want %q", evs.Text(), tt.text)
-			}
-			if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, tt.calls) && (len(calls) > 0 || len(tt.calls) > 0) {
-				t.Errorf("calls:\ngot  %+v\nwant %+v", calls, tt.calls)
-			}
-			if err := evs.CheckEnd(); err != nil {
-				t.Error(err)
-			}
-			if evs.Finish() != tt.finish || *evs.Usage() != tt.usage {
-				t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), tt.finish, tt.usage)
+			c, _ := serveBody(t, recording(t, tt.file), 200, "application/x-ndjson")
+			checkStream(t, c, tt.want)
+		})
+	}
+}
+
+// The same kinds of answer framed by the fake (whose framing llmtest checks
+// against the recordings), so the client's handling of them is tested
+// without ../shared.
+func TestStreams(t *testing.T) {
+	tests := []struct {
+		name string
+		turn llmtest.Turn
+		want wantStream
+	}{
+		{
+			name: "text",
+			turn: llmtest.Turn{Text: []string{"One, ", "two, ", "three\n"}, Usage: &llmtest.Usage{Input: 16, Output: 6}},
+			want: wantStream{text: "One, two, three\n", finish: "stop", usage: datachat.TokenCount{Input: 16, Output: 6}},
+		},
+		{
+			name: "thinking then a tool call",
+			turn: llmtest.Turn{
+				Thinking:  []string{"The user wants", " the weather."},
+				ToolCalls: []llmtest.ToolCall{{ID: "call_w1", Name: "weather", Args: json.RawMessage(`{"location":"Oslo, Norway"}`)}},
+				Usage:     &llmtest.Usage{Input: 80, Output: 30},
+			},
+			want: wantStream{
+				calls:  []datachat.ModelToolCall{{ID: "call_w1", Name: "weather", Args: json.RawMessage(`{"location":"Oslo, Norway"}`)}},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 80, Output: 30},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
+			checkStream(t, New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			if reqs := srv.ChatRequests(); len(reqs) != 1 || reqs[0].Path != "/api/chat" {
+				t.Errorf("requests: %+v", reqs)
 			}
 		})
 	}
@@ -98,11 +152,35 @@ func TestRecordedStreams(t *testing.T) {
 
 // The ollama/api client returns no error when the connection goes away
 // before the final done:true line; this client must.
-func TestRecordedStreamCutBeforeDone(t *testing.T) {
-	body, err := os.ReadFile(filepath.Join("testdata", "ollama_chat_stream_text.ndjson"))
-	if err != nil {
-		t.Fatal(err)
+func TestStreamCutBeforeDone(t *testing.T) {
+	chunks := []string{"Okay", ",", " here", " we", " go"}
+	for _, tt := range []struct {
+		name  string
+		fault llmtest.Fault
+	}{
+		{"response ends", llmtest.Fault{Kind: llmtest.FaultTruncate}},
+		{"connection closed", llmtest.Fault{Kind: llmtest.FaultDrop, After: len(chunks)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{{Text: chunks, Fault: &tt.fault}}})
+			evs, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, RetryDelay: time.Millisecond}), &datachat.ModelRequest{})
+			var pe *datachat.ProviderError
+			if !errors.As(err, &pe) || pe.Kind != datachat.ProviderConnection {
+				t.Errorf("got %v, want a connection error", err)
+			}
+			if evs.Text() != "Okay, here we go" {
+				t.Errorf("text %q", evs.Text())
+			}
+			if n := len(srv.ChatRequests()); n != 1 {
+				t.Errorf("got %d requests, want 1 (no retry after tokens)", n)
+			}
+		})
 	}
+}
+
+// The recorded stream cut the same way, after its fifth line.
+func TestRecordedStreamCutBeforeDone(t *testing.T) {
+	body := recording(t, "ollama_chat_stream_text.ndjson")
 	lines := bytes.SplitAfter(body, []byte("\n"))
 	cut := bytes.Join(lines[:5], nil)
 	for _, reset := range []bool{false, true} {
@@ -128,17 +206,30 @@ func TestRecordedStreamCutBeforeDone(t *testing.T) {
 	}
 }
 
-func TestRecordedError(t *testing.T) {
-	c, calls := serveFile(t, "ollama_error_400_tools_unsupported.json", 400, "application/json; charset=utf-8")
+// checkToolsUnsupported checks that c fails at once with a bad request
+// that says the model cannot call tools.
+func checkToolsUnsupported(t *testing.T, c *Client, requests func() int) {
+	t.Helper()
 	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderBadRequest || pe.Status != 400 ||
 		!strings.Contains(pe.Reason, "does not support tools") || !strings.Contains(pe.SuggestedAction, "supports tools") {
 		t.Fatalf("got %#v", err)
 	}
-	if calls.Load() != 1 {
-		t.Errorf("got %d requests, want 1", calls.Load())
+	if n := requests(); n != 1 {
+		t.Errorf("got %d requests, want 1", n)
 	}
+}
+
+func TestRecordedError(t *testing.T) {
+	c, calls := serveBody(t, recording(t, "ollama_error_400_tools_unsupported.json"), 400, "application/json; charset=utf-8")
+	checkToolsUnsupported(t, c, func() int { return int(calls.Load()) })
+}
+
+// The fake's answer for a model without tools, worded like the recorded one.
+func TestToolsUnsupportedError(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{llmtest.Preset("tools_unsupported"), llmtest.Texts("must not be reached")}})
+	checkToolsUnsupported(t, New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), func() int { return len(srv.ChatRequests()) })
 }
 
 func TestMapError(t *testing.T) {
@@ -189,11 +280,10 @@ func TestRequestMatchesRecording(t *testing.T) {
 	b, _ := json.Marshal(wire)
 	var got, want map[string]any
 	json.Unmarshal(b, &got)
-	raw, err := os.ReadFile(filepath.Join("testdata", "ollama_chat_tool_result_followup.request.json"))
-	if err != nil {
+	raw := recording(t, "ollama_chat_tool_result_followup.request.json")
+	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
-	json.Unmarshal(raw, &want)
 	delete(want, "max_tokens")
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %s\nwant %s", b, raw)
@@ -270,12 +360,15 @@ func TestEmbedError(t *testing.T) {
 
 func FuzzDecodeStream(f *testing.F) {
 	for _, name := range []string{"ollama_chat_stream_text.ndjson", "ollama_chat_stream_tool_call.ndjson"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
+		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
+			f.Add(b)
 		}
-		f.Add(b)
 	}
+	f.Add([]byte(`{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"","thinking":"Hm."},"done":false}
+{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"One"},"done":false}
+{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"","tool_calls":[{"id":"call_a","function":{"index":0,"name":"f","arguments":{"x":1}}}]},"done":false}
+{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":""},"done_reason":"stop","done":true,"total_duration":9,"prompt_eval_count":4,"eval_count":3}
+`))
 	f.Add([]byte("{\"error\":\"boom\"}\n"))
 	f.Add([]byte("{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":\"\\\"x\\\"\"}}]},\"done\":true}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

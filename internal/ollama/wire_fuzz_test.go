@@ -2,25 +2,24 @@ package ollama
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"datachat"
+	"datachat/internal/sharedtest"
 )
 
 // FuzzMapError feeds arbitrary error answers (status and body) to mapError,
 // which turns what the provider says went wrong into the chat_error a person
 // reads. (The Retry-After header is left out: see BENCHMARKS.md, fuzzing.)
 func FuzzMapError(f *testing.F) {
+	// The recorded error answer, when ../shared is present.
 	addSeed := func(f *testing.F, status int, name string) {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
+		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
+			f.Add(status, b)
 		}
-		f.Add(status, b)
 	}
 	addSeed(f, 400, "ollama_error_400_tools_unsupported.json")
+	f.Add(400, []byte(`{"error":"llama3.1 does not support tools"}`))
 	f.Add(404, []byte(`{"error":"model \"llama3.1\" not found, try pulling it first"}`))
 	f.Add(0, []byte(`{"error":"input length exceeds the context length"}`))
 	f.Add(500, []byte("\xff\xfe not json"))

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"datachat"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
+	"datachat/internal/sharedtest"
 )
 
 func TestSuite(t *testing.T) {
@@ -34,6 +33,14 @@ func TestSuite(t *testing.T) {
 	})
 }
 
+// recording returns a provider answer or request recorded by others, read
+// from ../shared/fixtures/providers (see its README.md): the test skips when
+// ../shared is absent, and fails under CI=true.
+func recording(t *testing.T, name string) []byte {
+	t.Helper()
+	return sharedtest.Read(t, "fixtures/providers/"+name)
+}
+
 type recorded struct {
 	mu     sync.Mutex
 	bodies [][]byte
@@ -46,13 +53,9 @@ func (r *recorded) count() int {
 	return len(r.bodies)
 }
 
-// serveFile answers every request with a recorded body, byte for byte.
-func serveFile(t *testing.T, name string, status int, contentType string) (*Client, *recorded) {
+// serveBody answers every request with body, byte for byte.
+func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *recorded) {
 	t.Helper()
-	body, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := &recorded{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -68,64 +71,146 @@ func serveFile(t *testing.T, name string, status int, contentType string) (*Clie
 	return New(Options{APIKey: "test-key", BaseURL: srv.URL + "/v1", RetryDelay: 10 * time.Millisecond}), rec
 }
 
+// wantStream is what the client must make of one streamed answer.
+type wantStream struct {
+	text   string
+	calls  []datachat.ModelToolCall
+	finish string
+	usage  datachat.TokenCount
+}
+
+func checkStream(t *testing.T, c *Client, want wantStream) {
+	t.Helper()
+	evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs.Text() != want.text {
+		t.Errorf("text: got %q, want %q", evs.Text(), want.text)
+	}
+	if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, want.calls) && (len(calls) > 0 || len(want.calls) > 0) {
+		t.Errorf("calls:\ngot  %+v\nwant %+v", calls, want.calls)
+	}
+	if err := evs.CheckEnd(); err != nil {
+		t.Error(err)
+	}
+	if evs.Finish() != want.finish || *evs.Usage() != want.usage {
+		t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), want.finish, want.usage)
+	}
+}
+
+// checkStreamRequest checks that the answer was asked for at the chat
+// completions endpoint, with its usage.
+func checkStreamRequest(t *testing.T, path string, body []byte) {
+	t.Helper()
+	if path != "/v1/chat/completions" || !bytes.Contains(body, []byte(`"stream_options":{"include_usage":true}`)) {
+		t.Errorf("request: %s %s", path, body)
+	}
+}
+
+// The recorded streams, parsed from their exact bytes.
 func TestRecordedStreams(t *testing.T) {
 	tests := []struct {
-		file   string
-		text   string
-		calls  []datachat.ModelToolCall
-		finish string
-		usage  datachat.TokenCount
+		file string
+		want wantStream
 	}{
 		{
 			file: "openai_stream_tool_calls_parallel.sse",
-			calls: []datachat.ModelToolCall{
-				{ID: "call_ehIWdjL1abZk1h8FWGLQ0Hie", Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)},
-				{ID: "call_fBSgA47J5VeONggizTIvl7AH", Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+			want: wantStream{
+				calls: []datachat.ModelToolCall{
+					{ID: "call_ehIWdjL1abZk1h8FWGLQ0Hie", Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)},
+					{ID: "call_fBSgA47J5VeONggizTIvl7AH", Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+				},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 106, Output: 50},
 			},
-			finish: "tool_calls", usage: datachat.TokenCount{Input: 106, Output: 50},
 		},
 		{
-			file:   "openai_stream_tool_call_single.sse",
-			calls:  []datachat.ModelToolCall{{ID: "call_4XzlGBLtUe9dy3GVNV4jhq7h", Name: "get_weather", Args: json.RawMessage(`{"city":"New York City"}`)}},
-			finish: "tool_calls", usage: datachat.TokenCount{Input: 44, Output: 16},
+			file: "openai_stream_tool_call_single.sse",
+			want: wantStream{
+				calls:  []datachat.ModelToolCall{{ID: "call_4XzlGBLtUe9dy3GVNV4jhq7h", Name: "get_weather", Args: json.RawMessage(`{"city":"New York City"}`)}},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 44, Output: 16},
+			},
 		},
 		{
-			file:   "openai_stream_text_after_tool_results.sse",
-			text:   "The sum of 2 and 3 is 5, and the product is 6.",
-			finish: "stop", usage: datachat.TokenCount{Input: 172, Output: 20},
+			file: "openai_stream_text_after_tool_results.sse",
+			want: wantStream{
+				text:   "The sum of 2 and 3 is 5, and the product is 6.",
+				finish: "stop", usage: datachat.TokenCount{Input: 172, Output: 20},
+			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			c, rec := serveFile(t, tt.file, 200, "text/event-stream; charset=utf-8")
-			evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if evs.Text() != tt.text {
-				t.Errorf("text: got %q, want %q", evs.Text(), tt.text)
-			}
-			if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, tt.calls) && (len(calls) > 0 || len(tt.calls) > 0) {
-				t.Errorf("calls:\ngot  %+v\nwant %+v", calls, tt.calls)
-			}
-			if err := evs.CheckEnd(); err != nil {
-				t.Error(err)
-			}
-			if evs.Finish() != tt.finish || *evs.Usage() != tt.usage {
-				t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), tt.finish, tt.usage)
-			}
+			c, rec := serveBody(t, recording(t, tt.file), 200, "text/event-stream; charset=utf-8")
+			checkStream(t, c, tt.want)
 			rec.mu.Lock()
 			path, body := rec.paths[0], rec.bodies[0]
 			rec.mu.Unlock()
-			if path != "/v1/chat/completions" || !bytes.Contains(body, []byte(`"stream_options":{"include_usage":true}`)) {
-				t.Errorf("request: %s %s", path, body)
-			}
+			checkStreamRequest(t, path, body)
 		})
 	}
 }
 
-func TestRecordedError(t *testing.T) {
-	c, rec := serveFile(t, "openai_error_401_invalid_api_key.json", 401, "application/json; charset=utf-8")
+// The same kinds of answer framed by the fake (whose framing llmtest checks
+// against the recordings), so the client's handling of them is tested
+// without ../shared.
+func TestStreams(t *testing.T) {
+	tests := []struct {
+		name string
+		turn llmtest.Turn
+		want wantStream
+	}{
+		{
+			name: "two tool calls in fragments",
+			turn: llmtest.Turn{
+				ToolCalls: []llmtest.ToolCall{
+					{ID: "call_one", Name: "add", ArgChunks: []string{`{"a"`, `: 2, `, `"b": 3`, `}`}},
+					{ID: "call_two", Name: "multiply", ArgChunks: []string{`{"a": 2`, `, "b": 3}`}},
+				},
+				Usage: &llmtest.Usage{Input: 60, Output: 24},
+			},
+			want: wantStream{
+				calls: []datachat.ModelToolCall{
+					{ID: "call_one", Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)},
+					{ID: "call_two", Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
+				},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 60, Output: 24},
+			},
+		},
+		{
+			name: "one tool call",
+			turn: llmtest.Turn{
+				ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "get_weather", ArgChunks: []string{`{"`, `city`, `":"`, `Oslo`, `"}`}}},
+				Usage:     &llmtest.Usage{Input: 44, Output: 16},
+			},
+			want: wantStream{
+				calls:  []datachat.ModelToolCall{{ID: "call_w", Name: "get_weather", Args: json.RawMessage(`{"city":"Oslo"}`)}},
+				finish: "tool_calls", usage: datachat.TokenCount{Input: 44, Output: 16},
+			},
+		},
+		{
+			name: "text",
+			turn: llmtest.Turn{Text: []string{"The sum is 5", ", and", " the product is 6."}, Usage: &llmtest.Usage{Input: 90, Output: 11}},
+			want: wantStream{text: "The sum is 5, and the product is 6.", finish: "stop", usage: datachat.TokenCount{Input: 90, Output: 11}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
+			checkStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			reqs := srv.ChatRequests()
+			if len(reqs) != 1 {
+				t.Fatalf("got %d requests, want 1", len(reqs))
+			}
+			checkStreamRequest(t, reqs[0].Path, reqs[0].Raw)
+		})
+	}
+}
+
+// checkAuthError checks that c fails with an auth error at once, keeping
+// the provider's message.
+func checkAuthError(t *testing.T, c *Client, requests func() int) {
+	t.Helper()
 	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderAuth || pe.Status != 401 || pe.SuggestedAction != "Check OPENAI_API_KEY" {
@@ -134,9 +219,21 @@ func TestRecordedError(t *testing.T) {
 	if !strings.Contains(pe.Error(), "Incorrect API key provided") {
 		t.Errorf("the provider's message is lost: %v", pe)
 	}
-	if rec.count() != 1 {
-		t.Errorf("got %d requests, want 1", rec.count())
+	if n := requests(); n != 1 {
+		t.Errorf("got %d requests, want 1", n)
 	}
+}
+
+func TestRecordedError(t *testing.T) {
+	c, rec := serveBody(t, recording(t, "openai_error_401_invalid_api_key.json"), 401, "application/json; charset=utf-8")
+	checkAuthError(t, c, rec.count)
+}
+
+// The fake's 401, laid out like the recorded one.
+func TestAuthError(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{llmtest.Preset("auth"), llmtest.Texts("must not be reached")}})
+	c := New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond})
+	checkAuthError(t, c, func() int { return len(srv.ChatRequests()) })
 }
 
 func TestMapError(t *testing.T) {
@@ -173,12 +270,8 @@ func TestMapError(t *testing.T) {
 
 func readJSON(t *testing.T, name string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(recording(t, name), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -344,12 +437,17 @@ func TestEmbedOrderAndBatches(t *testing.T) {
 
 func FuzzDecodeStream(f *testing.F) {
 	for _, name := range []string{"openai_stream_tool_calls_parallel.sse", "openai_stream_tool_call_single.sse", "openai_stream_text_after_tool_results.sse"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
+		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
+			f.Add(b)
 		}
-		f.Add(b)
 	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Five.\"}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"add\",\"arguments\":\"\"}}]}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\\\": 2}\"}}]}}]}\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n" +
+		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4,\"total_tokens\":13}}\n\n" +
+		"data: [DONE]\n\n"))
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\",\"code\":429}}\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\ndata: [DONE]\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -2,25 +2,24 @@ package openai
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"datachat"
+	"datachat/internal/sharedtest"
 )
 
 // FuzzMapError feeds arbitrary error answers (status and body) to mapError,
 // which turns what the provider says went wrong into the chat_error a person
 // reads. (The Retry-After header is left out: see BENCHMARKS.md, fuzzing.)
 func FuzzMapError(f *testing.F) {
+	// The recorded error answer, when ../shared is present.
 	addSeed := func(f *testing.F, status int, name string) {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
+		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
+			f.Add(status, b)
 		}
-		f.Add(status, b)
 	}
 	addSeed(f, 401, "openai_error_401_invalid_api_key.json")
+	f.Add(401, []byte("{\n    \"error\": {\n        \"message\": \"bad key\",\n        \"type\": \"invalid_request_error\",\n        \"param\": null,\n        \"code\": \"invalid_api_key\"\n    }\n}\n"))
 	f.Add(400, []byte(`{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`))
 	f.Add(0, []byte(`{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}`))
 	f.Add(422, []byte(`{"detail":[{"loc":["body"],"msg":"field required"}]}`))
