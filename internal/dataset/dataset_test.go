@@ -7,11 +7,13 @@ import (
 	"database/sql"
 	"datachat/internal/duckdb"
 	"datachat/internal/sharedtest"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // a scratch DuckDB reads stored files back
 
@@ -428,7 +430,9 @@ func TestIngestRefusals(t *testing.T) {
 	}{
 		{"empty.csv", nil, "empty"},
 		{"page.csv", []byte("<!DOCTYPE html><html><body>Not found</body></html>"), "HTML"},
-		{"data.csv", []byte(`{"a": 1}`), "JSON"},
+		{"data.csv", []byte(`{"a": 1`), "JSON"},
+		{"deep.json", []byte(strings.Repeat("[", 999)), "JSON"},
+		{"lines.json", []byte("[1, 2]\n{\"a\":"), "JSON"},
 		{"bin.csv", []byte("a,b\n\x00\x01\x02\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xfe\x01"), "binary"},
 		{"book.xlsx", []byte("PK\x03\x04rest of a zip"), "ZIP"},
 		{"big.csv", bytes.Repeat([]byte("a,b\n"), 300), "larger than"},
@@ -472,4 +476,64 @@ func TestRemove(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.Dir(), st.Path)); !os.IsNotExist(err) {
 		t.Errorf("still there: %v", err)
 	}
+}
+
+// TestHostileJSON: JSON built to hurt the reader (deep nesting, one huge
+// value, a minified array on one long line) loads or fails with a clear
+// message, within the worker's limits, and leaves nothing behind.
+func TestHostileJSON(t *testing.T) {
+	l := mustLoader(t, Options{MaxBytes: 64 << 20})
+	long := `[{"a": "` + strings.Repeat("x", 20<<20) + `"}]`
+	var minified strings.Builder
+	minified.WriteString("[")
+	for i := range 200000 {
+		if i > 0 {
+			minified.WriteString(",")
+		}
+		fmt.Fprintf(&minified, `{"id":%d,"v":"r%d"}`, i, i)
+	}
+	minified.WriteString("]")
+	for _, c := range []struct {
+		name string
+		data string
+		rows int64 // 0: must fail naming the file
+	}{
+		{"deep.json", strings.Repeat(`{"a":`, 200000) + "1" + strings.Repeat("}", 200000), 0},
+		{"deeplist.json", strings.Repeat("[", 500000) + strings.Repeat("]", 500000), 0},
+		{"long.json", long, 1},
+		{"minified.json", minified.String(), 200000},
+		{"mixed.ndjson", "{\"a\": 1}\n{\"a\": \"x\"}\n{\"b\": [1, 2]}\n", 3},
+		{"nulls.json", `[null, null]`, 0},
+		{"scalars.json", `[1, 2, 3]`, 3},
+	} {
+		start := time.Now()
+		sts, err := l.Ingest(context.Background(), strings.NewReader(c.data), c.name)
+		t.Logf("%s: %v", c.name, time.Since(start))
+		if c.rows == 0 {
+			if err == nil {
+				t.Logf("%s: loaded %d tables (a clear result is fine too)", c.name, len(sts))
+				l.RemoveAll(sts)
+				continue
+			}
+			if datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(datachat.ErrorMessage(err), c.name) {
+				t.Errorf("%s: got %v, want EINVALID naming the file", c.name, err)
+			}
+			t.Logf("%s: %s", c.name, firstLineOf(datachat.ErrorMessage(err)))
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if sts[0].RowCount != c.rows {
+			t.Errorf("%s: %d rows, want %d", c.name, sts[0].RowCount, c.rows)
+		}
+		l.RemoveAll(sts)
+	}
+	mustBeClean(t, l)
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }

@@ -147,7 +147,7 @@ func TestCancel(t *testing.T) {
 	// The caller gives up once the query runs: it gets its context's error,
 	// and the conversation's worker, interrupted rather than killed, answers
 	// the next query.
-	e := mustEngine(t, Options{Timeout: time.Minute})
+	e := mustEngine(t, Options{Timeout: time.Minute, KillGrace: 30 * time.Second})
 	if _, err := e.Query(context.Background(), "c", nil, "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}

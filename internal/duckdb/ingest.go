@@ -349,6 +349,9 @@ func (s *ingestSession) storeParquet(in, out string) error {
 // than half the records become MAPs, and failing that everything below the
 // second level is kept as JSON text.
 func (s *ingestSession) storeJSON(in string) ([]IngestTable, error) {
+	if err := checkJSONDepth(in, s.name); err != nil {
+		return nil, err
+	}
 	var err error
 	for _, opts := range []string{"", ", field_appearance_threshold = 0.5", ", maximum_depth = 2"} {
 		var tables []IngestTable
@@ -417,6 +420,45 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 		return nil, err
 	}
 	return []IngestTable{{Output: fileOutput}}, nil
+}
+
+// maxJSONDepth is the deepest nesting of arrays and objects accepted: DuckDB's
+// JSON reader recurses once per level, and a few hundred thousand levels
+// (a few hundred kilobytes of brackets) overflow its stack.
+const maxJSONDepth = 1000
+
+// checkJSONDepth refuses a file nested deeper than maxJSONDepth, reading it
+// once as a stream of bytes (brackets inside strings do not count).
+func checkJSONDepth(path, name string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	depth := 0
+	inString, escaped := false, false
+	for {
+		c, err := r.ReadByte()
+		if err != nil {
+			return nil
+		}
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			if depth++; depth > maxJSONDepth {
+				return datachat.Errorf(datachat.EINVALID, "%s nests arrays and objects more than %d levels deep, more than can be loaded: flatten it first", name, maxJSONDepth)
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
 }
 
 // storeCSV reads a CSV/TSV file and writes it as Parquet to out. It returns

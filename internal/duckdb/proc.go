@@ -266,7 +266,14 @@ func exitError(st *os.ProcessState, stderr string) error {
 	if outOfMemory {
 		return &QueryError{Kind: KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
 	}
-	return fmt.Errorf("sql worker exited (%s): %s", st, stderr)
+	// Go's runtime turns a crash in DuckDB's C++ (SIGSEGV, SIGABRT) into a
+	// goroutine dump and exit status 2.
+	for _, crash := range []string{"SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "terminate called", "fatal error:"} {
+		if strings.Contains(stderr, crash) {
+			return &QueryError{Kind: KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
+		}
+	}
+	return fmt.Errorf("sql worker exited (%s): %s", st, lastLine(stderr))
 }
 
 func lastLine(s string) string {

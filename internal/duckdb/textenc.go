@@ -323,7 +323,8 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // CSV reader would refuse such a line only after spending time on it, more
 // than linearly in its length. A stream that starts as a Parquet file, a
 // compressed one, or UTF-16/32 text is not checked (its text is, once
-// decompressed or transcoded).
+// decompressed or transcoded); nor is JSON, whose records need no line
+// breaks.
 func LimitLines(w io.Writer, max int, name string) io.Writer {
 	if max <= 0 {
 		return w
@@ -344,8 +345,8 @@ type lineLimiter struct {
 
 func (l *lineLimiter) Write(p []byte) (int, error) {
 	if !l.decided {
-		l.head = append(l.head, p[:min(len(p), 4-len(l.head))]...)
-		if len(l.head) >= 4 || len(p) == 0 {
+		l.head = append(l.head, p[:min(len(p), headBytes-len(l.head))]...)
+		if len(l.head) >= headBytes || len(p) == 0 {
 			l.decided = true
 			l.off = !looksLikeText(l.head)
 		}
@@ -373,9 +374,16 @@ func (l *lineLimiter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// looksLikeText tells a stream's kind from its first bytes: not Parquet, not
-// compressed, not UTF-16/32.
+// headBytes is how much of a stream LimitLines reads before it decides what
+// the stream is.
+const headBytes = 64
+
+// looksLikeText tells a stream's kind from its first bytes: CSV-like text,
+// not Parquet, compressed, UTF-16/32 or JSON.
 func looksLikeText(head []byte) bool {
+	if t := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		return false
+	}
 	for _, magic := range [][]byte{[]byte("PAR1"), []byte("PARE"), {0x1f, 0x8b}, {0x28, 0xb5, 0x2f, 0xfd}, []byte("BZh"), {0xfd, '7', 'z'}, []byte("PK\x03\x04"), {0xff, 0xfe}, {0xfe, 0xff}, {0, 0}} {
 		if bytes.HasPrefix(head, magic) {
 			return false
