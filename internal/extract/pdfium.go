@@ -232,6 +232,9 @@ func (errBusy) RetryAfter() time.Duration { return 5 * time.Second }
 
 // extract reads the PDF file f of size bytes.
 func (r *pdfReader) extract(ctx context.Context, f io.ReaderAt, size int64, name string) (*Document, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	release, err := r.acquire(ctx, name)
 	if err != nil {
 		return nil, err
