@@ -121,7 +121,7 @@ func (d *pdfDoc) pageText(i int) (string, error) {
 			continue
 		}
 		r := box.Rect
-		l.x, l.y, l.size = float64(r.Left), float64(r.Bottom), math.Abs(float64(r.Top-r.Bottom))
+		l.y, l.size = float64(r.Bottom), math.Abs(float64(r.Top-r.Bottom))
 	}
 	return layoutPage(lines), nil
 }
@@ -170,13 +170,13 @@ func pdfiumReason(err error) string {
 	return msg
 }
 
-// pdfLine is one line of a page as PDFium orders them: the text, and where
-// its first character is (PDF units, y upwards: the bottom left of its box)
+// pdfLine is one line of a page as PDFium orders them: the text, and how
+// high its first character is (PDF units, y upwards: the bottom of its box)
 // and how large (the height of its box).
 type pdfLine struct {
 	text   string
 	first  int     // PDFium's index of the first character
-	x, y   float64 // bottom left of the first character's box
+	y      float64 // the bottom of the first character's box
 	size   float64 // the height of that box; 0 when unknown
 	hyphen bool    // the line ends with a hyphen that PDFium found breaks a word
 }

@@ -342,7 +342,7 @@ func TestPDFOptionsDefaults(t *testing.T) {
 }
 
 func TestLayoutPage(t *testing.T) {
-	line := func(text string, y, size float64) pdfLine { return pdfLine{text: text, x: 72, y: y, size: size} }
+	line := func(text string, y, size float64) pdfLine { return pdfLine{text: text, y: y, size: size} }
 	for _, tc := range []struct {
 		name  string
 		lines []pdfLine
