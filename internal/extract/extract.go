@@ -6,8 +6,10 @@
 //
 // [Extract] reads the upload as a stream into a temporary file (never more than
 // the size cap), detects the type from the content and the file name, and
-// dispatches to one decoder per format. PDF text comes from poppler's
-// pdftotext, run with a timeout; everything else is decoded in Go.
+// dispatches to one decoder per format, all inside the process. PDF text
+// comes from PDFium compiled to WebAssembly and run by wazero, with a memory
+// cap, a timeout and a limit on concurrent reads per [Extractor] (see
+// [PDFOptions]); everything else is decoded in Go.
 //
 // Every failure caused by the file itself is a *datachat.Error with code
 // EINVALID whose message names the file; the sentinel errors below are in its
@@ -24,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"datachat"
@@ -45,13 +48,17 @@ var (
 	ErrEncrypted   = errors.New("encrypted document")
 	ErrNoText      = errors.New("no extractable text")
 	ErrDamaged     = errors.New("damaged file")
+	// ErrBusy is the cause of the EBUSY error when too many PDF files wait
+	// to be read.
+	ErrBusy = errors.New("pdf reader busy")
 )
 
 // Limits that guard the decoders against hostile input.
 const (
 	// MaxTextBytes caps the extracted text of one document.
 	MaxTextBytes = 256 << 20
-	// PDFTimeout bounds one run of pdftotext.
+	// PDFTimeout is the default bound on reading one PDF file
+	// ([PDFOptions.Timeout]).
 	PDFTimeout = 2 * time.Minute
 )
 
@@ -130,16 +137,46 @@ func (d *Document) TextLen() int {
 	return n
 }
 
+// Extractor extracts the text of documents. It holds the PDF reader, whose
+// WebAssembly runtime is started on the first PDF and reused; one Extractor
+// serves any number of goroutines. Make one with [NewExtractor].
+type Extractor struct {
+	pdf *pdfReader
+}
+
+// NewExtractor returns an Extractor whose PDF reading is bounded by opts.
+func NewExtractor(opts PDFOptions) *Extractor {
+	return &Extractor{pdf: newPDFReader(opts)}
+}
+
+// Close releases the PDF reader. No Extract may run during or after it.
+func (e *Extractor) Close() error { return e.pdf.close() }
+
+// PDFStats returns the statistics of the PDF reader.
+func (e *Extractor) PDFStats() PDFStats { return e.pdf.Stats() }
+
+// defaultExtractor serves [Extract], with the default [PDFOptions], for the
+// life of the process.
+var defaultExtractor = sync.OnceValue(func() *Extractor { return NewExtractor(PDFOptions{}) })
+
+// Extract extracts a document with the process's default [Extractor]; see
+// [Extractor.Extract].
+func Extract(ctx context.Context, r io.Reader, filename string, maxBytes int64) (*Document, error) {
+	return defaultExtractor().Extract(ctx, r, filename, maxBytes)
+}
+
 // Extract reads a document from r, at most maxBytes of it (0 or less: no cap),
 // and returns its text. filename is the upload's name: its extension helps
 // tell the type, and every error message names it. The content decides over
 // the extension (a PDF named .txt is read as PDF).
 //
 // Errors: EINVALID (with [ErrTooLarge], [ErrUnsupported], [ErrEncrypted],
-// [ErrNoText] or [ErrDamaged] in the chain) when the file cannot be used;
-// ctx.Err() when ctx ends; other errors (I/O on the temporary file, a missing
-// pdftotext) are internal.
-func Extract(ctx context.Context, r io.Reader, filename string, maxBytes int64) (*Document, error) {
+// [ErrNoText] or [ErrDamaged] in the chain) when the file cannot be used,
+// including a PDF that needs more than the memory limit or takes longer than
+// the timeout; EBUSY with [ErrBusy] when too many PDF files wait to be read,
+// and EBUSY when the PDF reader cannot start; ctx.Err() when ctx ends; other
+// errors (I/O on the temporary file) are internal.
+func (e *Extractor) Extract(ctx context.Context, r io.Reader, filename string, maxBytes int64) (*Document, error) {
 	name := filepath.Base(strings.ReplaceAll(filename, `\`, "/"))
 	if name == "." || name == "/" {
 		name = "document"
@@ -164,7 +201,7 @@ func Extract(ctx context.Context, r io.Reader, filename string, maxBytes int64) 
 	var doc *Document
 	switch kind {
 	case MediaPDF:
-		doc, err = extractPDF(ctx, f.Name(), name)
+		doc, err = e.pdf.extract(ctx, f, size, name)
 	case MediaDOCX:
 		doc, err = extractDOCX(f, size)
 	case MediaMarkdown, MediaHTML, MediaText:

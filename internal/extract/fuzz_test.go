@@ -86,14 +86,26 @@ func FuzzExtractDOCX(f *testing.F) {
 	})
 }
 
-// FuzzExtractPDFText fuzzes the parsing of pdftotext's output (pdftotext
-// itself is poppler's, run as a separate process).
+// FuzzExtractPDFText fuzzes the layout of the characters and positions
+// PDFium gives for a page into paragraphs and blocks (PDFium itself runs in
+// WebAssembly, behind its memory cap). Each byte of pos places one line.
 func FuzzExtractPDFText(f *testing.F) {
-	f.Add("Title\nline one-\nbroken word\n\nContents . . . . . . . . 3\f\fpage three\f")
-	f.Add("\f\f\f")
-	f.Add("a\r\nb\x00c\f\xff")
-	f.Fuzz(func(t *testing.T, out string) {
-		doc := parsePDFText(out)
+	f.Add("Title\r\nline one ex\ufffetraction\r\n\r\nContents . . . . . . . . 3\fpage three", []byte{200, 10, 180, 10, 170, 10, 0, 0})
+	f.Add("\r\n\ufffe\ufffe\f\f", []byte{})
+	f.Add("a\r\nb\x00c\f\xff", []byte{255, 255, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, text string, pos []byte) {
+		var pages []string
+		for page := range strings.SplitSeq(text, "\f") {
+			lines := splitPDFLines([]rune(page))
+			for i := range lines {
+				if 2*i+1 < len(pos) {
+					lines[i].y = float64(pos[2*i]) * 4
+					lines[i].size = float64(pos[2*i+1] % 32)
+				}
+			}
+			pages = append(pages, layoutPage(lines))
+		}
+		doc := parsePDFPages(pages)
 		checkBlocks(t, doc)
 		for _, b := range doc.Blocks {
 			if b.Page < 1 || b.Page > doc.Pages {
