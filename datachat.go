@@ -78,6 +78,40 @@ type Message struct {
 	// being Sources[n-1]: those its prompt was built with, then those its
 	// search_documents calls found. Stored when the answer ends; nil before.
 	Sources []Source `json:"sources,omitempty"`
+	// Parts are an assistant answer's text and tool calls in the order they
+	// streamed, so a reopened answer reads as it did live. Content is the
+	// text of its text parts, joined.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part types.
+const (
+	PartText     = "text"
+	PartToolCall = "tool_call"
+)
+
+// Part is one piece of an answer: a run of text, or a tool call (named by the
+// provider's call id, ToolCall.CallID).
+type Part struct {
+	Type   string `json:"type"`
+	Text   string `json:"text,omitempty"`
+	CallID string `json:"call_id,omitempty"`
+}
+
+// MergeParts joins adjacent text parts, as an answer's parts are shown.
+func MergeParts(parts []Part) []Part {
+	out := make([]Part, 0, len(parts))
+	for _, p := range parts {
+		if p.Type == PartText && len(out) > 0 && out[len(out)-1].Type == PartText {
+			out[len(out)-1].Text += p.Text
+			continue
+		}
+		if p.Type == PartText && p.Text == "" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // ToolCall is one tool round of an assistant message: the call the model made and

@@ -60,6 +60,19 @@ type Store interface {
 	// Messages returns Sources; RecentMessages (the turn's history) leaves
 	// them out.
 	UpdateMessage(ctx context.Context, m *Message) error
+	// AppendParts adds the newest pieces of a streaming answer, numbered from
+	// first (the count of parts appended before): the text that came since the
+	// last append, and the tool calls started. Appending again from the same
+	// first writes nothing twice, so a failed append can be retried. Messages
+	// returns them (adjacent text joined); a message marked interrupted gets
+	// their text as its Content. ENOTFOUND if there is no such message.
+	AppendParts(ctx context.Context, messageID string, first int, parts []Part) error
+	// FinishMessage stores how an answer ended, in one transaction: m's
+	// Content, Status, tokens, error fields, Sources and Parts (replacing the
+	// appended ones), and u, the turn's usage, when it is not nil. u's ID
+	// makes it idempotent: finishing again with the same usage records it
+	// once. ENOTFOUND if there is no such message.
+	FinishMessage(ctx context.Context, m *Message, u *Usage) error
 	// Messages returns a conversation's messages in order, each with its tool calls.
 	Messages(ctx context.Context, conversationID string) ([]*Message, error)
 	// RecentMessages returns the newest n messages in order, each with its

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -150,6 +151,101 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
+// AppendParts adds the newest parts of a streaming answer, numbered from
+// first; parts already there (a retried append) are left as they are.
+func (s *Store) AppendParts(ctx context.Context, messageID string, first int, parts []datachat.Part) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM messages WHERE id = $1`, messageID).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return datachat.Errorf(datachat.ENOTFOUND, "message not found")
+			}
+			return err
+		}
+		return insertParts(ctx, tx, messageID, first, parts)
+	})
+	if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		return fmt.Errorf("append message parts: %w", err)
+	}
+	return err
+}
+
+func insertParts(ctx context.Context, tx pgx.Tx, messageID string, first int, parts []datachat.Part) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	seqs := make([]int32, len(parts))
+	kinds := make([]string, len(parts))
+	texts := make([]string, len(parts))
+	calls := make([]string, len(parts))
+	for i, p := range parts {
+		seqs[i], kinds[i], texts[i], calls[i] = int32(first+i), p.Type, p.Text, p.CallID
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO message_parts (message_id, seq, kind, text, call_id)
+		SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[])
+		ON CONFLICT (message_id, seq) DO NOTHING`,
+		messageID, seqs, kinds, texts, calls)
+	return err
+}
+
+// FinishMessage stores how an answer ended, its parts and its usage in one
+// transaction.
+func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	t := now()
+	sources, err := sourcesJSON(m.Sources)
+	if err != nil {
+		return fmt.Errorf("finish message: %w", err)
+	}
+	if u != nil {
+		if u.ID == "" {
+			u.ID = newID()
+		}
+		fillTime(&u.CreatedAt)
+	}
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5,
+				error_reason = $6, error_suggested_action = $7, sources = $8, updated_at = $9
+			WHERE id = $10`,
+			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, t, m.ID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(tag, "message not found"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM message_parts WHERE message_id = $1`, m.ID); err != nil {
+			return err
+		}
+		if err := insertParts(ctx, tx, m.ID, 0, datachat.MergeParts(m.Parts)); err != nil {
+			return err
+		}
+		if u == nil {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
+				input_tokens, output_tokens, success, estimated, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (id) DO NOTHING`,
+			u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
+			u.InputTokens, u.OutputTokens, u.Success, u.Estimated, u.CreatedAt)
+		return err
+	})
+	switch {
+	case datachat.ErrorCode(err) == datachat.ENOTFOUND:
+		return err
+	case err != nil:
+		return fmt.Errorf("finish message: %w", err)
+	}
+	m.UpdatedAt = t
+	return nil
+}
+
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
@@ -217,6 +313,30 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 				m.ToolCalls = append(m.ToolCalls, tc)
 			}
 		}
+		rows, err = tx.Query(ctx, `
+			SELECT p.message_id, p.kind, p.text, p.call_id
+			FROM message_parts p JOIN messages m ON m.id = p.message_id
+			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY p.message_id, p.seq`,
+			conversationID, msgs[0].CreatedAt)
+		if err != nil {
+			return err
+		}
+		var id string
+		var p datachat.Part
+		_, err = pgx.ForEachRow(rows, []any{&id, &p.Type, &p.Text, &p.CallID}, func() error {
+			if m := byID[id]; m != nil {
+				m.Parts = append(m.Parts, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if m.Parts != nil {
+				m.Parts = datachat.MergeParts(m.Parts)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -263,7 +383,8 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			return datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
 		}
 		if streaming > 0 { // left behind by a process that is gone
-			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2 WHERE conversation_id = $3 AND status = $4`,
+			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
+				WHERE conversation_id = $3 AND status = $4`,
 				datachat.StatusInterrupted, now(), convID, datachat.StatusStreaming); err != nil {
 				return err
 			}
@@ -309,12 +430,17 @@ func (s *Store) RenewLease(ctx context.Context, messageID string, lease datachat
 	return mustAffect(tag, "message not found")
 }
 
+// partsText is an interrupted message's content: the text of the parts it
+// streamed, or what it had when nothing was appended.
+const partsText = `COALESCE((SELECT string_agg(p.text, '' ORDER BY p.seq) FROM message_parts p
+	WHERE p.message_id = messages.id AND p.kind = 'text'), messages.content)`
+
 // InterruptStreaming marks as interrupted the streaming messages whose writer
 // is gone (lease lapsed before now or none; leased on node by another owner),
 // never those leased to owner, and returns how many there were.
 func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, node string) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
-		UPDATE messages SET status = $1, updated_at = $2
+		UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
 		WHERE status = $3 AND ($4 = '' OR lease_owner <> $4)
 			AND (lease_until IS NULL OR lease_until <= $5 OR ($6 <> '' AND lease_node = $6))`,
 		datachat.StatusInterrupted, now(), datachat.StatusStreaming, owner, normTime(at), node)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -155,6 +156,94 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
+// AppendParts adds the newest parts of a streaming answer, numbered from
+// first; parts already there (a retried append) are left as they are.
+func (s *Store) AppendParts(ctx context.Context, messageID string, first int, parts []datachat.Part) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE id = ?`, messageID).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return datachat.Errorf(datachat.ENOTFOUND, "message not found")
+			}
+			return err
+		}
+		return insertParts(ctx, tx, messageID, first, parts)
+	})
+	if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		return fmt.Errorf("append message parts: %w", err)
+	}
+	return err
+}
+
+func insertParts(ctx context.Context, tx *sql.Tx, messageID string, first int, parts []datachat.Part) error {
+	for i, p := range parts {
+		if _, err := tx.ExecContext(ctx, `
+			INSERT INTO message_parts (message_id, seq, kind, text, call_id) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (message_id, seq) DO NOTHING`,
+			messageID, first+i, p.Type, p.Text, p.CallID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FinishMessage stores how an answer ended, its parts and its usage in one
+// transaction.
+func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	t := now()
+	sources, err := sourcesJSON(m.Sources)
+	if err != nil {
+		return fmt.Errorf("finish message: %w", err)
+	}
+	if u != nil {
+		if u.ID == "" {
+			u.ID = newID()
+		}
+		fillTime(&u.CreatedAt)
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `
+			UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?,
+				error_reason = ?, error_suggested_action = ?, sources = ?, updated_at = ?
+			WHERE id = ?`,
+			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, ts(t), m.ID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(res, "finish message", "message not found"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM message_parts WHERE message_id = ?`, m.ID); err != nil {
+			return err
+		}
+		if err := insertParts(ctx, tx, m.ID, 0, datachat.MergeParts(m.Parts)); err != nil {
+			return err
+		}
+		if u == nil {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
+				input_tokens, output_tokens, success, estimated, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
+			u.InputTokens, u.OutputTokens, boolInt(u.Success), boolInt(u.Estimated), ts(u.CreatedAt))
+		return err
+	})
+	switch {
+	case datachat.ErrorCode(err) == datachat.ENOTFOUND:
+		return err
+	case err != nil:
+		return fmt.Errorf("finish message: %w", err)
+	}
+	m.UpdatedAt = t
+	return nil
+}
+
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {
@@ -220,6 +309,33 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 				m.ToolCalls = append(m.ToolCalls, tc)
 			}
 		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `
+			SELECT p.message_id, p.kind, p.text, p.call_id
+			FROM message_parts p JOIN messages m ON m.id = p.message_id
+			WHERE m.conversation_id = ? AND m.created_at >= ? ORDER BY p.message_id, p.seq`,
+			conversationID, ts(msgs[0].CreatedAt))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var p datachat.Part
+			if err := rows.Scan(&id, &p.Type, &p.Text, &p.CallID); err != nil {
+				return err
+			}
+			if m := byID[id]; m != nil {
+				m.Parts = append(m.Parts, p)
+			}
+		}
+		for _, m := range msgs {
+			if m.Parts != nil {
+				m.Parts = datachat.MergeParts(m.Parts)
+			}
+		}
 		return rows.Err()
 	})
 	if err != nil {
@@ -261,7 +377,8 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			return datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
 		}
 		if streaming > 0 { // left behind by a process that is gone
-			if _, err := tx.ExecContext(ctx, `UPDATE messages SET status = ?, updated_at = ? WHERE conversation_id = ? AND status = ?`,
+			if _, err := tx.ExecContext(ctx, `UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
+				WHERE conversation_id = ? AND status = ?`,
 				datachat.StatusInterrupted, ts(now()), convID, datachat.StatusStreaming); err != nil {
 				return err
 			}
@@ -309,12 +426,17 @@ func (s *Store) RenewLease(ctx context.Context, messageID string, lease datachat
 	return mustAffect(res, "renew lease", "message not found")
 }
 
+// partsText is an interrupted message's content: the text of the parts it
+// streamed, or what it had when nothing was appended.
+const partsText = `COALESCE((SELECT group_concat(p.text, '' ORDER BY p.seq) FROM message_parts p
+	WHERE p.message_id = messages.id AND p.kind = 'text'), messages.content)`
+
 // InterruptStreaming marks as interrupted the streaming messages whose writer
 // is gone (lease lapsed before now or none; leased on node by another owner),
 // never those leased to owner, and returns how many there were.
 func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, node string) (int, error) {
 	res, err := s.write.ExecContext(ctx, `
-		UPDATE messages SET status = ?, updated_at = ?
+		UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
 		WHERE status = ? AND (? = '' OR lease_owner <> ?)
 			AND (lease_until IS NULL OR lease_until <= ? OR (? <> '' AND lease_node = ?))`,
 		datachat.StatusInterrupted, ts(now()), datachat.StatusStreaming, owner, owner, ts(at), node, node)

@@ -33,6 +33,8 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"RecentMessages", testRecentMessages},
 		{"ToolCalls", testToolCalls},
 		{"InterruptStreaming", testInterruptStreaming},
+		{"MessageParts", testMessageParts},
+		{"FinishMessage", testFinishMessage},
 		{"BeginTurn", testBeginTurn},
 		{"BeginTurnConcurrent", testBeginTurnConcurrent},
 		{"Datasets", testDatasets},
@@ -510,6 +512,126 @@ func testToolCalls(t *testing.T, s datachat.Store) {
 	wantCode(t, "CreateToolCall with invalid JSON args", s.CreateToolCall(ctx,
 		&datachat.ToolCall{MessageID: asst.ID, Tool: "execute_sql", Args: json.RawMessage(`{"query":`)}),
 		datachat.EINVALID)
+}
+
+// partsOf returns a message's parts as Messages lists them.
+func partsOf(t *testing.T, s datachat.Store, conversationID, messageID string) (*datachat.Message, []datachat.Part) {
+	t.Helper()
+	msgs, err := s.Messages(t.Context(), conversationID)
+	if err != nil {
+		t.Fatalf("Messages: %v", err)
+	}
+	for _, m := range msgs {
+		if m.ID == messageID {
+			return m, m.Parts
+		}
+	}
+	t.Fatalf("message %s not listed", messageID)
+	return nil, nil
+}
+
+func testMessageParts(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	c := mustConversation(t, s, alice.ID)
+	m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
+	call := func(id string) datachat.Part { return datachat.Part{Type: datachat.PartToolCall, CallID: id} }
+	appends := []struct {
+		first int
+		parts []datachat.Part
+	}{
+		{0, []datachat.Part{text("Let me check "), text("the documents.")}},
+		{2, []datachat.Part{call("c1"), text("In Rust, ")}},
+		{2, []datachat.Part{call("c1"), text("In Rust, ")}}, // a retried append writes nothing twice
+		{4, []datachat.Part{text("ownership "), call("c2"), call("c3"), text("matters.")}},
+		{8, nil},
+	}
+	for _, a := range appends {
+		if err := s.AppendParts(ctx, m.ID, a.first, a.parts); err != nil {
+			t.Fatalf("AppendParts(%d): %v", a.first, err)
+		}
+	}
+	want := []datachat.Part{text("Let me check the documents."), call("c1"), text("In Rust, ownership "), call("c2"), call("c3"), text("matters.")}
+	got, parts := partsOf(t, s, c.ID, m.ID)
+	equal(t, "parts while streaming", parts, want)
+	if got.Content != m.Content || got.Status != datachat.StatusStreaming {
+		t.Errorf("while streaming: content %q status %q, want them untouched", got.Content, got.Status)
+	}
+	if err := s.AppendParts(ctx, "no-such-message", 0, []datachat.Part{text("x")}); datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		t.Errorf("AppendParts of a missing message: got %v, want ENOTFOUND", err)
+	}
+	// The process streaming it is gone: the message keeps the text it streamed.
+	if _, err := s.InterruptStreaming(ctx, time.Now(), "another", "another-node"); err != nil {
+		t.Fatalf("InterruptStreaming: %v", err)
+	}
+	got, parts = partsOf(t, s, c.ID, m.ID)
+	if got.Status != datachat.StatusInterrupted || got.Content != "Let me check the documents.In Rust, ownership matters." {
+		t.Errorf("interrupted: status %q content %q", got.Status, got.Content)
+	}
+	equal(t, "parts after the interruption", parts, want)
+
+	// BeginTurn's own clean-up of a lapsed message keeps its text too.
+	c2 := mustConversation(t, s, alice.ID)
+	old := mustMessage(t, s, c2.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+	if err := s.AppendParts(ctx, old.ID, 0, []datachat.Part{text("half an answer")}); err != nil {
+		t.Fatal(err)
+	}
+	next := &datachat.Message{ConversationID: c2.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
+	if err := s.BeginTurn(ctx, nil, next, datachat.Lease{Owner: "a", Node: "n", Until: time.Now().Add(time.Minute)}, time.Now()); err != nil {
+		t.Fatalf("BeginTurn: %v", err)
+	}
+	if got, _ := partsOf(t, s, c2.ID, old.ID); got.Status != datachat.StatusInterrupted || got.Content != "half an answer" {
+		t.Errorf("interrupted by BeginTurn: status %q content %q", got.Status, got.Content)
+	}
+}
+
+func testFinishMessage(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	c := mustConversation(t, s, alice.ID)
+	m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
+	call := datachat.Part{Type: datachat.PartToolCall, CallID: "c1"}
+	if err := s.AppendParts(ctx, m.ID, 0, []datachat.Part{text("Checking"), text("..."), call}); err != nil {
+		t.Fatal(err)
+	}
+	m.Content = "Checking... 42 rows."
+	m.Status = datachat.StatusComplete
+	m.InputTokens, m.OutputTokens = 120, 30
+	m.Parts = []datachat.Part{text("Checking"), text("... "), call, text("42 rows.")}
+	m.Sources = []datachat.Source{{ID: "s1", Text: "x", Metadata: map[string]any{"document": "d.pdf"}}}
+	u := &datachat.Usage{UserID: alice.ID, ConversationID: c.ID, MessageID: m.ID, Provider: "gemini", Model: "m",
+		InputTokens: 120, OutputTokens: 30, Success: true}
+	since := time.Now().Add(-time.Hour)
+	for range 2 { // finishing again, as a retry would, records the usage once
+		if err := s.FinishMessage(ctx, m, u); err != nil {
+			t.Fatalf("FinishMessage: %v", err)
+		}
+	}
+	got, parts := partsOf(t, s, c.ID, m.ID)
+	equal(t, "finished parts", parts, []datachat.Part{text("Checking... "), call, text("42 rows.")})
+	if got.Content != m.Content || got.Status != datachat.StatusComplete || got.InputTokens != 120 || got.OutputTokens != 30 || len(got.Sources) != 1 {
+		t.Errorf("finished message: %+v", got)
+	}
+	if n, err := s.TokensSince(ctx, alice.ID, since); err != nil || n != 150 {
+		t.Errorf("TokensSince after finishing twice: %d, %v; want 150", n, err)
+	}
+	// Finishing without usage, and without parts (an answer with no text).
+	m2 := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+	m2.Status = datachat.StatusCancelled
+	if err := s.FinishMessage(ctx, m2, nil); err != nil {
+		t.Fatalf("FinishMessage without usage: %v", err)
+	}
+	if got, parts := partsOf(t, s, c.ID, m2.ID); got.Status != datachat.StatusCancelled || len(parts) != 0 {
+		t.Errorf("finished without parts: status %q, parts %v", got.Status, parts)
+	}
+	if err := s.FinishMessage(ctx, &datachat.Message{ID: "no-such-message", Status: datachat.StatusComplete}, u); datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		t.Errorf("FinishMessage of a missing message: got %v, want ENOTFOUND", err)
+	}
+	if n, _ := s.TokensSince(ctx, alice.ID, since); n != 150 {
+		t.Errorf("a failed FinishMessage recorded usage: %d tokens, want 150", n)
+	}
 }
 
 func testInterruptStreaming(t *testing.T, s datachat.Store) {

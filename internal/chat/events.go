@@ -1,0 +1,107 @@
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"datachat"
+)
+
+// Event is one message to the client, sent as {"type","data"}.
+type Event struct {
+	Type string `json:"type"`
+	Data any    `json:"data"`
+}
+
+// Sink receives a turn's events in order. It may block (the turn waits); it
+// must not keep the event's data.
+type Sink func(Event)
+
+// Event payloads (DESIGN.md §3, WebSocket).
+type (
+	TokenEvent struct {
+		Token string `json:"token"`
+	}
+	ToolCallStartEvent struct {
+		ID   string          `json:"id"`
+		Tool string          `json:"tool"`
+		Args json.RawMessage `json:"args"`
+	}
+	ToolCallResultEvent struct {
+		ID        string            `json:"id"`
+		Tool      string            `json:"tool"`
+		OK        bool              `json:"ok"`
+		Content   string            `json:"content"`
+		Error     string            `json:"error,omitempty"`
+		Columns   []datachat.Column `json:"columns,omitempty"`
+		Rows      [][]any           `json:"rows,omitempty"`
+		RowCount  *int              `json:"row_count,omitempty"`
+		Truncated *bool             `json:"truncated,omitempty"`
+		ElapsedMS *float64          `json:"elapsed_ms,omitempty"`
+	}
+	ConfirmationEvent struct {
+		ID          string          `json:"id"`
+		Action      string          `json:"action"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Explanation string          `json:"explanation"`
+	}
+	CompleteEvent struct {
+		MessageID    string            `json:"message_id"`
+		Status       string            `json:"status"`
+		InputTokens  int64             `json:"input_tokens"`
+		OutputTokens int64             `json:"output_tokens"`
+		TotalTokens  int64             `json:"total_tokens"`
+		Sources      []datachat.Source `json:"sources"`
+	}
+	ErrorEvent struct {
+		Message         string `json:"message"`
+		Reason          string `json:"reason,omitempty"`
+		SuggestedAction string `json:"suggested_action,omitempty"`
+	}
+)
+
+// ErrorEventFor turns an error from Send or Confirm into a chat_error payload.
+func ErrorEventFor(err error) ErrorEvent {
+	var pe *datachat.ProviderError
+	if errors.As(err, &pe) {
+		msg := "The language model request failed."
+		switch pe.Kind {
+		case datachat.ProviderNotConfigured:
+			msg = "No language model is configured."
+		case datachat.ProviderContextTooLarge:
+			msg = ErrContextTooLarge
+		}
+		return ErrorEvent{Message: msg, Reason: pe.Reason, SuggestedAction: pe.SuggestedAction}
+	}
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return ErrorEvent{Message: rl.Message, Reason: "rate_limited", SuggestedAction: fmt.Sprintf("Try again in %s.", rl.After.Round(time.Second))}
+	}
+	return ErrorEvent{Message: datachat.ErrorMessage(err)}
+}
+
+// RateLimitError refuses a turn over a user's limits.
+type RateLimitError struct {
+	Message string
+	After   time.Duration
+}
+
+func (e *RateLimitError) Error() string { return e.Message }
+
+func (e *RateLimitError) RetryAfter() time.Duration { return e.After }
+
+// Outcome is what a turn ended with.
+type Outcome struct {
+	Message      *datachat.Message // the assistant message
+	Usage        datachat.TokenCount
+	Sources      []datachat.Source
+	Confirmation *datachat.Confirmation // set when the turn waits for the user: send confirmation_required
+	// Complete is the chat_complete to send when the turn completed or was
+	// cancelled. The caller sends it once it is ready for the next turn, so a
+	// client answering chat_complete at once is never told a turn still runs.
+	Complete    *CompleteEvent
+	EmbeddingMS float64 // spent embedding the retrieval query
+	RetrievalMS float64 // spent retrieving excerpts, embedding included
+}

@@ -1,0 +1,191 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"datachat"
+)
+
+// runTools runs the tool calls of one model response in order.
+func (t *turn) runTools(ctx context.Context, calls []datachat.ModelToolCall) error {
+	for i, call := range calls {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if t.state.ToolCalls >= MaxToolCalls {
+			t.state.NoTools = true
+			t.skip(call, fmt.Sprintf("Not run: the limit of %d tool calls per turn was reached. Answer the user now with what you have, without calling tools.", MaxToolCalls))
+			continue
+		}
+		t.state.ToolCalls++
+		ask := call.Name == ToolRequestConfirmation || t.r.ConfirmAlways && (call.Name == ToolExecuteSQL || call.Name == ToolLoadDataset)
+		if !ask && call.Name == ToolLoadDataset {
+			var err error
+			if ask, err = t.unfamiliarURL(ctx, call); err != nil {
+				return err
+			}
+		}
+		if ask {
+			paused, err := t.requestConfirmation(ctx, call)
+			if err != nil {
+				return err
+			}
+			if paused {
+				t.state.Skipped = append(t.state.Skipped, calls[i+1:]...)
+				return errPaused
+			}
+			continue
+		}
+		t.runTool(ctx, call, call.Name, call.Args)
+	}
+	return nil
+}
+
+// skip answers a call without running it.
+func (t *turn) skip(call datachat.ModelToolCall, reason string) {
+	t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: call.Name, Args: call.Args})
+	t.record(call, call.Name, toolResult{content: reason, err: reason})
+}
+
+// toolResult is the outcome of one tool call.
+type toolResult struct {
+	content string // what the model receives
+	err     string // set when the call failed
+	result  *datachat.QueryResult
+}
+
+// runTool runs tool with args as the answer to call and records the round.
+func (t *turn) runTool(ctx context.Context, call datachat.ModelToolCall, tool string, args json.RawMessage) {
+	t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: tool, Args: args})
+	started := time.Now()
+	res := t.execute(ctx, tool, args)
+	t.recordAt(call, tool, args, res, started)
+}
+
+func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) toolResult {
+	fail := func(format string, a ...any) toolResult {
+		msg := fmt.Sprintf(format, a...)
+		return toolResult{content: "Error: " + msg, err: msg}
+	}
+	switch tool {
+	case ToolExecuteSQL:
+		var a struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
+			t.state.SQLFailures++
+			return t.sqlFailure(fail("execute_sql needs {\"query\": \"SELECT …\"}."))
+		}
+		if t.state.SQLFailures >= MaxSQLFailures {
+			return fail("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
+		}
+		qstart := time.Now()
+		r, err := t.r.Data.Query(ctx, t.conv.ID, a.Query)
+		if o := t.r.Observer; o != nil && ctx.Err() == nil {
+			o.SQLQueried(err == nil, time.Since(qstart))
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return fail("cancelled")
+			}
+			t.state.SQLFailures++
+			return t.sqlFailure(fail("%s", datachat.ErrorMessage(err)))
+		}
+		return toolResult{content: ResultText(r), result: r}
+	case ToolLoadDataset:
+		var a struct {
+			URL string `json:"url"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.URL) == "" {
+			return fail("load_dataset needs {\"url\": \"https://…\"}.")
+		}
+		ds, err := t.r.Data.LoadURL(ctx, t.conv.ID, strings.TrimSpace(a.URL))
+		if err != nil {
+			return fail("%s", datachat.ErrorMessage(err))
+		}
+		t.refreshSystem(ctx)
+		return toolResult{content: datasetText(ds)}
+	case ToolSearchDocuments:
+		var a struct {
+			Query string `json:"query"`
+			TopK  int    `json:"top_k"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
+			return fail("search_documents needs {\"query\": \"…\"}.")
+		}
+		k := a.TopK
+		if k <= 0 {
+			k = 5
+		}
+		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: min(k, 20), Filters: t.opts.Filters})
+		if err != nil {
+			return fail("%s", datachat.ErrorMessage(err))
+		}
+		found := res.Sources
+		first := len(t.state.Sources) + 1
+		t.state.Sources = append(t.state.Sources, found...)
+		return toolResult{content: sourcesText(found, first)}
+	}
+	return fail("unknown tool %q: use execute_sql, load_dataset, search_documents or request_confirmation.", tool)
+}
+
+// sqlFailure adds the instruction to stop after the last allowed failure.
+func (t *turn) sqlFailure(r toolResult) toolResult {
+	if t.state.SQLFailures >= MaxSQLFailures {
+		r.content += fmt.Sprintf("\n\nThat was failed SQL attempt %d of %d: do not run more SQL in this turn. Explain the error to the user.", t.state.SQLFailures, MaxSQLFailures)
+	}
+	return r
+}
+
+// refreshSystem rebuilds the system prompt after a dataset was loaded, so the
+// next call sees its schema.
+func (t *turn) refreshSystem(ctx context.Context) {
+	datasets, err := t.r.Data.Datasets(ctx, t.conv.ID)
+	if err != nil {
+		return
+	}
+	if s, err := SystemPrompt(t.r.Template, PromptData{
+		Datasets: datasets, Excerpts: t.initialExcerpts(), HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
+	}); err == nil {
+		t.system = s
+	}
+}
+
+func (t *turn) record(call datachat.ModelToolCall, tool string, res toolResult) {
+	t.recordAt(call, tool, call.Args, res, time.Now())
+}
+
+// recordAt sends tool_call_result, gives the result to the model and stores
+// the round.
+func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawMessage, res toolResult, started time.Time) {
+	ev := ToolCallResultEvent{ID: call.ID, Tool: tool, OK: res.err == "", Content: res.content, Error: res.err}
+	if r := res.result; r != nil {
+		ev.Columns, ev.Rows, ev.RowCount, ev.Truncated, ev.ElapsedMS = r.Columns, r.Rows, &r.RowCount, &r.Truncated, &r.ElapsedMS
+		if ev.Rows == nil {
+			ev.Rows = [][]any{}
+		}
+	}
+	t.emit("tool_call_result", ev)
+	if o := t.r.Observer; o != nil {
+		o.ToolCalled(tool, ev.OK, time.Since(started))
+	}
+	t.state.Transcript = append(t.state.Transcript, datachat.ModelMessage{
+		Role: datachat.ModelRoleTool, ToolCallID: call.ID, ToolName: call.Name, Content: res.content,
+	})
+	t.state.Seq++
+	tc := &datachat.ToolCall{
+		MessageID: t.msg.ID, Seq: t.state.Seq, CallID: call.ID, Tool: tool, Args: args,
+		OK: res.err == "", Result: res.content, Error: res.err,
+		StartedAt: started, DurationMS: time.Since(started).Milliseconds(),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.r.Store.CreateToolCall(ctx, tc); err != nil {
+		t.r.Logger.Error("store tool call", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
+	}
+}

@@ -1,0 +1,355 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"datachat"
+)
+
+// Data is a conversation's data as a turn uses it. The methods return
+// *datachat.Error: EINVALID for a query or URL the model can correct (its message
+// says what is wrong), ENOTFOUND, EBUSY.
+type Data interface {
+	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
+	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
+	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
+	LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error)
+	HasDocuments(ctx context.Context, conversationID string) (bool, error)
+	Search(ctx context.Context, conversationID string, q SearchQuery) (*SearchResult, error)
+}
+
+// SearchQuery asks for the TopK chunks of a conversation's documents most
+// relevant to Text, among those matching Filters.
+type SearchQuery struct {
+	Text    string
+	TopK    int
+	Filters map[string]any
+}
+
+// SearchResult is what a search found and what it cost.
+type SearchResult struct {
+	Sources     []datachat.Source
+	EmbeddingMS float64
+	RetrievalMS float64
+}
+
+// TurnOptions override the Runner's settings for one turn (spec 003's
+// override, and its metadata filters).
+type TurnOptions struct {
+	Temperature     *float64
+	MaxOutputTokens int
+	TopK            int // excerpts put in the prompt
+	Filters         map[string]any
+}
+
+// Runner runs chat turns. Its fields are set once, before the first turn.
+type Runner struct {
+	Store    datachat.Store
+	Data     Data
+	Model    Model // nil when no provider is configured
+	Provider string
+	ModelID  string
+	Window   int // the model's context window in tokens
+
+	MaxOutputTokens int
+	Temperature     float64
+	MaxContextDocs  int
+	MaxQueryChars   int
+	ConfirmAlways   bool
+	Streaming       bool
+	RateLimitRPM    int
+	TokensPerDay    int64
+	Template        *template.Template // nil: DefaultTemplate
+	Logger          *slog.Logger
+	Now             func() time.Time
+	Observer        Observer // nil: nobody watches
+
+	// LeaseOwner and LeaseNode identify this process to the others sharing the
+	// database (datachat.Lease); an empty LeaseOwner gets a random one. A
+	// turn's lease lasts LeaseTTL (default DefaultLeaseTTL) and is renewed
+	// every third of it while the turn runs.
+	LeaseOwner string
+	LeaseNode  string
+	LeaseTTL   time.Duration
+
+	mu     sync.Mutex
+	active map[string]bool // conversations with a turn running in this process
+}
+
+// DefaultLeaseTTL is how long a streaming message's lease lasts unless
+// renewed: how long other processes wait before taking the turn of a process
+// that vanished for left behind.
+const DefaultLeaseTTL = 15 * time.Second
+
+// ErrInterrupted is the cause with which the server cancels the context of the
+// turns still running when it shuts down: their messages are stored as
+// interrupted, not cancelled, since the user did not cancel them.
+var ErrInterrupted = errors.New("the server is shutting down")
+
+// errShuttingDown is what a turn interrupted by a shutdown answers.
+var errShuttingDown = datachat.Errorf(datachat.EBUSY, "The server is restarting: the reply so far is saved. Send your message again in a moment.")
+
+// Lease returns a lease for a turn starting now, by this process.
+func (r *Runner) Lease() datachat.Lease {
+	r.mu.Lock()
+	if r.LeaseOwner == "" {
+		b := make([]byte, 8)
+		rand.Read(b)
+		r.LeaseOwner = hex.EncodeToString(b)
+	}
+	owner := r.LeaseOwner
+	r.mu.Unlock()
+	return datachat.Lease{Owner: owner, Node: r.LeaseNode, Until: time.Now().Add(r.leaseTTL())}
+}
+
+func (r *Runner) leaseTTL() time.Duration {
+	if r.LeaseTTL > 0 {
+		return r.LeaseTTL
+	}
+	return DefaultLeaseTTL
+}
+
+// Observer is told what turns do, for metrics. Its methods are called from
+// the turn's goroutine and must not block.
+type Observer interface {
+	// TurnEnded: a turn, or its continuation after a confirmation, ended
+	// with this message status d after it started.
+	TurnEnded(status string, d time.Duration)
+	// FirstToken: the turn's first answer token came d after it started.
+	FirstToken(d time.Duration)
+	ToolCalled(tool string, ok bool, d time.Duration)
+	SQLQueried(ok bool, d time.Duration)
+	// ProviderFailed: a model call failed with a datachat.ProviderError.
+	ProviderFailed(kind string)
+	// TokensUsed: tokens recorded in token_usage.
+	TokensUsed(provider, model string, input, output int64)
+}
+
+// NotConfiguredError is the error of a turn with no provider configured.
+func NotConfiguredError() error {
+	return &datachat.ProviderError{
+		Kind:            datachat.ProviderNotConfigured,
+		Reason:          "None of GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST is set, and no Ollama answers on 127.0.0.1:11434.",
+		SuggestedAction: "Set GEMINI_API_KEY (Gemini), OPENAI_API_KEY with OPENAI_BASE_URL (an OpenAI-compatible server), or OLLAMA_HOST (Ollama), then restart datachat.",
+	}
+}
+
+// CleanQuery validates a question: trimmed, control characters other than
+// newlines and tabs removed, not empty, at most maxChars characters.
+func CleanQuery(s string, maxChars int) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", datachat.Errorf(datachat.EINVALID, "The message must be valid UTF-8.")
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' {
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	switch n := utf8.RuneCountInString(s); {
+	case n == 0:
+		return "", datachat.Errorf(datachat.EINVALID, "The message is empty.")
+	case maxChars > 0 && n > maxChars:
+		return "", datachat.Errorf(datachat.EINVALID, "The message is %d characters long; the limit is %d.", n, maxChars)
+	}
+	return s, nil
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// begin marks a conversation busy; false if a turn is already running there.
+func (r *Runner) begin(conversationID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active == nil {
+		r.active = map[string]bool{}
+	}
+	if r.active[conversationID] {
+		return false
+	}
+	r.active[conversationID] = true
+	return true
+}
+
+func (r *Runner) end(conversationID string) {
+	r.mu.Lock()
+	delete(r.active, conversationID)
+	r.mu.Unlock()
+}
+
+// Busy reports whether a turn is running in the conversation.
+func (r *Runner) Busy(conversationID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active[conversationID]
+}
+
+// checkLimits applies the per-user request and token limits before a model call.
+func (r *Runner) checkLimits(ctx context.Context, userID string) error {
+	now := r.now()
+	if r.TokensPerDay > 0 {
+		used, err := r.Store.TokensSince(ctx, userID, now.Add(-24*time.Hour))
+		if err != nil {
+			return err
+		}
+		if used >= r.TokensPerDay {
+			return &RateLimitError{
+				Message: fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, r.TokensPerDay),
+				After:   time.Hour,
+			}
+		}
+	}
+	if r.RateLimitRPM > 0 {
+		ok, after, err := r.Store.TakeRequest(ctx, userID, now, time.Minute, r.RateLimitRPM)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &RateLimitError{
+				Message: fmt.Sprintf("Rate limit reached: %d requests per minute.", r.RateLimitRPM),
+				After:   max(after, time.Second),
+			}
+		}
+	}
+	return nil
+}
+
+// Send runs one turn: it stores the user's message, streams the model's answer
+// with its tool calls to sink, and stores the answer. An error before the turn
+// starts (bad input, busy conversation, limits, no provider) comes back with a
+// nil Outcome; an error during the turn comes back with the Outcome of the
+// stored, failed message. The caller turns errors into chat_error.
+func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, content string, opts TurnOptions, sink Sink) (*Outcome, error) {
+	ctx = datachat.WithUserID(ctx, user.ID)
+	content, err := CleanQuery(content, r.MaxQueryChars)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Model == nil {
+		return nil, NotConfiguredError()
+	}
+	if !r.begin(conv.ID) {
+		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+	}
+	defer r.end(conv.ID)
+	if _, err := r.Store.PendingConfirmation(ctx, conv.ID); err == nil {
+		return nil, datachat.Errorf(datachat.ECONFLICT, "The assistant is waiting for you to approve or decline an action first.")
+	} else if datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		return nil, err
+	}
+	if err := r.checkLimits(ctx, user.ID); err != nil {
+		return nil, err
+	}
+
+	// Pruning keeps at most the newest MaxContextMessages, the new question
+	// among them: read no more than that.
+	history, err := r.Store.RecentMessages(ctx, conv.ID, MaxContextMessages-1)
+	if err != nil {
+		return nil, err
+	}
+	userMsg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleUser, Content: content, Status: datachat.StatusComplete}
+	msg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
+	// The store refuses when another process runs a turn in the conversation.
+	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), time.Now()); err != nil {
+		if datachat.ErrorCode(err) == datachat.ECONFLICT {
+			return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+		}
+		return nil, err
+	}
+	t := &turn{r: r, user: user, conv: conv, msg: msg, sink: sink, start: r.now(), opts: opts}
+	t.history = append(history, userMsg)
+	if err := t.prepare(ctx, content); err != nil {
+		return t.finish(ctx, err)
+	}
+	return t.run(ctx)
+}
+
+// Confirm answers a pending confirmation and continues its turn.
+func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationID, confirmationID string, approved bool, note string, sink Sink) (*Outcome, error) {
+	ctx = datachat.WithUserID(ctx, user.ID)
+	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if !r.begin(conv.ID) {
+		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+	}
+	defer r.end(conv.ID)
+	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
+	if err != nil {
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return nil, datachat.Errorf(datachat.ENOTFOUND, "There is no action waiting for confirmation.")
+		}
+		return nil, err
+	}
+	if pending.ID != confirmationID {
+		return nil, datachat.Errorf(datachat.ENOTFOUND, "Confirmation %q is not the one waiting (%s).", confirmationID, pending.ID)
+	}
+	if r.Model == nil {
+		return nil, NotConfiguredError()
+	}
+	status := datachat.ConfirmDeclined
+	if approved {
+		status = datachat.ConfirmApproved
+	}
+	note = strings.TrimSpace(note)
+	c, err := r.Store.ResolveConfirmation(ctx, pending.ID, status, note)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.resume(ctx, user, conv, c, sink)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.answerConfirmation(ctx, c); err != nil {
+		return t.finish(ctx, err)
+	}
+	return t.run(ctx)
+}
+
+// CancelPending declines a pending confirmation because the user stopped the
+// turn, and ends the turn as cancelled.
+func (r *Runner) CancelPending(ctx context.Context, user *datachat.User, conversationID string, sink Sink) (*Outcome, error) {
+	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if !r.begin(conv.ID) {
+		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+	}
+	defer r.end(conv.ID)
+	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.Store.ResolveConfirmation(ctx, pending.ID, datachat.ConfirmDeclined, "cancelled")
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.resume(ctx, user, conv, c, sink)
+	if err != nil {
+		return nil, err
+	}
+	return t.finish(ctx, context.Canceled)
+}

@@ -1,0 +1,12 @@
+-- An answer's text and tool calls in the order they streamed. While it
+-- streams, each flush appends only what came since the last one (bytes
+-- written grow linearly with the answer); when it ends, the rows are replaced
+-- by its merged parts.
+CREATE TABLE message_parts (
+	message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+	seq        INTEGER NOT NULL,
+	kind       TEXT NOT NULL CHECK (kind IN ('text', 'tool_call')),
+	text       TEXT NOT NULL DEFAULT '',
+	call_id    TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (message_id, seq)
+) WITHOUT ROWID;
