@@ -8,6 +8,7 @@ package datachat
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -96,6 +97,17 @@ type Part struct {
 	Type   string `json:"type"`
 	Text   string `json:"text,omitempty"`
 	CallID string `json:"call_id,omitempty"`
+}
+
+// PartsText is the text of an answer's parts, joined.
+func PartsText(parts []Part) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 // MergeParts joins adjacent text parts, as an answer's parts are shown.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,10 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 	if t.msg = byID[c.MessageID]; t.msg == nil {
 		return nil, fmt.Errorf("confirmation %s: message %s is gone", c.ID, c.MessageID)
 	}
+	// The answer goes on from where it paused.
+	t.text.WriteString(t.msg.Content)
+	t.parts = slices.Clone(t.msg.Parts)
+	t.frozen, t.stored = len(t.parts), len(t.parts)
 	// Leased before it streams, so no other process takes it for left behind.
 	if err := r.Store.RenewLease(ctx, t.msg.ID, r.Lease()); err != nil {
 		return nil, err
@@ -94,7 +99,7 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 			Query string `json:"query"`
 		}
 		if err := json.Unmarshal(call.Args, &q); err != nil || strings.TrimSpace(q.Query) == "" {
-			t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: call.Name, Args: call.Args})
+			t.startTool(call.ID, call.Name, call.Args)
 			t.state.SQLFailures++
 			t.record(call, call.Name, t.sqlFailure(toolResult{content: `Error: execute_sql needs {"query": "SELECT …"}.`, err: "missing query"}))
 			return false, nil
@@ -102,7 +107,7 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		rows, err := t.r.Data.EstimateRows(ctx, t.conv.ID, q.Query)
 		if err != nil {
 			// The query cannot even be planned: no need to ask the user.
-			t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: call.Name, Args: call.Args})
+			t.startTool(call.ID, call.Name, call.Args)
 			t.state.SQLFailures++
 			msg := datachat.ErrorMessage(err)
 			t.record(call, call.Name, t.sqlFailure(toolResult{content: "Error: " + msg, err: msg}))
@@ -175,7 +180,7 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 			json.Unmarshal(c.Parameters, &p)
 			args, _ = json.Marshal(map[string]string{"query": p.Query})
 		}
-		t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: c.Action, Args: args})
+		t.startTool(call.ID, c.Action, args)
 		started := time.Now()
 		res := t.execute(ctx, c.Action, args)
 		if call.Name == ToolRequestConfirmation {
@@ -188,7 +193,7 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 			reason += ": " + c.Note
 		}
 		reason += ". Do not run it; ask the user how they want to proceed."
-		t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: call.Name, Args: call.Args})
+		t.startTool(call.ID, call.Name, call.Args)
 		t.record(call, call.Name, toolResult{content: reason, err: "declined by the user"})
 	}
 	skipped := t.state.Skipped

@@ -75,6 +75,14 @@ func ErrorEventFor(err error) ErrorEvent {
 		}
 		return ErrorEvent{Message: msg, Reason: pe.Reason, SuggestedAction: pe.SuggestedAction}
 	}
+	var se *SaveError
+	if errors.As(err, &se) {
+		return ErrorEvent{
+			Message:         "The answer could not be saved.",
+			Reason:          "The database did not answer when the answer ended.",
+			SuggestedAction: "The answer above is kept here and is saved as soon as the database answers again; reload the page in a moment to check before you go on.",
+		}
+	}
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return ErrorEvent{Message: rl.Message, Reason: "rate_limited", SuggestedAction: fmt.Sprintf("Try again in %s.", rl.After.Round(time.Second))}

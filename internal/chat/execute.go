@@ -48,7 +48,7 @@ func (t *turn) runTools(ctx context.Context, calls []datachat.ModelToolCall) err
 
 // skip answers a call without running it.
 func (t *turn) skip(call datachat.ModelToolCall, reason string) {
-	t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: call.Name, Args: call.Args})
+	t.startTool(call.ID, call.Name, call.Args)
 	t.record(call, call.Name, toolResult{content: reason, err: reason})
 }
 
@@ -61,7 +61,7 @@ type toolResult struct {
 
 // runTool runs tool with args as the answer to call and records the round.
 func (t *turn) runTool(ctx context.Context, call datachat.ModelToolCall, tool string, args json.RawMessage) {
-	t.emit("tool_call_start", ToolCallStartEvent{ID: call.ID, Tool: tool, Args: args})
+	t.startTool(call.ID, tool, args)
 	started := time.Now()
 	res := t.execute(ctx, tool, args)
 	t.recordAt(call, tool, args, res, started)

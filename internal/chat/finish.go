@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"time"
@@ -39,7 +41,8 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	t.msg.Status = status
 	t.msg.InputTokens, t.msg.OutputTokens = t.state.Usage.Input, t.state.Usage.Output
 	t.msg.Sources = t.state.Sources // so a reopened answer's [n] resolve
-	t.dirty = false
+	t.msg.Content = t.text.String()
+	t.msg.Parts = datachat.MergeParts(t.parts)
 	held := t.pending.String()
 	t.pending.Reset()
 	m := *t.msg
@@ -48,22 +51,37 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	if held != "" && status == datachat.StatusComplete {
 		t.emit("chat_token", TokenEvent{Token: held})
 	}
-	if serr := t.r.Store.UpdateMessage(sctx, &m); serr != nil {
-		return out, errors.Join(err, serr)
-	}
+	var u *datachat.Usage
 	delta := datachat.TokenCount{Input: t.state.Usage.Input - t.state.Recorded.Input, Output: t.state.Usage.Output - t.state.Recorded.Output}
 	if delta.Input > 0 || delta.Output > 0 {
-		u := &datachat.Usage{
+		u = &datachat.Usage{
+			ID:     newUsageID(),
 			UserID: t.user.ID, ConversationID: t.conv.ID, MessageID: t.msg.ID,
 			Provider: t.r.Provider, Model: t.r.ModelID,
 			InputTokens: delta.Input, OutputTokens: delta.Output,
 			Success: status == datachat.StatusComplete || status == datachat.StatusAwaitingConfirmation, Estimated: t.state.Estimated,
 		}
+	}
+	if serr := t.r.save(sctx, &m, u); serr != nil {
+		// The client saw the answer, but the store did not take it: the
+		// message is stored as interrupted, with the text the client got
+		// and the turn's usage, as soon as the store answers again.
+		if err != nil {
+			t.r.Logger.Error("turn failed, and its end could not be stored", slog.String("message_id", m.ID), slog.String("error", err.Error()))
+		}
+		m.Status = datachat.StatusInterrupted
+		se := &SaveError{Err: serr}
+		ev := ErrorEventFor(se)
+		m.Error, m.ErrorReason, m.ErrorSuggestedAction = ev.Message, ev.Reason, ev.SuggestedAction
+		t.r.repairLater(&m, u)
+		if o := t.r.Observer; o != nil {
+			o.TurnEnded(m.Status, time.Since(t.start))
+		}
+		return out, se
+	}
+	if u != nil {
 		if o := t.r.Observer; o != nil {
 			o.TokensUsed(t.r.Provider, t.r.ModelID, delta.Input, delta.Output)
-		}
-		if uerr := t.r.Store.RecordUsage(sctx, u); uerr != nil {
-			t.r.Logger.Error("record usage", slog.String("message_id", t.msg.ID), slog.String("error", uerr.Error()))
 		}
 		t.state.Recorded = t.state.Usage
 	}
@@ -82,4 +100,122 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 		}
 	}
 	return out, err
+}
+
+// SaveError is a turn whose end the store did not take: the client saw the
+// answer, but it is not stored yet (the Runner keeps trying; see
+// Runner.Repairs).
+type SaveError struct{ Err error }
+
+func (e *SaveError) Error() string { return "the answer could not be saved: " + e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
+
+// newUsageID names a turn's usage once, so that saving it again (a retry)
+// records it once.
+func newUsageID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// saveAttempts is how many times a turn's end is tried before the turn gives
+// up (the Runner then keeps trying in the background); the waits between
+// them double from Runner.SaveRetry.
+const saveAttempts = 7
+
+// save stores a turn's end, retrying with a bound; it gives up early on an
+// error retrying cannot mend (the message was deleted).
+func (r *Runner) save(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	wait := r.SaveRetry
+	if wait <= 0 {
+		wait = 50 * time.Millisecond
+	}
+	var err error
+	for attempt := range saveAttempts {
+		if err = r.Store.FinishMessage(ctx, m, u); err == nil || datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return err
+		}
+		if attempt == saveAttempts-1 {
+			break
+		}
+		r.Logger.Warn("store the end of a turn", slog.String("message_id", m.ID), slog.Int("attempt", attempt+1), slog.String("error", err.Error()))
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+		wait *= 2
+	}
+	return err
+}
+
+// repair is a turn's end the store did not take yet.
+type repair struct {
+	m *datachat.Message
+	u *datachat.Usage
+}
+
+// repairLater keeps trying to store a turn's end, in the background, until
+// the store takes it: the message then reads as the client saw it, and its
+// usage counts. It is this process's job (the message is leased to it, so
+// other processes leave it alone until the lease lapses).
+func (r *Runner) repairLater(m *datachat.Message, u *datachat.Usage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.repairs == nil {
+		r.repairs = map[string]repair{}
+	}
+	r.repairs[m.ID] = repair{m, u}
+	if !r.repairing {
+		r.repairing = true
+		go r.repairLoop()
+	}
+}
+
+// Repairs reports how many turns' ends wait to be stored.
+func (r *Runner) Repairs() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.repairs)
+}
+
+func (r *Runner) repairLoop() {
+	wait := r.SaveRetry
+	if wait <= 0 {
+		wait = time.Second
+	}
+	for {
+		r.mu.Lock()
+		todo := make([]repair, 0, len(r.repairs))
+		for _, p := range r.repairs {
+			todo = append(todo, p)
+		}
+		r.mu.Unlock()
+		for _, p := range todo {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := r.Store.FinishMessage(ctx, p.m, p.u)
+			cancel()
+			if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
+				continue
+			}
+			r.Logger.Info("stored the end of a turn after the store came back", slog.String("message_id", p.m.ID))
+			r.mu.Lock()
+			delete(r.repairs, p.m.ID)
+			r.mu.Unlock()
+			if r.repaired != nil {
+				r.repaired(p.m.ID)
+			}
+		}
+		r.mu.Lock()
+		if len(r.repairs) == 0 {
+			r.repairing = false
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		time.Sleep(wait)
+		wait = min(wait*2, 30*time.Second)
+	}
 }

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -45,18 +46,26 @@ func (t *turn) renewLease() {
 	}
 }
 
+// flush appends to the store the parts that came since the last flush: only
+// the new text, so the bytes written grow linearly with the answer. A part
+// the flusher takes no longer grows (later text starts a new one); one it
+// could not store is sent again, under the same numbers, at the next flush.
 func (t *turn) flush() {
 	t.mu.Lock()
-	if !t.dirty {
-		t.mu.Unlock()
+	t.frozen = len(t.parts)
+	first := t.stored
+	batch := slices.Clone(t.parts[first:t.frozen])
+	t.mu.Unlock()
+	if len(batch) == 0 {
 		return
 	}
-	m := *t.msg
-	t.dirty = false
-	t.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := t.r.Store.UpdateMessage(ctx, &m); err != nil {
-		t.r.Logger.Warn("flush streaming message", slog.String("message_id", m.ID), slog.String("error", err.Error()))
+	if err := t.r.Store.AppendParts(ctx, t.msg.ID, first, batch); err != nil {
+		t.r.Logger.Warn("flush streaming message", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
+		return
 	}
+	t.mu.Lock()
+	t.stored = first + len(batch)
+	t.mu.Unlock()
 }

@@ -83,8 +83,16 @@ type Runner struct {
 	LeaseNode  string
 	LeaseTTL   time.Duration
 
-	mu     sync.Mutex
-	active map[string]bool // conversations with a turn running in this process
+	// SaveRetry is the first wait between attempts to store a turn's end
+	// when the store fails (they double); default 50 ms within a turn, 1 s
+	// in the background afterwards.
+	SaveRetry time.Duration
+
+	mu        sync.Mutex
+	active    map[string]bool   // conversations with a turn running in this process
+	repairs   map[string]repair // turns' ends the store did not take yet, by message
+	repairing bool              // a goroutine is storing them
+	repaired  func(messageID string)
 }
 
 // DefaultLeaseTTL is how long a streaming message's lease lasts unless

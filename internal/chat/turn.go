@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +45,14 @@ type turn struct {
 
 	confirmation *datachat.Confirmation // to ask for, when pausing
 
-	mu      sync.Mutex // guards msg.Content, dirty and pending while the flusher runs
-	dirty   bool
+	// The answer so far, guarded by mu while the flusher runs: its text, and
+	// its parts in order (text and tool calls). Parts below frozen no longer
+	// change (the flusher took them); those below stored are in the store.
+	mu      sync.Mutex
+	text    strings.Builder
+	parts   []datachat.Part
+	frozen  int
+	stored  int
 	pending strings.Builder // tokens held back when streaming is off
 	tokened bool            // a token arrived (for Observer.FirstToken)
 }
@@ -251,8 +258,12 @@ func (t *turn) token(s string) {
 		t.tokened = true
 		o.FirstToken(time.Since(t.start))
 	}
-	t.msg.Content += s
-	t.dirty = true
+	t.text.WriteString(s)
+	if n := len(t.parts); n > t.frozen && t.parts[n-1].Type == datachat.PartText {
+		t.parts[n-1].Text += s
+	} else {
+		t.parts = append(t.parts, datachat.Part{Type: datachat.PartText, Text: s})
+	}
 	if !t.r.Streaming {
 		t.pending.WriteString(s)
 		t.mu.Unlock()
@@ -260,6 +271,22 @@ func (t *turn) token(s string) {
 	}
 	t.mu.Unlock()
 	t.emit("chat_token", TokenEvent{Token: s})
+}
+
+// startTool adds a tool call to the answer's parts and tells the client it
+// started.
+func (t *turn) startTool(id, tool string, args json.RawMessage) {
+	t.mu.Lock()
+	t.parts = append(t.parts, datachat.Part{Type: datachat.PartToolCall, CallID: id})
+	t.mu.Unlock()
+	t.emit("tool_call_start", ToolCallStartEvent{ID: id, Tool: tool, Args: args})
+}
+
+// answerSoFar returns the answer's text and parts.
+func (t *turn) answerSoFar() (string, []datachat.Part) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.text.String(), slices.Clone(t.parts)
 }
 
 func (t *turn) emit(typ string, data any) {

@@ -332,8 +332,13 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 			}
 		}
 		for _, m := range msgs {
-			if m.Parts != nil {
-				m.Parts = datachat.MergeParts(m.Parts)
+			if m.Parts == nil {
+				continue
+			}
+			m.Parts = datachat.MergeParts(m.Parts)
+			if m.Status == datachat.StatusStreaming {
+				// Its text so far: what it appended since it was begun.
+				m.Content = datachat.PartsText(m.Parts)
 			}
 		}
 		return rows.Err()

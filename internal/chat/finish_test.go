@@ -1,0 +1,238 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"datachat"
+	"datachat/internal/llmtest"
+	"datachat/internal/openai"
+	"datachat/internal/sqlite"
+)
+
+// flakyStore is a real store whose FinishMessage fails while failing is
+// positive (each failure counts it down; a negative value fails for ever),
+// as a database that went away would.
+type flakyStore struct {
+	datachat.Store
+	failing  atomic.Int32
+	attempts atomic.Int32
+	appended atomic.Int64 // text bytes handed to AppendParts
+	finished atomic.Int64 // text bytes handed to FinishMessage (content and parts)
+}
+
+var errStoreDown = errors.New("connection refused")
+
+func (s *flakyStore) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	s.attempts.Add(1)
+	if n := s.failing.Load(); n != 0 {
+		if n > 0 {
+			s.failing.Add(-1)
+		}
+		return errStoreDown
+	}
+	s.finished.Add(int64(len(m.Content) + len(datachat.PartsText(m.Parts))))
+	return s.Store.FinishMessage(ctx, m, u)
+}
+
+func (s *flakyStore) AppendParts(ctx context.Context, id string, first int, parts []datachat.Part) error {
+	s.appended.Add(int64(len(datachat.PartsText(parts))))
+	return s.Store.AppendParts(ctx, id, first, parts)
+}
+
+// turnFixture is a Runner over a temporary SQLite store and an
+// OpenAI-protocol fake playing script, with one user and conversation.
+type turnFixture struct {
+	r     *Runner
+	store *flakyStore
+	user  *datachat.User
+	conv  *datachat.Conversation
+	fake  *llmtest.Server
+}
+
+func newTurnFixture(t *testing.T, script llmtest.Script) *turnFixture {
+	t.Helper()
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "chat.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.EnsureUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &datachat.Conversation{UserID: u.ID}
+	if err := st.CreateConversation(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, script)
+	fs := &flakyStore{Store: st}
+	r := &Runner{
+		Store: fs, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
+		Model: openai.New(openai.Options{APIKey: "k", BaseURL: fake.URL, ConnectTimeout: 5 * time.Second,
+			StreamIdleTimeout: 10 * time.Second, RetryDelay: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}),
+		MaxOutputTokens: 100, Streaming: true, SaveRetry: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	}
+	return &turnFixture{r: r, store: fs, user: u, conv: c, fake: fake}
+}
+
+func (f *turnFixture) send(t *testing.T, content string) ([]Event, *Outcome, error) {
+	t.Helper()
+	var evs []Event
+	out, err := f.r.Send(t.Context(), f.user, f.conv.ID, content, TurnOptions{}, func(ev Event) { evs = append(evs, ev) })
+	return evs, out, err
+}
+
+func (f *turnFixture) answer(t *testing.T) *datachat.Message {
+	t.Helper()
+	msgs, err := f.store.Messages(t.Context(), f.conv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs[len(msgs)-1]
+}
+
+// answerScript: text, a search_documents call, then more text.
+func answerScript() llmtest.Script {
+	return llmtest.Script{Turns: []llmtest.Turn{
+		{Match: &llmtest.Match{LastRole: "user"}, Text: []string{"Let me check ", "the documents."},
+			ToolCalls: []llmtest.ToolCall{llmtest.Call("search_documents", `{"query":"revenue"}`)}},
+		{Match: &llmtest.Match{LastRole: "tool"}, Text: []string{"Revenue ", "grew [1]."}},
+	}}
+}
+
+// TestAnswerParts: an answer is stored as its parts in the order they
+// streamed — text, the tool call, text — and its content is their text.
+func TestAnswerParts(t *testing.T) {
+	f := newTurnFixture(t, answerScript())
+	if _, _, err := f.send(t, "How did revenue go?"); err != nil {
+		t.Fatal(err)
+	}
+	m := f.answer(t)
+	if m.Status != datachat.StatusComplete || m.Content != "Let me check the documents.Revenue grew [1]." {
+		t.Fatalf("answer %q (%s)", m.Content, m.Status)
+	}
+	if len(m.Parts) != 3 || m.Parts[0].Text != "Let me check the documents." || m.Parts[1].Type != datachat.PartToolCall ||
+		m.Parts[1].CallID != m.ToolCalls[0].CallID || m.Parts[2].Text != "Revenue grew [1]." {
+		t.Errorf("parts %+v", m.Parts)
+	}
+}
+
+// TestFinishRetried: a store that fails a few times when the answer ends is
+// retried; the answer and its usage are stored once.
+func TestFinishRetried(t *testing.T) {
+	f := newTurnFixture(t, answerScript())
+	f.store.failing.Store(3)
+	since := time.Now().Add(-time.Hour)
+	evs, out, err := f.send(t, "How did revenue go?")
+	if err != nil || out.Complete == nil {
+		t.Fatalf("turn: %v", err)
+	}
+	if n := f.store.attempts.Load(); n != 4 {
+		t.Errorf("%d attempts, want 4", n)
+	}
+	if m := f.answer(t); m.Status != datachat.StatusComplete || m.Content == "" {
+		t.Errorf("answer %+v", m)
+	}
+	if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n == 0 || n != out.Usage.Input+out.Usage.Output {
+		t.Errorf("usage recorded: %d tokens, want %d", n, out.Usage.Input+out.Usage.Output)
+	}
+	_ = evs
+}
+
+// TestFinishRepaired: when the store stays away past the retries, the turn
+// tells the client its answer could not be saved (with a reason and what to
+// do), and the process stores it — interrupted, with the text the client
+// got, and its usage, once — as soon as the store is back.
+func TestFinishRepaired(t *testing.T) {
+	f := newTurnFixture(t, answerScript())
+	f.store.failing.Store(-1)
+	repaired := make(chan string, 1)
+	f.r.repaired = func(id string) { repaired <- id }
+	since := time.Now().Add(-time.Hour)
+
+	evs, out, err := f.send(t, "How did revenue go?")
+	var se *SaveError
+	if !errors.As(err, &se) {
+		t.Fatalf("got %v, want a SaveError", err)
+	}
+	ev := ErrorEventFor(err)
+	if ev.Reason == "" || ev.SuggestedAction == "" || !strings.Contains(ev.Message, "could not be saved") {
+		t.Errorf("chat_error %+v", ev)
+	}
+	var streamed strings.Builder
+	for _, e := range evs {
+		if tok, ok := e.Data.(TokenEvent); ok {
+			streamed.WriteString(tok.Token)
+		}
+	}
+	if f.r.Repairs() != 1 {
+		t.Fatalf("%d repairs pending, want 1", f.r.Repairs())
+	}
+	if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n != 0 {
+		t.Errorf("usage recorded while the store was down: %d", n)
+	}
+
+	f.store.failing.Store(0) // the database is back
+	select {
+	case id := <-repaired:
+		if id != out.Message.ID {
+			t.Errorf("repaired %s, want %s", id, out.Message.ID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the answer was not stored after the store came back")
+	}
+	m := f.answer(t)
+	if m.Status != datachat.StatusInterrupted || m.Content != streamed.String() || len(m.Parts) != 3 || m.ErrorReason == "" {
+		t.Errorf("repaired answer: status %q content %q (streamed %q), %d parts, reason %q", m.Status, m.Content, streamed.String(), len(m.Parts), m.ErrorReason)
+	}
+	if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n != out.Usage.Input+out.Usage.Output || n == 0 {
+		t.Errorf("usage after the repair: %d tokens, want %d", n, out.Usage.Input+out.Usage.Output)
+	}
+	if f.r.Repairs() != 0 {
+		t.Errorf("%d repairs left", f.r.Repairs())
+	}
+}
+
+// TestFlushWritesLinearly: while an answer streams, each flush stores only
+// the text that came since the last one, so the bytes written for an answer
+// grow linearly with its length (they grew with its square when every flush
+// rewrote the whole text).
+func TestFlushWritesLinearly(t *testing.T) {
+	f := newTurnFixture(t, llmtest.Script{})
+	m := &datachat.Message{ConversationID: f.conv.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
+	if err := f.store.BeginTurn(t.Context(), nil, m, f.r.Lease(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tr := &turn{r: f.r, user: f.user, conv: f.conv, msg: m}
+	const flushes, perFlush = 200, 50
+	token := strings.Repeat("x", 20)
+	for i := range flushes {
+		for range perFlush {
+			tr.token(token)
+		}
+		if i%40 == 0 {
+			tr.startTool("call"+string(rune('a'+i/40)), ToolExecuteSQL, []byte(`{}`))
+		}
+		tr.flush()
+	}
+	n := int64(flushes * perFlush * len(token))
+	if got := f.store.appended.Load(); got != n {
+		t.Errorf("flushes wrote %d text bytes for a %d-byte answer, want each byte once", got, n)
+	}
+	stored := f.answer(t)
+	if stored.Content != strings.Repeat(token, flushes*perFlush) || len(stored.Parts) != 2*5+1 {
+		t.Errorf("streaming answer reads %d bytes in %d parts", len(stored.Content), len(stored.Parts))
+	}
+	t.Logf("%d-byte answer: %d bytes appended over %d flushes", n, f.store.appended.Load(), flushes)
+}
