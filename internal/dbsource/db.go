@@ -3,6 +3,8 @@ package dbsource
 import (
 	"context"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,4 +183,15 @@ func (db *DB) Close() { db.eng.close() }
 
 func dcColumn(name, friendly, sqlType string) datachat.Column {
 	return datachat.Column{Name: name, Type: friendly, SQLType: sqlType}
+}
+
+// sortTables orders tables by schema and name, byte by byte, whatever the
+// engine's collation.
+func sortTables(tables []Table) {
+	slices.SortFunc(tables, func(a, b Table) int {
+		if c := strings.Compare(a.Schema, b.Schema); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }

@@ -239,7 +239,7 @@ func (e *myEngine) check(ctx context.Context, t *myTx, stmt string) (int64, erro
 	}
 	rows, err := t.c.QueryContext(ctx, explain+stmt)
 	if err != nil {
-		return 0, e.classify(ctx, err, stmt)
+		return 0, e.explainFailed(ctx, t, err, stmt)
 	}
 	plan, err := readExplain(rows)
 	if err != nil {
@@ -262,6 +262,30 @@ func (e *myEngine) check(ctx context.Context, t *myTx, stmt string) (int64, erro
 		}
 	}
 	return int64(est + 0.5), nil
+}
+
+// explainFailed says why EXPLAIN did not take stmt. Writes are refused by
+// the read-only transaction; for the rest, preparing the statement (the
+// server parses it and runs nothing) tells a statement of another kind (SET,
+// CALL, SHOW, LOAD DATA, COMMIT…) from one that is wrong, and gives the
+// server's message about the statement as written.
+func (e *myEngine) explainFailed(ctx context.Context, t *myTx, err error, stmt string) error {
+	switch myNumber(err) {
+	case 1792, 1969, 3024, 1317, 1028, 1044, 1045, 1142, 1143:
+		return e.classify(ctx, err, stmt)
+	}
+	st, perr := t.c.PrepareContext(ctx, stmt)
+	if perr != nil {
+		if myNumber(perr) == 1295 { // valid, but not even preparable
+			return refusedf("only a query can run (SELECT, WITH … SELECT or VALUES); this statement is of another kind")
+		}
+		return e.classify(ctx, perr, stmt)
+	}
+	st.Close()
+	if n := myNumber(err); n == 1064 || n == 1146 && strings.Contains(err.Error(), "EXTENDED") {
+		return refusedf("only a query can run (SELECT, WITH … SELECT or VALUES); this statement is of another kind")
+	}
+	return e.classify(ctx, err, stmt)
 }
 
 func readExplain(rows *sql.Rows) ([]explainRow, error) {
@@ -485,6 +509,7 @@ func (e *myEngine) catalog(ctx context.Context) ([]Table, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("source %s: list columns: %w", e.db.src.Name, err)
 	}
+	sortTables(tables)
 	for i := range tables {
 		if err := e.samples(ctx, t, &tables[i]); err != nil {
 			return nil, err

@@ -195,42 +195,81 @@ var myRefused = map[string]string{
 
 // roleOK reads SHOW GRANTS of the account and of every role it holds, and
 // refuses a global privilege of myRefused. The lines are never logged: one
-// may carry a password hash.
+// may carry a password hash. A role's grants are read with the role enabled
+// (MariaDB shows them only so), then the session's role is put back.
 func (e *myEngine) roleOK(ctx context.Context, conn driver.Conn) error {
-	user, err := dquery(ctx, conn, "SELECT CURRENT_USER()")
-	if err != nil || len(user) != 1 {
-		return fmt.Errorf("source %s: read the account: %w", e.db.src.Name, err)
+	who, err := dquery(ctx, conn, "SELECT CURRENT_USER(), CURRENT_ROLE()")
+	if err != nil || len(who) != 1 {
+		if e.isMariaDB() || err == nil {
+			return fmt.Errorf("source %s: read the account: %w", e.db.src.Name, err)
+		}
+		if who, err = dquery(ctx, conn, "SELECT CURRENT_USER(), NULL"); err != nil || len(who) != 1 {
+			return fmt.Errorf("source %s: read the account: %w", e.db.src.Name, err)
+		}
 	}
-	account := user[0][0]
-	queue := []string{"SHOW GRANTS"}
-	seen := map[string]bool{}
-	for len(queue) > 0 && len(seen) < 32 {
-		q := queue[0]
-		queue = queue[1:]
-		if seen[q] {
-			continue
-		}
-		seen[q] = true
-		lines, err := dquery(ctx, conn, q)
-		if err != nil {
-			return fmt.Errorf("source %s: read the account's grants: %w", e.db.src.Name, err)
-		}
+	account, current := who[0][0], who[0][1]
+	check := func(lines [][]string, via string) (roles []string, err error) {
 		for _, l := range lines {
-			privs, roles := parseGrant(l[0])
+			privs, rs := parseGrant(l[0])
 			for _, p := range privs {
 				if why, ok := myRefused[p]; ok {
-					who := account
-					if q != "SHOW GRANTS" {
-						who += ", through role " + strings.TrimPrefix(q, "SHOW GRANTS FOR ")
+					holder := account
+					if via != "" {
+						holder += ", through role " + via
 					}
-					return &RoleError{Source: e.db.src.Name, Role: who, Privilege: "the global privilege " + why,
-						Fix: fmt.Sprintf("REVOKE %s ON *.* FROM the account (or connect as an account granted only SELECT)", p)}
+					return nil, &RoleError{Source: e.db.src.Name, Role: holder, Privilege: "the global privilege " + why,
+						Fix: fmt.Sprintf("REVOKE %s ON *.* FROM the account or role (or connect as an account granted only SELECT)", p)}
 				}
 			}
-			for _, r := range roles {
-				queue = append(queue, "SHOW GRANTS FOR "+r)
-			}
+			roles = append(roles, rs...)
 		}
+		return roles, nil
+	}
+	lines, err := dquery(ctx, conn, "SHOW GRANTS")
+	if err != nil {
+		return fmt.Errorf("source %s: read the account's grants: %w", e.db.src.Name, err)
+	}
+	queue, err := check(lines, "")
+	if err != nil {
+		return err
+	}
+	ec := conn.(driver.ExecerContext)
+	seen := map[string]bool{}
+	defer func() {
+		if !e.isMariaDB() {
+			return
+		}
+		restore := "SET ROLE NONE"
+		if current != "" {
+			restore = "SET ROLE " + myIdent(current)
+		}
+		ec.ExecContext(ctx, restore, nil)
+	}()
+	for len(queue) > 0 && len(seen) < 32 {
+		role := queue[0]
+		queue = queue[1:]
+		if seen[role] {
+			continue
+		}
+		seen[role] = true
+		q := "SHOW GRANTS FOR CURRENT_USER() USING " + role
+		if e.isMariaDB() {
+			if _, err := ec.ExecContext(ctx, "SET ROLE "+role, nil); err != nil && len(seen) == 1 {
+				return &RoleError{Source: e.db.src.Name, Role: account, Privilege: "the role " + role + ", whose privileges cannot be read",
+					Fix: "grant the account no roles, or only roles without global privileges"}
+			}
+			q = "SHOW GRANTS FOR " + role
+		}
+		lines, err := dquery(ctx, conn, q)
+		if err != nil {
+			return &RoleError{Source: e.db.src.Name, Role: account, Privilege: "the role " + role + ", whose privileges cannot be read",
+				Fix: "grant the account no roles, or only roles without global privileges"}
+		}
+		more, err := check(lines, role)
+		if err != nil {
+			return err
+		}
+		queue = append(queue, more...)
 	}
 	return nil
 }
@@ -456,11 +495,7 @@ func (e *myEngine) classify(ctx context.Context, err error, stmt string) error {
 	case 1064, 1149:
 		kind = KindSyntax
 		if near := nearText(msg); stmt != "" && near != "" {
-			before := strings.TrimSpace(strings.TrimSuffix(stmt[:max(0, strings.Index(stmt, near))], near))
-			switch {
-			case strings.Index(stmt, near) >= 0 && before == "":
-				return refusedf("only a query can run (SELECT, WITH … SELECT or VALUES); the server does not take this statement as one (%s)", msg)
-			case strings.HasSuffix(before, ";"):
+			if i := strings.Index(stmt, near); i > 0 && strings.HasSuffix(strings.TrimSpace(stmt[:i]), ";") {
 				return refusedf("one statement at a time (%s)", msg)
 			}
 		}
@@ -476,13 +511,24 @@ func (e *myEngine) classify(ctx context.Context, err error, stmt string) error {
 		msg = fmt.Sprintf("the query ran past the source's %v statement timeout (%s); make it lighter: filter or aggregate on indexed columns, or add LIMIT", e.db.opts.Timeout, msg)
 	case 1038, 1041, 1114, 5, 1037, 3015:
 		kind = KindMemory
-	case 1792, 1044, 1045, 1142, 1143, 1227, 1370, 1290, 1148, 3948, 1235, 1295, 1314, 1336, 1418:
+	case 1792:
+		kind = KindRefused
+		msg += " (sources are read-only)"
+	case 1044, 1045, 1142, 1143, 1227, 1370, 1290, 1148, 3948, 1235, 1295, 1314, 1336, 1418:
 		kind = KindRefused
 	}
 	return &QueryError{Kind: kind, Message: msg}
 }
 
 // nearText returns the … of a MySQL syntax error's "near '…' at line".
+func myNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
 func nearText(msg string) string {
 	_, rest, ok := strings.Cut(msg, "near '")
 	if !ok {

@@ -398,6 +398,7 @@ func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("source %s: list columns: %w", e.db.src.Name, err)
 	}
+	sortTables(tables)
 	for i := range tables {
 		if err := e.samples(ctx, t, &tables[i]); err != nil {
 			return nil, err

@@ -371,7 +371,7 @@ func TestPostgresAdversarial(t *testing.T) {
 	const refused = dbsource.KindRefused
 	cases := []struct {
 		name, sql, kind string
-		want        []string
+		want            []string
 	}{
 		{"insert", "INSERT INTO penguins (species) VALUES ('x')", refused, []string{"writes"}},
 		{"update", "UPDATE penguins SET species = 'x'", refused, []string{"writes"}},
