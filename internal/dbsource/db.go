@@ -19,6 +19,7 @@ type Options struct {
 	MaxConns       int           // connections open at once to the source; 4
 	ConnectTimeout time.Duration // to open one connection, TLS included; 10s (a connect_timeout in the URL wins)
 	MaxCellBytes   int           // a text or blob value longer than this is cut and the result marked truncated; 1 MiB
+	MaxResultBytes int           // bytes of values read beyond which rows stop (truncated); 64 MiB
 	SampleRows     int           // rows read per table for the catalog's sample values; 100
 }
 
@@ -37,6 +38,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxCellBytes <= 0 {
 		o.MaxCellBytes = 1 << 20
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 64 << 20
 	}
 	if o.SampleRows <= 0 {
 		o.SampleRows = 100

@@ -61,6 +61,7 @@ const (
 	tString                  // a '…' or "…" literal
 	tPunct                   // one other character
 	tSysVar                  // @@name
+	tHint                    // the text of an optimizer hint, /*+ … */
 )
 
 type myTok struct {
@@ -104,6 +105,9 @@ func myTokens(s string) ([]myTok, error) {
 			end := strings.Index(s[i+2:], "*/")
 			if end < 0 {
 				return nil, fmt.Errorf("an unterminated comment")
+			}
+			if i+2 < len(s) && s[i+2] == '+' {
+				out = append(out, myTok{tHint, strings.ToLower(s[i+3 : i+2+end])})
 			}
 			i += 2 + end + 2
 		case c == '*' && i+1 < len(s) && s[i+1] == '/':
@@ -213,6 +217,11 @@ func myLexicalCheck(stmt string) error {
 	toks, err := myTokens(stmt)
 	if err != nil {
 		return &QueryError{Kind: KindSyntax, Message: "the statement has " + err.Error()}
+	}
+	for _, t := range toks {
+		if t.kind == tHint && (strings.Contains(t.text, "max_execution_time") || strings.Contains(t.text, "set_var")) {
+			return refusedf("optimizer hints that change the statement timeout or settings (MAX_EXECUTION_TIME, SET_VAR) are refused")
+		}
 	}
 	switch w := lockingWords(toks); {
 	case w == "":

@@ -440,8 +440,9 @@ func (e *myEngine) query(ctx context.Context, stmt string) (*datachat.QueryResul
 	for i := range raw {
 		ptrs[i] = &raw[i]
 	}
+	size := 0
 	for rows.Next() {
-		if len(res.Rows) == e.db.opts.MaxRows {
+		if len(res.Rows) == e.db.opts.MaxRows || size > e.db.opts.MaxResultBytes {
 			res.Truncated = true
 			if rows.Next() { // more than sql_select_limit: stop the server
 				cancel()
@@ -454,6 +455,7 @@ func (e *myEngine) query(ctx context.Context, stmt string) (*datachat.QueryResul
 		row := make([]any, len(raw))
 		for i, b := range raw {
 			row[i] = myValue(b, res.Columns[i].SQLType, cl)
+			size += len(b) + 8
 		}
 		res.Rows = append(res.Rows, row)
 	}

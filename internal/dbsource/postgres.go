@@ -336,8 +336,9 @@ func (e *pgEngine) query(ctx context.Context, sql string) (*datachat.QueryResult
 	for i, f := range fields {
 		conv[i] = e.converter(f, cl)
 	}
+	size := 0
 	for rows.Next() {
-		if len(res.Rows) == e.db.opts.MaxRows {
+		if len(res.Rows) == e.db.opts.MaxRows || size > e.db.opts.MaxResultBytes {
 			res.Truncated = true
 			break
 		}
@@ -350,6 +351,7 @@ func (e *pgEngine) query(ctx context.Context, sql string) (*datachat.QueryResult
 		row := make([]any, len(vals))
 		for i, v := range vals {
 			row[i] = conv[i](v, raw[i])
+			size += len(raw[i]) + 8
 		}
 		res.Rows = append(res.Rows, row)
 	}
