@@ -76,6 +76,7 @@ type engine interface {
 	checkRole(ctx context.Context) error
 	dialect(ctx context.Context) (string, error)
 	catalog(ctx context.Context) ([]Table, error)
+	tableNames(ctx context.Context) ([]string, error)
 	query(ctx context.Context, sql string) (*datachat.QueryResult, error)
 	estimate(ctx context.Context, sql string) (int64, error)
 	close()
@@ -90,7 +91,7 @@ type DB struct {
 	eng  engine
 
 	mu     sync.Mutex
-	tables []string // allowed tables, SCHEMA.TABLE, for unknown-table hints; nil until listed
+	tables []string // allowed tables, SCHEMA.TABLE, for unknown-table hints; nil until Check or Catalog
 }
 
 // Open validates src and opens its pool. No connection is made until the first
@@ -123,7 +124,17 @@ func (db *DB) Source() Source { return db.src }
 // read-only is a *RoleError naming the privilege to drop. Every new
 // connection of the pool is checked the same way.
 func (db *DB) Check(ctx context.Context) error {
-	return db.eng.checkRole(ctx)
+	if err := db.eng.checkRole(ctx); err != nil {
+		return err
+	}
+	names, err := db.eng.tableNames(ctx)
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	db.tables = names
+	db.mu.Unlock()
+	return nil
 }
 
 // Dialect names the engine and its version for the system prompt, e.g.
@@ -150,20 +161,13 @@ func (db *DB) Catalog(ctx context.Context) ([]Table, error) {
 	return tables, nil
 }
 
-// allowedTables returns the allowed tables' names, listing them once.
-func (db *DB) allowedTables(ctx context.Context) []string {
+// allowedTables returns the allowed tables' names as last listed by
+// [DB.Check] or [DB.Catalog], for the hints of unknown-table errors. It never
+// waits for a connection: it runs while a query holds one.
+func (db *DB) allowedTables(context.Context) []string {
 	db.mu.Lock()
-	names := db.tables
-	db.mu.Unlock()
-	if names == nil {
-		if _, err := db.Catalog(ctx); err != nil {
-			return nil
-		}
-		db.mu.Lock()
-		names = db.tables
-		db.mu.Unlock()
-	}
-	return names
+	defer db.mu.Unlock()
+	return db.tables
 }
 
 // Query runs one statement in the sandbox and returns at most MaxRows rows

@@ -456,19 +456,32 @@ func (e *myEngine) checkPairs(ctx context.Context, t *myTx, pairs [][2]string) e
 	return rows.Err()
 }
 
-// catalog lists the allowed tables from information_schema.
-func (e *myEngine) catalog(ctx context.Context) ([]Table, error) {
+func (e *myEngine) tableNames(ctx context.Context) ([]string, error) {
 	t, err := e.begin(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer t.end()
+	tables, _, err := e.listTables(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(tables))
+	for i, tb := range tables {
+		names[i] = tb.Schema + "." + tb.Name
+	}
+	return names, nil
+}
+
+// listTables lists the allowed tables, without columns, and where each is.
+func (e *myEngine) listTables(ctx context.Context, t *myTx) ([]Table, map[[2]string]int, error) {
 	rows, err := t.c.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, TABLE_ROWS FROM information_schema.TABLES
 		WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
 		ORDER BY TABLE_SCHEMA, TABLE_NAME`)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
 	}
+	defer rows.Close()
 	var tables []Table
 	index := map[[2]string]int{}
 	for rows.Next() {
@@ -476,8 +489,7 @@ func (e *myEngine) catalog(ctx context.Context) ([]Table, error) {
 		var typ string
 		var n sql.NullInt64
 		if err := rows.Scan(&tb.Schema, &tb.Name, &typ, &n); err != nil {
-			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		if !e.allow.allowed(tb.Schema, tb.Name) {
 			continue
@@ -489,14 +501,27 @@ func (e *myEngine) catalog(ctx context.Context) ([]Table, error) {
 		index[[2]string{tb.Schema, tb.Name}] = len(tables)
 		tables = append(tables, tb)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+	}
+	return tables, index, nil
+}
+
+// catalog lists the allowed tables from information_schema.
+func (e *myEngine) catalog(ctx context.Context) ([]Table, error) {
+	t, err := e.begin(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer t.end()
+	tables, index, err := e.listTables(ctx, t)
+	if err != nil {
+		return nil, err
 	}
 	if len(tables) == 0 {
 		return tables, nil
 	}
-	rows, err = t.c.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, DATA_TYPE FROM information_schema.COLUMNS
+	rows, err := t.c.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, DATA_TYPE FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
 		ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`)
 	if err != nil {

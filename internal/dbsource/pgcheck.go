@@ -319,22 +319,37 @@ func isIdentPart(c byte) bool {
 	return isIdentStart(c) || c >= '0' && c <= '9' || c == '$'
 }
 
-// catalog lists the allowed tables from pg_catalog.
-func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
+const pgTablesQuery = `SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'), c.reltuples::float8
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%'
+		  AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
+		ORDER BY n.nspname, c.relname`
+
+func (e *pgEngine) tableNames(ctx context.Context) ([]string, error) {
 	t, err := e.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer t.end()
-	rows, err := t.c.Query(ctx, `SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'), c.reltuples::float8
-		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
-		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%'
-		  AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
-		ORDER BY n.nspname, c.relname`)
+	tables, _, err := e.listTables(ctx, t)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+		return nil, err
 	}
+	names := make([]string, len(tables))
+	for i, tb := range tables {
+		names[i] = tb.Schema + "." + tb.Name
+	}
+	return names, nil
+}
+
+// listTables lists the allowed tables with their OIDs, without columns.
+func (e *pgEngine) listTables(ctx context.Context, t *pgTx) ([]Table, []uint32, error) {
+	rows, err := t.c.Query(ctx, pgTablesQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+	}
+	defer rows.Close()
 	var tables []Table
 	var oids []uint32
 	for rows.Next() {
@@ -344,8 +359,7 @@ func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
 			reltuple float64
 		)
 		if err := rows.Scan(&oid, &tb.Schema, &tb.Name, &tb.View, &reltuple); err != nil {
-			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		if !e.allow.allowed(tb.Schema, tb.Name) {
 			continue
@@ -357,9 +371,22 @@ func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
 		tables = append(tables, tb)
 		oids = append(oids, oid)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
+	}
+	return tables, oids, nil
+}
+
+// catalog lists the allowed tables from pg_catalog.
+func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
+	t, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer t.end()
+	tables, oids, err := e.listTables(ctx, t)
+	if err != nil {
+		return nil, err
 	}
 	if len(tables) == 0 {
 		return tables, nil
@@ -368,7 +395,7 @@ func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
 	for i, o := range oids {
 		byOID[o] = i
 	}
-	rows, err = t.c.Query(ctx, `SELECT a.attrelid, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typtype, t.typcategory
+	rows, err := t.c.Query(ctx, `SELECT a.attrelid, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typtype, t.typcategory
 		FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 		WHERE a.attrelid = ANY($1) AND a.attnum > 0 AND NOT a.attisdropped
 		ORDER BY a.attrelid, a.attnum`, oids)

@@ -642,7 +642,7 @@ func pgValue(v any, oid uint32, cl *cells) any {
 			out[i] = pgValue(el, oid, cl)
 		}
 		return out
-	case map[string]any, float32Slice:
+	case map[string]any:
 		b, _ := json.Marshal(x)
 		return cl.text(string(b))
 	case fmt.Stringer:
@@ -654,8 +654,6 @@ func pgValue(v any, oid uint32, cl *cells) any {
 	}
 	return cl.text(string(b))
 }
-
-type float32Slice = []float32
 
 func formatUUID(b [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])

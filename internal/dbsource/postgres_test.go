@@ -318,6 +318,12 @@ func TestPostgresQueries(t *testing.T) {
 		wantKind(t, err, dbsource.KindTypeMismatch, "operator does not exist")
 		_, err = db.Query(ctx, "SELECT 'x'::int")
 		wantKind(t, err, dbsource.KindTypeMismatch, "invalid input syntax")
+		// A pool of one: the hints never wait for a second connection.
+		one := openPg(t, f, dbsource.Options{MaxConns: 1})
+		_, err = one.Query(ctx, "SELECT * FROM secret.creds")
+		wantKind(t, err, dbsource.KindRefused, "secret.creds")
+		_, err = one.Query(ctx, "SELECT * FROM nowhere")
+		wantKind(t, err, dbsource.KindUnknownTable, "nowhere")
 	})
 
 	t.Run("estimate", func(t *testing.T) {
