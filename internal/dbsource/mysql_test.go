@@ -79,10 +79,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 		defer a.Close()
 		a.Exec("DROP DATABASE IF EXISTS " + f.db)
 		a.Exec("DROP DATABASE IF EXISTS " + secret)
-		for _, u := range []string{reader, "dcsrc_file_" + f.suffix, "dcsrc_super_" + f.suffix, "dcsrc_byrole_" + f.suffix} {
-			a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", u))
-		}
-		a.Exec("DROP ROLE IF EXISTS dcsrc_filerole_" + f.suffix)
+		a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", reader))
 	})
 	exec := func(q string, args ...any) error {
 		if _, err := admin.ExecContext(ctx, q, args...); err != nil {
@@ -450,8 +447,14 @@ func TestMySQLRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
-	s := f.suffix
+	t.Cleanup(func() { a.Close() })          // after the accounts are dropped
+	s := f.suffix + "_" + randomSuffix()[:4] // each run its own accounts
+	t.Cleanup(func() {
+		for _, u := range []string{"dcsrc_file_" + s, "dcsrc_super_" + s, "dcsrc_byrole_" + s} {
+			a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", u))
+		}
+		a.Exec("DROP ROLE IF EXISTS dcsrc_filerole_" + s)
+	})
 	for _, q := range []string{
 		fmt.Sprintf("CREATE USER 'dcsrc_file_%s'@'127.0.0.1' IDENTIFIED BY '%s'", s, f.password),
 		fmt.Sprintf("GRANT SELECT, FILE ON *.* TO 'dcsrc_file_%s'@'127.0.0.1'", s),

@@ -77,9 +77,7 @@ func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 		}
 		defer c.Close(context.Background())
 		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-		for _, r := range []string{reader, "dcsrc_super_" + f.suffix, "dcsrc_files_" + f.suffix, "dcsrc_creator_" + f.suffix, "dcsrc_inherits_" + f.suffix, "dcsrc_admins_" + f.suffix, "dcsrc_folds_" + f.suffix} {
-			c.Exec(context.Background(), "DROP ROLE IF EXISTS "+r)
-		}
+		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+reader)
 	})
 	f.admin = withDB(base, db, "", "")
 	f.reader = withDB(base, db, reader, f.password)
@@ -489,7 +487,20 @@ func TestPostgresRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	s := f.suffix
+	s := f.suffix + "_" + randomSuffix()[:4] // each run its own roles
+	roles := []string{"dcsrc_super_" + s, "dcsrc_files_" + s, "dcsrc_creator_" + s, "dcsrc_inherits_" + s, "dcsrc_admins_" + s, "dcsrc_folds_" + s}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, f.admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		c.Exec(ctx, "DROP SCHEMA IF EXISTS trap_"+s+" CASCADE")
+		for _, r := range roles {
+			c.Exec(ctx, "DROP ROLE IF EXISTS "+r)
+		}
+	})
 	for _, q := range []string{
 		fmt.Sprintf("CREATE ROLE dcsrc_super_%s LOGIN SUPERUSER PASSWORD '%s'", s, f.password),
 		fmt.Sprintf("CREATE ROLE dcsrc_files_%s LOGIN PASSWORD '%s' IN ROLE pg_read_server_files", s, f.password),
@@ -503,19 +514,19 @@ func TestPostgresRoles(t *testing.T) {
 	}
 	u, _ := url.Parse(f.admin)
 	for _, q := range []string{
-		`CREATE SCHEMA trap`,
-		`CREATE FUNCTION trap.secret() RETURNS text IMMUTABLE LANGUAGE sql AS $$ SELECT password FROM secret.creds LIMIT 1 $$`,
-		`REVOKE EXECUTE ON FUNCTION trap.secret() FROM PUBLIC`,
+		`CREATE SCHEMA trap_` + s,
+		`CREATE FUNCTION trap_` + s + `.secret() RETURNS text IMMUTABLE LANGUAGE sql AS $$ SELECT password FROM secret.creds LIMIT 1 $$`,
+		`REVOKE EXECUTE ON FUNCTION trap_` + s + `.secret() FROM PUBLIC`,
 		fmt.Sprintf("CREATE ROLE dcsrc_folds_%s LOGIN PASSWORD '%s'", s, f.password),
-		fmt.Sprintf("GRANT USAGE ON SCHEMA trap TO dcsrc_folds_%s", s),
-		fmt.Sprintf("GRANT EXECUTE ON FUNCTION trap.secret() TO dcsrc_folds_%s", s),
+		fmt.Sprintf("GRANT USAGE ON SCHEMA trap_%s TO dcsrc_folds_%s", s, s),
+		fmt.Sprintf("GRANT EXECUTE ON FUNCTION trap_%s.secret() TO dcsrc_folds_%s", s, s),
 	} {
 		if _, err := c.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	for _, tc := range []struct{ role, privilege string }{
-		{"dcsrc_folds_" + s, "IMMUTABLE function trap.secret"},
+		{"dcsrc_folds_" + s, "IMMUTABLE function trap_" + s + ".secret"},
 		{"dcsrc_super_" + s, "SUPERUSER"},
 		{"dcsrc_files_" + s, "pg_read_server_files"},
 		{"dcsrc_creator_" + s, "CREATEROLE"},
