@@ -1,0 +1,205 @@
+package dbsource
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"datachat"
+)
+
+// Options bound a source's connections and queries. Zero values take the
+// defaults shown.
+type Options struct {
+	Timeout        time.Duration // per statement, enforced by the server; 30s
+	MaxRows        int           // rows returned at most; 1000
+	MaxConns       int           // connections open at once to the source; 4
+	ConnectTimeout time.Duration // to open one connection, TLS included; 10s (a connect_timeout in the URL wins)
+	MaxCellBytes   int           // a text or blob value longer than this is cut and the result marked truncated; 1 MiB
+	MaxResultBytes int           // bytes of values read beyond which rows stop (truncated); 64 MiB
+	SampleRows     int           // rows read per table for the catalog's sample values; 100
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	if o.MaxRows <= 0 {
+		o.MaxRows = 1000
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 4
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 10 * time.Second
+	}
+	if o.MaxCellBytes <= 0 {
+		o.MaxCellBytes = 1 << 20
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 64 << 20
+	}
+	if o.SampleRows <= 0 {
+		o.SampleRows = 100
+	}
+	return o
+}
+
+// Table is an allowed table of a source, as the system prompt lists it.
+type Table struct {
+	Schema string `json:"schema"`
+	Name   string `json:"name"`
+	View   bool   `json:"view,omitempty"`
+	// Rows is the engine's estimate of the row count (PostgreSQL
+	// pg_class.reltuples, MySQL information_schema.TABLES.TABLE_ROWS); nil
+	// when the engine has none (a table never analysed, a view).
+	Rows *int64 `json:"rows"`
+	// Columns carry the engine's type (SQLType), its friendly name (Type) and
+	// up to 3 distinct sample values of at most 40 characters.
+	Columns []datachat.Column `json:"columns"`
+}
+
+// QualifiedName is SCHEMA.TABLE as the source's SQL writes it, quoted where
+// the engine needs it.
+func (t Table) QualifiedName(kind string) string {
+	if kind == KindPostgres {
+		return pgIdent(t.Schema) + "." + pgIdent(t.Name)
+	}
+	return myIdent(t.Schema) + "." + myIdent(t.Name)
+}
+
+// engine is one kind of database behind a DB.
+type engine interface {
+	checkRole(ctx context.Context) error
+	dialect(ctx context.Context) (string, error)
+	catalog(ctx context.Context) ([]Table, error)
+	tableNames(ctx context.Context) ([]string, error)
+	query(ctx context.Context, sql string) (*datachat.QueryResult, error)
+	estimate(ctx context.Context, sql string) (int64, error)
+	close()
+}
+
+// DB is an open source: a bounded pool of connections whose role is checked on
+// every connect, and the sandbox its queries run in. It is safe for
+// concurrent use.
+type DB struct {
+	src  Source
+	opts Options
+	eng  engine
+
+	mu     sync.Mutex
+	tables []string // allowed tables, SCHEMA.TABLE, for unknown-table hints; nil until Check or Catalog
+}
+
+// Open validates src and opens its pool. No connection is made until the first
+// use; call [DB.Check] to connect and check the role now (as `sources add`
+// does). Errors: datachat.EINVALID for a bad source.
+func Open(src Source, opts Options) (*DB, error) {
+	if err := src.Validate(); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(src.URL)
+	db := &DB{src: src, opts: opts.withDefaults()}
+	allow := newAllowList(src.Tables, defaultSchema(src.Kind, u))
+	var err error
+	switch src.Kind {
+	case KindPostgres:
+		db.eng, err = openPostgres(db, allow)
+	default:
+		db.eng, err = openMySQL(db, u, allow)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// Source returns the source's definition.
+func (db *DB) Source() Source { return db.src }
+
+// Check connects to the source and checks its role: a role that could escape
+// read-only is a *RoleError naming the privilege to drop. Every new
+// connection of the pool is checked the same way.
+func (db *DB) Check(ctx context.Context) error {
+	if err := db.eng.checkRole(ctx); err != nil {
+		return err
+	}
+	names, err := db.eng.tableNames(ctx)
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	db.tables = names
+	db.mu.Unlock()
+	return nil
+}
+
+// Dialect names the engine and its version for the system prompt, e.g.
+// "PostgreSQL 15.14" or "MariaDB 10.11.19".
+func (db *DB) Dialect(ctx context.Context) (string, error) {
+	return db.eng.dialect(ctx)
+}
+
+// Catalog lists the allowed tables from the engine's catalog, with their
+// columns, row estimates and sample values, for the system prompt. It reads
+// at most SampleRows rows of each table, in the sandbox.
+func (db *DB) Catalog(ctx context.Context) ([]Table, error) {
+	tables, err := db.eng.catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.Schema + "." + t.Name
+	}
+	db.mu.Lock()
+	db.tables = names
+	db.mu.Unlock()
+	return tables, nil
+}
+
+// allowedTables returns the allowed tables' names as last listed by
+// [DB.Check] or [DB.Catalog], for the hints of unknown-table errors. It never
+// waits for a connection: it runs while a query holds one.
+func (db *DB) allowedTables(context.Context) []string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.tables
+}
+
+// Query runs one statement in the sandbox and returns at most MaxRows rows
+// (Truncated when more existed), with the values of DESIGN.md §3.
+//
+// Errors: *QueryError (EINVALID) when the statement fails or is refused, with
+// the engine's own message; ctx's error when ctx ends first; other errors
+// (the source unreachable, its role refused) are internal.
+func (db *DB) Query(ctx context.Context, sql string) (*datachat.QueryResult, error) {
+	return db.eng.query(ctx, sql)
+}
+
+// EstimateRows returns the engine's EXPLAIN estimate of the rows a statement
+// would return, without running it. The sandbox's checks apply as for Query.
+func (db *DB) EstimateRows(ctx context.Context, sql string) (int64, error) {
+	return db.eng.estimate(ctx, sql)
+}
+
+// Close closes the pool.
+func (db *DB) Close() { db.eng.close() }
+
+func dcColumn(name, friendly, sqlType string) datachat.Column {
+	return datachat.Column{Name: name, Type: friendly, SQLType: sqlType}
+}
+
+// sortTables orders tables by schema and name, byte by byte, whatever the
+// engine's collation.
+func sortTables(tables []Table) {
+	slices.SortFunc(tables, func(a, b Table) int {
+		if c := strings.Compare(a.Schema, b.Schema); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}

@@ -1,0 +1,117 @@
+package dbsource
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"datachat"
+)
+
+// Kinds of [QueryError], the same words as internal/duckdb's, so the model
+// and the chat loop read a source's failure as they read a file's.
+const (
+	KindSyntax        = "syntax error"
+	KindUnknownTable  = "unknown table"
+	KindUnknownColumn = "unknown column"
+	KindTypeMismatch  = "type mismatch"
+	KindTimeout       = "timeout"
+	KindMemory        = "memory limit"
+	KindRefused       = "refused by the sandbox"
+	KindOther         = "error"
+)
+
+// QueryError is a query that failed. Kind is one of the Kind constants;
+// Message is the engine's own message with its detail and hint, or the
+// sandbox's reason.
+//
+// Every QueryError is a client error: errors.As(err, new(*datachat.Error))
+// gives a datachat.EINVALID error carrying the same text.
+type QueryError struct {
+	Kind    string
+	Message string
+}
+
+func (e *QueryError) Error() string { return e.Kind + ": " + e.Message }
+
+// As lets datachat.ErrorCode and datachat.ErrorMessage see a QueryError as an
+// EINVALID *datachat.Error.
+func (e *QueryError) As(target any) bool {
+	if t, ok := target.(**datachat.Error); ok {
+		*t = &datachat.Error{Code: datachat.EINVALID, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
+func refusedf(format string, args ...any) *QueryError {
+	return &QueryError{Kind: KindRefused, Message: fmt.Sprintf(format, args...)}
+}
+
+// RoleError is a source whose role could escape the sandbox: it is refused
+// when the source is added and on every connect. Privilege names what to take
+// away, Fix how.
+type RoleError struct {
+	Source    string
+	Role      string
+	Privilege string
+	Fix       string
+}
+
+func (e *RoleError) Error() string {
+	return fmt.Sprintf("source %s: role %s has %s, which lets a query escape read-only; %s", e.Source, e.Role, e.Privilege, e.Fix)
+}
+
+// As shows a RoleError as an EINVALID *datachat.Error: the operator fixes it.
+func (e *RoleError) As(target any) bool {
+	if t, ok := target.(**datachat.Error); ok {
+		*t = &datachat.Error{Code: datachat.EINVALID, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
+// candidates suggests tables for an unknown one: the allowed tables, closest
+// names first, at most 8.
+func candidates(missing string, tables []string) string {
+	if len(tables) == 0 {
+		return ""
+	}
+	missing = strings.ToLower(missing)
+	if i := strings.LastIndexByte(missing, '.'); i >= 0 {
+		missing = missing[i+1:]
+	}
+	sorted := slices.Clone(tables)
+	dist := func(t string) int {
+		if i := strings.LastIndexByte(t, '.'); i >= 0 {
+			t = t[i+1:]
+		}
+		return levenshtein(missing, strings.ToLower(t))
+	}
+	slices.SortStableFunc(sorted, func(a, b string) int { return dist(a) - dist(b) })
+	if len(sorted) > 8 {
+		sorted = sorted[:8]
+	}
+	return "; the tables you can query: " + strings.Join(sorted, ", ")
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			c := 1
+			if ra[i-1] == rb[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,492 @@
+package dbsource_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"datachat/internal/dbsource"
+)
+
+const myHow = "export DATACHAT_TEST_MYSQL_URL=$(sh internal/dbsource/testdata/start-mariadb.sh) (MariaDB from apt-get install mariadb-server)"
+
+// myFixture is a database of the test server with the CSVs loaded, a second
+// database of secrets, and a reader that may SELECT both: what keeps a query
+// from the secrets is the source's allow list.
+type myFixture struct {
+	adminDSN string
+	base     *url.URL
+	db       string
+	reader   string // the reader's URL
+	password string
+	suffix   string
+}
+
+var (
+	myOnce sync.Once
+	myFix  *myFixture
+	myErr  error
+)
+
+func mySetup(t *testing.T) *myFixture {
+	t.Helper()
+	raw := serverURL(t, "DATACHAT_TEST_MYSQL_URL", myHow)
+	myOnce.Do(func() { myFix, myErr = newMyFixture(t, raw) })
+	if myErr != nil {
+		t.Fatalf("MariaDB fixture: %v", myErr)
+	}
+	return myFix
+}
+
+func adminDSN(u *url.URL) string {
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	return cfg.FormatDSN()
+}
+
+func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
+	ctx := context.Background()
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	f := &myFixture{base: u, suffix: randomSuffix(), adminDSN: adminDSN(u)}
+	f.password = "pw-" + f.suffix
+	f.db = "dcsrc_" + f.suffix
+	secret := f.db + "_secret"
+	reader := "dcsrc_reader_" + f.suffix
+	admin, err := sql.Open("mysql", f.adminDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	atEnd(func() {
+		a, err := sql.Open("mysql", f.adminDSN)
+		if err != nil {
+			return
+		}
+		defer a.Close()
+		a.Exec("DROP DATABASE IF EXISTS " + f.db)
+		a.Exec("DROP DATABASE IF EXISTS " + secret)
+		a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", reader))
+	})
+	exec := func(q string, args ...any) error {
+		if _, err := admin.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		return nil
+	}
+	for _, q := range []string{
+		"CREATE DATABASE " + f.db + " CHARACTER SET utf8mb4",
+		"CREATE DATABASE " + secret,
+		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", reader, f.password),
+	} {
+		if err := exec(q); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range csvNames {
+		ct := readCSV(t, name)
+		var defs []string
+		for i, col := range ct.cols {
+			typ := map[string]string{"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)"}[ct.kinds[i]]
+			defs = append(defs, "`"+col+"` "+typ)
+		}
+		if err := exec(fmt.Sprintf("CREATE TABLE %s.%s (%s)", f.db, name, strings.Join(defs, ", "))); err != nil {
+			return nil, err
+		}
+		// Batched INSERTs, 200 rows each; placeholders keep the values apart.
+		for start := 0; start < len(ct.rows); start += 200 {
+			end := min(start+200, len(ct.rows))
+			var tuples []string
+			var args []any
+			ph := "(" + strings.TrimSuffix(strings.Repeat("?,", len(ct.cols)), ",") + ")"
+			for _, row := range ct.rows[start:end] {
+				tuples = append(tuples, ph)
+				for _, v := range row {
+					if v == nil {
+						args = append(args, nil)
+					} else {
+						args = append(args, *v)
+					}
+				}
+			}
+			if err := exec(fmt.Sprintf("INSERT INTO %s.%s VALUES %s", f.db, name, strings.Join(tuples, ",")), args...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	d, s := f.db, secret
+	for _, q := range []string{
+		"CREATE TABLE " + s + ".creds (id INT PRIMARY KEY, password VARCHAR(50))",
+		"INSERT INTO " + s + ".creds VALUES (1, 'hunter2')",
+		"CREATE TABLE " + d + ".hidden (id INT PRIMARY KEY, note TEXT)",
+		"INSERT INTO " + d + ".hidden VALUES (1, 'not for the model')",
+		"CREATE VIEW " + d + ".leaky AS SELECT * FROM " + s + ".creds",
+		"CREATE ALGORITHM=TEMPTABLE VIEW " + d + ".leaky_agg AS SELECT count(*) AS n, max(password) AS p FROM " + s + ".creds",
+		"CREATE VIEW " + d + ".penguin_species AS SELECT species FROM " + d + ".penguins WHERE species IS NOT NULL",
+		"CREATE TABLE " + d + ".big (id INT PRIMARY KEY, h CHAR(32))",
+		"INSERT INTO " + d + ".big SELECT seq, MD5(seq) FROM " + d + ".seq_1_to_5000",
+		`CREATE TABLE ` + d + `.alltypes (i8 BIGINT, big BIGINT, ub BIGINT UNSIGNED, dec1 DECIMAL(20,4), f FLOAT, dbl DOUBLE,
+			b TINYINT(1), t TEXT, vc VARCHAR(10), dt DATE, dtm DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME, y YEAR,
+			bl BLOB, bits BIT(12), j JSON, e ENUM('sad','ok','happy'), long_text TEXT)`,
+		`INSERT INTO ` + d + `.alltypes VALUES (-8, 9007199254740993, 18446744073709551615, 12345.6789, 1.5, 0.1,
+			1, 'héllo', 'abc', '2024-02-29', '2024-02-29 13:14:15.123456', '2024-02-29 13:14:15.5', '-838:59:59', 2024,
+			X'DEADBEEF', b'101', '{"b": 1, "a": 12345678901234567890}', 'happy', REPEAT('é', 100))`,
+		"CREATE FUNCTION " + d + ".evil() RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
+		"CREATE PROCEDURE " + d + ".wipe() DELETE FROM " + d + ".penguins",
+		"ANALYZE TABLE " + d + ".penguins, " + d + ".tips, " + d + ".titanic",
+		fmt.Sprintf("GRANT SELECT, EXECUTE, SHOW VIEW ON %s.* TO '%s'@'127.0.0.1'", d, reader),
+		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'127.0.0.1'", s, reader),
+		// A role that may write two tables: the sandbox keeps it read-only.
+		fmt.Sprintf("GRANT INSERT, UPDATE, DELETE, DROP, CREATE, LOCK TABLES ON %s.* TO '%s'@'127.0.0.1'", d, reader),
+	} {
+		if err := exec(q); err != nil {
+			return nil, err
+		}
+	}
+	ru := *u
+	ru.User = url.UserPassword(reader, f.password)
+	ru.Path = "/" + d
+	f.reader = ru.String()
+	return f, nil
+}
+
+func (f *myFixture) allowed() []string {
+	var out []string
+	for _, t := range []string{"penguins", "tips", "titanic", "alltypes", "big", "penguin_species"} {
+		out = append(out, f.db+"."+t)
+	}
+	return out
+}
+
+func openMy(t *testing.T, f *myFixture, opts dbsource.Options) *dbsource.DB {
+	t.Helper()
+	db, err := dbsource.Open(dbsource.Source{Name: "shop", URL: f.reader, Tables: f.allowed(), AllUsers: true}, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func TestMySQLQueries(t *testing.T) {
+	f := mySetup(t)
+	ctx := context.Background()
+	db := openMy(t, f, dbsource.Options{})
+	if err := db.Check(ctx); err != nil {
+		t.Fatalf("Check of a read-only account: %v", err)
+	}
+	if d, err := db.Dialect(ctx); err != nil || !strings.HasPrefix(d, "MariaDB ") && !strings.HasPrefix(d, "MySQL ") {
+		t.Errorf("Dialect: got %q, %v", d, err)
+	}
+
+	t.Run("csv values", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT count(*) AS n, round(avg(body_mass_g), 2) AS mass FROM penguins WHERE species = 'Gentoo';")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != "[[124 5076.02]]" {
+			t.Errorf("Gentoo count and mean mass: got %s, want [[124 5076.02]]", got)
+		}
+		if res.Columns[0].Type != "integer" {
+			t.Errorf("columns: got %+v", res.Columns)
+		}
+		res, err = db.Query(ctx, "SELECT day, round(sum(tip), 2) AS tips FROM tips GROUP BY day ORDER BY tips DESC LIMIT 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != "[[Sat 260.4]]" {
+			t.Errorf("best tipping day: got %s", got)
+		}
+		res, err = db.Query(ctx, "SELECT sex, sum(survived = 1) AS survived, count(*) AS n FROM titanic GROUP BY sex ORDER BY sex")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != "[[female 233 314] [male 109 577]]" {
+			t.Errorf("titanic survivors by sex: got %s", got)
+		}
+		res, err = db.Query(ctx, "SELECT p.species, q.species FROM penguins p JOIN penguins q ON p.island = q.island LIMIT 1")
+		if err != nil || len(res.Columns) != 2 {
+			t.Errorf("two columns of one name: %v, %v", res, err)
+		}
+	})
+
+	t.Run("value shapes", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT * FROM alltypes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.Rows[0])
+		want := `[-8,"9007199254740993","18446744073709551615","12345.6789",1.5,0.1,1,"héllo","abc","2024-02-29","2024-02-29T13:14:15.123456","2024-02-29T13:14:15.500Z","-838:59:59",2024,"3q2+7w==",5,"{\"b\": 1, \"a\": 12345678901234567890}","happy"`
+		if !strings.HasPrefix(string(b), want) {
+			t.Errorf("row %s\nwant it to start %s", b, want)
+		}
+		types := map[string]string{}
+		for _, c := range res.Columns {
+			types[c.Name] = c.Type
+		}
+		for col, want := range map[string]string{"i8": "integer", "ub": "integer", "dec1": "decimal", "f": "float", "t": "text",
+			"dt": "date", "dtm": "timestamp", "ts": "timestamp", "tm": "time", "bl": "blob", "j": "text", "e": "text"} {
+			if types[col] != want {
+				t.Errorf("column %s: got type %q, want %q", col, types[col], want)
+			}
+		}
+	})
+
+	t.Run("row cap", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT * FROM big ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RowCount != 1000 || !res.Truncated || res.Rows[999][0] != int64(1000) {
+			t.Errorf("got %d rows, truncated=%v, want 1000 and truncated", res.RowCount, res.Truncated)
+		}
+		// A LIMIT of its own beyond the cap: the server is stopped, the
+		// connection dropped, and the next query gets another.
+		res, err = db.Query(ctx, "SELECT a.id FROM big a, big b LIMIT 10000000")
+		if err != nil || res.RowCount != 1000 || !res.Truncated {
+			t.Fatalf("own LIMIT: got %v, %v", res, err)
+		}
+		res, err = db.Query(ctx, "SELECT * FROM big LIMIT 1000")
+		if err != nil || res.RowCount != 1000 || res.Truncated {
+			t.Errorf("exactly 1000 rows: got %v, %v", res, err)
+		}
+	})
+
+	t.Run("merged view over an allowed table", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT count(DISTINCT species) FROM penguin_species")
+		if err != nil || fmt.Sprint(res.Rows) != "[[3]]" {
+			t.Errorf("got %v, %v", res, err)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		_, err := db.Query(ctx, "SELECT * FROM penguin")
+		wantKind(t, err, dbsource.KindUnknownTable, "doesn't exist", f.db+".penguins")
+		_, err = db.Query(ctx, "SELECT bill_len FROM penguins")
+		wantKind(t, err, dbsource.KindUnknownColumn, "bill_len")
+		_, err = db.Query(ctx, "SELECT FROM WHERE")
+		wantKind(t, err, dbsource.KindSyntax, "syntax")
+		one := openMy(t, f, dbsource.Options{MaxConns: 1})
+		_, err = one.Query(ctx, "SELECT * FROM "+f.db+"_secret.creds")
+		wantKind(t, err, dbsource.KindRefused, "creds")
+		_, err = one.Query(ctx, "SELECT * FROM nowhere")
+		wantKind(t, err, dbsource.KindUnknownTable, "nowhere")
+		_, err = db.Query(ctx, "SELEC 1")
+		wantKind(t, err, dbsource.KindSyntax, "near 'SELEC 1'")
+	})
+
+	t.Run("estimate", func(t *testing.T) {
+		n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
+		if err != nil || n < 300 || n > 400 {
+			t.Errorf("EstimateRows: got %d, %v, want about 344", n, err)
+		}
+		_, err = db.EstimateRows(ctx, "SELECT * FROM "+f.db+"_secret.creds")
+		wantKind(t, err, dbsource.KindRefused, "creds")
+	})
+
+	t.Run("catalog", func(t *testing.T) {
+		tables, err := db.Catalog(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tb := range tables {
+			names = append(names, tb.Name)
+			if tb.Schema != f.db {
+				t.Errorf("table %s.%s: not the source's database", tb.Schema, tb.Name)
+			}
+			for _, c := range tb.Columns {
+				for _, s := range c.Samples {
+					if n := len([]rune(s)); n > 40 {
+						t.Errorf("%s.%s sample %q has %d characters", tb.Name, c.Name, s, n)
+					}
+				}
+			}
+			if tb.Name == "penguins" {
+				if tb.Rows == nil || *tb.Rows < 300 {
+					t.Errorf("penguins row estimate: got %v", tb.Rows)
+				}
+				if c := tb.Columns[0]; c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
+					t.Errorf("penguins.species: got %+v", c)
+				}
+			}
+		}
+		if got := strings.Join(names, ","); got != "alltypes,big,penguin_species,penguins,tips,titanic" {
+			t.Errorf("tables: got %s", got)
+		}
+	})
+}
+
+func TestMySQLAdversarial(t *testing.T) {
+	f := mySetup(t)
+	ctx := context.Background()
+	db := openMy(t, f, dbsource.Options{Timeout: 500 * time.Millisecond, MaxConns: 2})
+	const refused = dbsource.KindRefused
+	s := f.db + "_secret"
+	cases := []struct {
+		name, sql, kind string
+		want            []string
+	}{
+		{"insert", "INSERT INTO penguins (species) VALUES ('x')", refused, []string{"read-only"}},
+		{"insert select", "INSERT INTO penguins SELECT * FROM penguins", refused, []string{"read-only"}},
+		{"replace", "REPLACE INTO big VALUES (1, 'x')", refused, []string{"read-only"}},
+		{"update", "UPDATE penguins SET species = 'x'", refused, []string{"read-only"}},
+		{"delete", "DELETE FROM penguins", refused, []string{"read-only"}},
+		{"upsert", "INSERT INTO big VALUES (1, 'x') ON DUPLICATE KEY UPDATE h = 'y'", refused, []string{"read-only"}},
+		{"create", "CREATE TABLE x (a INT)", refused, nil},
+		{"create table as", "CREATE TABLE stolen AS SELECT * FROM penguins", refused, nil},
+		{"drop", "DROP TABLE penguins", refused, []string{"only a query"}},
+		{"alter", "ALTER TABLE penguins ADD COLUMN x INT", refused, []string{"only a query"}},
+		{"truncate", "TRUNCATE penguins", refused, []string{"only a query"}},
+		{"grant", "GRANT SELECT ON *.* TO PUBLIC", refused, []string{"only a query"}},
+		{"into outfile", "SELECT * FROM penguins INTO OUTFILE '/tmp/stolen.csv'", refused, []string{"OUTFILE"}},
+		{"into outfile first", "SELECT * INTO OUTFILE '/tmp/stolen2.csv' FROM penguins", refused, []string{"OUTFILE"}},
+		{"into dumpfile", "SELECT species FROM penguins LIMIT 1 INTO DUMPFILE '/tmp/stolen.bin'", refused, []string{"DUMPFILE"}},
+		{"into outfile in an executable comment", "SELECT * FROM penguins /*!50000 INTO OUTFILE '/tmp/stolen3.csv' */", refused, []string{"OUTFILE"}},
+		{"into variable", "SELECT species INTO @x FROM penguins LIMIT 1", refused, []string{"no rows"}},
+		{"load data", "LOAD DATA INFILE '/etc/passwd' INTO TABLE penguins", refused, nil},
+		{"load data local", "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE penguins", refused, nil},
+		{"load_file", "SELECT LOAD_FILE('/etc/passwd')", refused, []string{"LOAD_FILE"}},
+		{"load_file in a where", "SELECT species FROM penguins WHERE species = load_file('/etc/hostname')", refused, []string{"LOAD_FILE"}},
+		{"get_lock", "SELECT GET_LOCK('x', 0)", refused, []string{"GET_LOCK"}},
+		{"server variable", "SELECT @@datadir", refused, []string{"@@datadir"}},
+		{"stored function", "SELECT evil()", refused, []string{"stored function"}},
+		{"qualified stored function", "SELECT " + f.db + ".evil()", refused, []string{"stored function"}},
+		{"call", "CALL wipe()", refused, []string{"only a query"}},
+		{"sleep past the timeout", "SELECT SLEEP(5) FROM penguins LIMIT 1", dbsource.KindTimeout, []string{"statement timeout"}},
+		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", dbsource.KindTimeout, []string{"statement timeout"}},
+		{"two statements", "SELECT 1; DROP TABLE penguins", refused, []string{"one statement"}},
+		{"commit then delete", "COMMIT; DELETE FROM penguins", refused, nil},
+		{"commit", "COMMIT", refused, []string{"only a query"}},
+		{"read write", "SET TRANSACTION READ WRITE", refused, []string{"only a query"}},
+		{"set session", "SET SESSION max_statement_time = 0", refused, []string{"only a query"}},
+		{"set statement timeout", "SET STATEMENT max_statement_time = 0 FOR SELECT SLEEP(5)", refused, []string{"only a query"}},
+		{"hint lifting the timeout", "SELECT /*+ MAX_EXECUTION_TIME(0) */ SLEEP(5)", refused, []string{"hints"}},
+		{"hint setting a variable", "SELECT /*+ SET_VAR(sql_select_limit = 100000) */ * FROM big", refused, []string{"hints"}},
+		{"set role", "SET ROLE NONE", refused, []string{"only a query"}},
+		{"prepare", "PREPARE p FROM 'DELETE FROM penguins'", refused, []string{"only a query"}},
+		{"execute", "EXECUTE p", refused, []string{"only a query"}},
+		{"do", "DO SLEEP(1)", refused, []string{"only a query"}},
+		{"handler", "HANDLER penguins OPEN", refused, []string{"only a query"}},
+		{"kill", "KILL CONNECTION_ID()", refused, []string{"only a query"}},
+		{"show", "SHOW GRANTS", refused, []string{"only a query"}},
+		{"other database", "SELECT * FROM " + s + ".creds", refused, []string{"creds", "not one of the source's allowed tables"}},
+		{"disallowed table", "SELECT * FROM hidden", refused, []string{"hidden"}},
+		{"merged view over a disallowed table", "SELECT * FROM leaky", refused, []string{"creds"}},
+		{"temptable view over a disallowed table", "SELECT * FROM leaky_agg", refused, nil},
+		{"subquery", "SELECT species FROM penguins WHERE EXISTS (SELECT 1 FROM " + s + ".creds)", refused, []string{"creds"}},
+		{"constant subquery", "SELECT (SELECT password FROM " + s + ".creds WHERE id = 1)", refused, []string{"creds"}},
+		{"cte", "WITH c AS (SELECT * FROM " + s + ".creds) SELECT * FROM c", refused, []string{"creds"}},
+		{"join", "SELECT p.species, c.password FROM penguins p JOIN " + s + ".creds c", refused, []string{"creds"}},
+		{"union", "SELECT species FROM penguins UNION SELECT password FROM " + s + ".creds", refused, []string{"creds"}},
+		{"derived table", "SELECT * FROM (SELECT password FROM " + s + ".creds) d", refused, []string{"creds"}},
+		{"alias hiding", "SELECT penguins.password FROM " + s + ".creds AS penguins", refused, []string{"creds"}},
+		{"information_schema", "SELECT TABLE_NAME FROM information_schema.TABLES", refused, []string{"catalog"}},
+		{"mysql schema", "SELECT user, password FROM mysql.user", "", nil},
+		{"performance_schema", "SELECT * FROM performance_schema.threads", "", nil},
+		{"for update", "SELECT * FROM penguins FOR UPDATE", refused, []string{"locking"}},
+		{"lock in share mode", "SELECT * FROM penguins LOCK IN SHARE MODE", refused, []string{"locking"}},
+		{"locking subquery", "SELECT * FROM big WHERE id IN (SELECT id FROM big LOCK IN SHARE MODE)", refused, []string{"locking"}},
+		{"locking in an executable comment", "SELECT * FROM penguins /*!50000 LOCK IN SHARE MODE */", refused, []string{"locking"}},
+		{"locking behind a string trick", "SELECT 'it\\'s' AS x FROM penguins -- '\nLOCK IN SHARE MODE", refused, []string{"locking"}},
+		{"lock tables", "LOCK TABLES penguins WRITE", refused, []string{"only a query"}},
+		{"string hiding a table", "SELECT 'x`.`y', p.* FROM penguins p, " + s + ".creds", refused, []string{"creds"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := db.Query(ctx, c.sql)
+			if err == nil {
+				t.Fatalf("%s: ran (%v), want refused", c.sql, res.Rows)
+			}
+			if c.kind != "" {
+				wantKind(t, err, c.kind, c.want...)
+			} else {
+				var qe *dbsource.QueryError
+				if !asQueryError(err, &qe) {
+					t.Fatalf("got %v, want a QueryError", err)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), f.password) {
+				t.Errorf("the error shows a secret: %v", err)
+			}
+			res, err = db.Query(ctx, "SELECT count(*) FROM penguins")
+			if err != nil || fmt.Sprint(res.Rows) != "[[344]]" {
+				t.Fatalf("the follow-up query: got %v, %v, want [[344]]", res, err)
+			}
+		})
+	}
+	// Nothing was written, and the file was not made.
+	a, err := sql.Open("mysql", f.adminDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var n int
+	if err := a.QueryRow("SELECT count(*) FROM " + f.db + ".penguins").Scan(&n); err != nil || n != 344 {
+		t.Errorf("penguins after the suite: %d rows, %v", n, err)
+	}
+}
+
+func TestMySQLRoles(t *testing.T) {
+	f := mySetup(t)
+	ctx := context.Background()
+	a, err := sql.Open("mysql", f.adminDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })          // after the accounts are dropped
+	s := f.suffix + "_" + randomSuffix()[:4] // each run its own accounts
+	t.Cleanup(func() {
+		for _, u := range []string{"dcsrc_file_" + s, "dcsrc_super_" + s, "dcsrc_byrole_" + s} {
+			a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", u))
+		}
+		a.Exec("DROP ROLE IF EXISTS dcsrc_filerole_" + s)
+	})
+	for _, q := range []string{
+		fmt.Sprintf("CREATE USER 'dcsrc_file_%s'@'127.0.0.1' IDENTIFIED BY '%s'", s, f.password),
+		fmt.Sprintf("GRANT SELECT, FILE ON *.* TO 'dcsrc_file_%s'@'127.0.0.1'", s),
+		fmt.Sprintf("CREATE USER 'dcsrc_super_%s'@'127.0.0.1' IDENTIFIED BY '%s'", s, f.password),
+		fmt.Sprintf("GRANT SELECT, SUPER ON *.* TO 'dcsrc_super_%s'@'127.0.0.1'", s),
+		fmt.Sprintf("CREATE ROLE dcsrc_filerole_%s", s),
+		fmt.Sprintf("GRANT FILE ON *.* TO dcsrc_filerole_%s", s),
+		fmt.Sprintf("CREATE USER 'dcsrc_byrole_%s'@'127.0.0.1' IDENTIFIED BY '%s'", s, f.password),
+		fmt.Sprintf("GRANT dcsrc_filerole_%s TO 'dcsrc_byrole_%s'@'127.0.0.1'", s, s),
+		fmt.Sprintf("GRANT SELECT ON %s.* TO 'dcsrc_byrole_%s'@'127.0.0.1'", f.db, s),
+	} {
+		if _, err := a.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, tc := range []struct{ user, privilege string }{
+		{"dcsrc_file_" + s, "FILE"},
+		{"dcsrc_super_" + s, "SUPER"},
+		{"dcsrc_byrole_" + s, "FILE"},
+	} {
+		t.Run(tc.user, func(t *testing.T) {
+			u := *f.base
+			u.User = url.UserPassword(tc.user, f.password)
+			u.Path = "/" + f.db
+			db, err := dbsource.Open(dbsource.Source{Name: "bad", URL: u.String(), AllUsers: true}, dbsource.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			wantRole(t, db.Check(ctx), tc.privilege)
+			_, err = db.Query(ctx, "SELECT 1")
+			wantRole(t, err, tc.privilege)
+		})
+	}
+}

@@ -1,0 +1,546 @@
+package dbsource_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat/internal/dbsource"
+)
+
+const pgHow = "export DATACHAT_TEST_POSTGRES_URL=$(bash internal/postgres/testdata/start-test-cluster.sh) (PostgreSQL from apt-get install postgresql)"
+
+// pgFixture is a database of the test cluster with the CSVs loaded and a
+// reader role that may SELECT everything, so that what keeps a query from a
+// table is the source's allow list.
+type pgFixture struct {
+	admin    string // superuser URL of the database
+	reader   string // the reader's URL
+	password string
+	suffix   string
+	dblink   bool // the dblink extension is installed
+}
+
+var (
+	pgOnce sync.Once
+	pgFix  *pgFixture
+	pgErr  error
+)
+
+func withDB(base, db, user, password string) string {
+	u, _ := url.Parse(base)
+	u.Path = "/" + db
+	if user != "" {
+		u.User = url.UserPassword(user, password)
+	}
+	return u.String()
+}
+
+func pgSetup(t *testing.T) *pgFixture {
+	t.Helper()
+	base := serverURL(t, "DATACHAT_TEST_POSTGRES_URL", pgHow)
+	pgOnce.Do(func() { pgFix, pgErr = newPgFixture(t, base) })
+	if pgErr != nil {
+		t.Fatalf("PostgreSQL fixture: %v", pgErr)
+	}
+	return pgFix
+}
+
+func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
+	ctx := context.Background()
+	f := &pgFixture{suffix: randomSuffix()}
+	f.password = "pw-" + f.suffix
+	db := "dcsrc_" + f.suffix
+	reader := "dcsrc_reader_" + f.suffix
+	root, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close(ctx)
+	if _, err := root.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+		return nil, err
+	}
+	if _, err := root.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", reader, f.password)); err != nil {
+		return nil, err
+	}
+	atEnd(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+reader)
+	})
+	f.admin = withDB(base, db, "", "")
+	f.reader = withDB(base, db, reader, f.password)
+	c, err := pgx.Connect(ctx, f.admin)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close(ctx)
+	for _, name := range csvNames {
+		ct := readCSV(t, name)
+		var defs []string
+		for i, col := range ct.cols {
+			typ := map[string]string{"int": "bigint", "float": "double precision", "text": "text"}[ct.kinds[i]]
+			defs = append(defs, pgx.Identifier{col}.Sanitize()+" "+typ)
+		}
+		if _, err := c.Exec(ctx, fmt.Sprintf("CREATE TABLE public.%s (%s)", name, strings.Join(defs, ", "))); err != nil {
+			return nil, err
+		}
+		// COPY FROM STDIN with the rows parsed to the column types.
+		src := make([][]any, len(ct.rows))
+		for r, row := range ct.rows {
+			vals := make([]any, len(row))
+			for i, v := range row {
+				if v == nil {
+					continue
+				}
+				switch ct.kinds[i] {
+				case "int":
+					var n int64
+					fmt.Sscan(*v, &n)
+					vals[i] = n
+				case "float":
+					var x float64
+					fmt.Sscan(*v, &x)
+					vals[i] = x
+				default:
+					vals[i] = *v
+				}
+			}
+			src[r] = vals
+		}
+		n, err := c.CopyFrom(ctx, pgx.Identifier{"public", name}, ct.cols, pgx.CopyFromRows(src))
+		if err != nil {
+			return nil, fmt.Errorf("copy %s: %w", name, err)
+		}
+		if int(n) != len(ct.rows) {
+			return nil, fmt.Errorf("copy %s: %d rows, want %d", name, n, len(ct.rows))
+		}
+	}
+	setup := []string{
+		`CREATE SCHEMA secret`,
+		`CREATE TABLE secret.creds (id int PRIMARY KEY, password text)`,
+		`INSERT INTO secret.creds VALUES (1, 'hunter2')`,
+		`CREATE TABLE public.hidden (id int, note text)`,
+		`INSERT INTO public.hidden VALUES (1, 'not for the model')`,
+		`CREATE VIEW public.leaky AS SELECT * FROM secret.creds`,
+		`CREATE VIEW public.penguin_species AS SELECT DISTINCT species FROM public.penguins`,
+		`CREATE TABLE public.big AS SELECT g AS id, md5(g::text) AS h FROM generate_series(1, 5000) g`,
+		`CREATE TABLE public.events (id int, at date, what text) PARTITION BY RANGE (at)`,
+		`CREATE TABLE public.events_2023 PARTITION OF public.events FOR VALUES FROM ('2023-01-01') TO ('2024-01-01')`,
+		`CREATE TABLE public.events_2024 PARTITION OF public.events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')`,
+		`INSERT INTO public.events VALUES (1, '2023-05-01', 'a'), (2, '2024-05-01', 'b')`,
+		`CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')`,
+		`CREATE TABLE public.alltypes (
+			i2 smallint, i4 integer, i8 bigint, big bigint, n numeric(20,4), nn numeric, f4 real, f8 double precision,
+			fnan double precision, finf double precision, b boolean, t text, vc varchar(10), d date, dinf date,
+			ts timestamp, tstz timestamptz, tm time, iv interval, by bytea, u uuid, j json, jb jsonb,
+			ai int[], at text[], m mood, ip inet, long text)`,
+		`INSERT INTO public.alltypes VALUES (
+			-2, 4, 8, 9007199254740993, 12345.6789, 'NaN', 1.5, 0.1,
+			'NaN', '-Infinity', true, 'héllo', 'abc', '2024-02-29', 'infinity',
+			'2024-02-29 13:14:15.123456', '2024-02-29 13:14:15+02', '23:59:58.5', '1 year 2 mons 3 days 04:05:06.5', '\xdeadbeef',
+			'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '{"b": 1, "a": 12345678901234567890}', '{"k": [1, 2]}',
+			'{1,2,3}', '{x,NULL}', 'happy', '10.1.2.3', repeat('é', 100))`,
+		`CREATE FUNCTION public.evil() RETURNS text LANGUAGE sql SECURITY DEFINER AS $$ SELECT password FROM secret.creds LIMIT 1 $$`,
+		`CREATE FUNCTION public.upper(text) RETURNS text LANGUAGE sql AS $$ SELECT 'shadowed' $$`,
+		`CREATE PROCEDURE public.wipe() LANGUAGE sql AS $$ DELETE FROM public.penguins $$`,
+		`ANALYZE`,
+		fmt.Sprintf(`GRANT USAGE ON SCHEMA public, secret TO %s`, reader),
+		fmt.Sprintf(`GRANT SELECT ON ALL TABLES IN SCHEMA public, secret TO %s`, reader),
+		// A role that may write two tables: the sandbox, not the grants,
+		// keeps it read-only.
+		fmt.Sprintf(`GRANT INSERT, UPDATE, DELETE, TRUNCATE ON public.penguins, public.big TO %s`, reader),
+	}
+	for _, s := range setup {
+		if _, err := c.Exec(ctx, s); err != nil {
+			return nil, fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS dblink"); err == nil {
+		f.dblink = true
+	}
+	return f, nil
+}
+
+var pgAllowed = []string{"public.penguins", "public.tips", "public.titanic", "public.alltypes", "public.big", "public.events", "public.penguin_species"}
+
+func openPg(t *testing.T, f *pgFixture, opts dbsource.Options) *dbsource.DB {
+	t.Helper()
+	db, err := dbsource.Open(dbsource.Source{Name: "warehouse", URL: f.reader, Tables: pgAllowed, AllUsers: true}, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+func TestPostgresQueries(t *testing.T) {
+	f := pgSetup(t)
+	ctx := context.Background()
+	db := openPg(t, f, dbsource.Options{})
+	if err := db.Check(ctx); err != nil {
+		t.Fatalf("Check of a read-only role: %v", err)
+	}
+	d, err := db.Dialect(ctx)
+	if err != nil || !strings.HasPrefix(d, "PostgreSQL ") {
+		t.Errorf("Dialect: got %q, %v", d, err)
+	}
+
+	t.Run("csv values", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT count(*) AS n, round(avg(body_mass_g)::numeric, 2) AS mass FROM penguins WHERE species = 'Gentoo';")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != "[[124 5076.02]]" {
+			t.Errorf("Gentoo count and mean mass: got %s, want [[124 5076.02]]", got)
+		}
+		if res.Columns[0].Type != "integer" || res.Columns[1].Type != "decimal" || res.Columns[1].SQLType != "numeric" {
+			t.Errorf("columns: got %+v", res.Columns)
+		}
+		res, err = db.Query(ctx, "SELECT day, sum(tip) AS tips FROM tips GROUP BY day ORDER BY tips DESC LIMIT 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != "[[Sat 260.4]]" {
+			t.Errorf("best tipping day: got %s", got)
+		}
+		res, err = db.Query(ctx, "SELECT sex, count(*) FILTER (WHERE survived = 1) AS survived, count(*) AS n FROM titanic GROUP BY sex ORDER BY sex")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != "[[female 233 314] [male 109 577]]" {
+			t.Errorf("titanic survivors by sex: got %s", got)
+		}
+	})
+
+	t.Run("value shapes", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT * FROM alltypes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.Rows[0])
+		got := string(b)
+		for _, want := range []string{
+			`-2,4,8,"9007199254740993","12345.6789","NaN",1.5,0.1,"NaN","-Infinity",true,"héllo","abc","2024-02-29","infinity"`,
+			`"2024-02-29T13:14:15.123456","2024-02-29T11:14:15Z","23:59:58.5","P1Y2M3DT4H5M6.5S","3q2+7w=="`,
+			`"a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11","{\"b\": 1, \"a\": 12345678901234567890}","{\"k\": [1, 2]}",[1,2,3],["x",null],"happy","10.1.2.3"`,
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("row %s\ndoes not hold %s", got, want)
+			}
+		}
+		types := map[string]string{}
+		for _, c := range res.Columns {
+			types[c.Name] = c.Type
+		}
+		for col, want := range map[string]string{"i8": "integer", "n": "decimal", "f4": "float", "b": "boolean", "t": "text",
+			"d": "date", "ts": "timestamp", "tstz": "timestamp", "tm": "time", "iv": "interval", "by": "blob", "u": "uuid",
+			"ai": "list", "m": "text", "j": "text"} {
+			if types[col] != want {
+				t.Errorf("column %s: got type %q, want %q", col, types[col], want)
+			}
+		}
+	})
+
+	t.Run("long values are cut", func(t *testing.T) {
+		small := openPg(t, f, dbsource.Options{MaxCellBytes: 10})
+		res, err := small.Query(ctx, "SELECT long FROM alltypes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := res.Rows[0][0].(string); s != "ééééé…" || !res.Truncated {
+			t.Errorf("got %q truncated=%v, want 5 é and … , truncated", s, res.Truncated)
+		}
+	})
+
+	t.Run("row cap", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT * FROM big ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RowCount != 1000 || !res.Truncated || res.Rows[999][0] != int64(1000) {
+			t.Errorf("got %d rows, truncated=%v, want 1000 and truncated", res.RowCount, res.Truncated)
+		}
+		res, err = db.Query(ctx, "SELECT * FROM big LIMIT 1000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RowCount != 1000 || res.Truncated {
+			t.Errorf("exactly 1000 rows: got %d, truncated=%v", res.RowCount, res.Truncated)
+		}
+		res, err = db.Query(ctx, "VALUES (1, 'a'), (2, 'b')")
+		if err != nil || res.RowCount != 2 {
+			t.Errorf("VALUES: %v, %v", res, err)
+		}
+		res, err = db.Query(ctx, "SELECT 1 AS a, 2 AS a -- two columns of one name, and a comment")
+		if err != nil || len(res.Columns) != 2 {
+			t.Errorf("duplicate names: %v, %v", res, err)
+		}
+	})
+
+	t.Run("partitions, views and sleeps within the timeout", func(t *testing.T) {
+		res, err := db.Query(ctx, "SELECT what FROM events WHERE at > '2024-01-01'")
+		if err != nil || fmt.Sprint(res.Rows) != "[[b]]" {
+			t.Errorf("a partition of an allowed table: %v, %v", res, err)
+		}
+		res, err = db.Query(ctx, "SELECT count(*) FROM penguin_species")
+		if err != nil || fmt.Sprint(res.Rows) != "[[3]]" {
+			t.Errorf("a view over an allowed table: %v, %v", res, err)
+		}
+		if _, err := db.Query(ctx, "SELECT pg_sleep(0.01), upper(species) FROM penguins LIMIT 1"); err == nil {
+			t.Errorf("upper is shadowed by public.upper: want a refusal")
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		_, err := db.Query(ctx, "SELECT * FROM penguin")
+		wantKind(t, err, dbsource.KindUnknownTable, `relation "penguin" does not exist`, "public.penguins")
+		_, err = db.Query(ctx, "SELECT bill_len FROM penguins")
+		wantKind(t, err, dbsource.KindUnknownColumn, `column "bill_len" does not exist`)
+		_, err = db.Query(ctx, "SELEC 1")
+		wantKind(t, err, dbsource.KindSyntax, `syntax error at or near "SELEC"`, "at character 1")
+		_, err = db.Query(ctx, "SELECT FROM WHERE")
+		wantKind(t, err, dbsource.KindSyntax, "syntax error")
+		_, err = db.Query(ctx, "SELECT species + 1 FROM penguins")
+		wantKind(t, err, dbsource.KindTypeMismatch, "operator does not exist")
+		_, err = db.Query(ctx, "SELECT 'x'::int")
+		wantKind(t, err, dbsource.KindTypeMismatch, "invalid input syntax")
+		// A pool of one: the hints never wait for a second connection.
+		one := openPg(t, f, dbsource.Options{MaxConns: 1})
+		_, err = one.Query(ctx, "SELECT * FROM secret.creds")
+		wantKind(t, err, dbsource.KindRefused, "secret.creds")
+		_, err = one.Query(ctx, "SELECT * FROM nowhere")
+		wantKind(t, err, dbsource.KindUnknownTable, "nowhere")
+	})
+
+	t.Run("estimate", func(t *testing.T) {
+		n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
+		if err != nil || n != 344 {
+			t.Errorf("EstimateRows: got %d, %v, want 344", n, err)
+		}
+		_, err = db.EstimateRows(ctx, "SELECT * FROM secret.creds")
+		wantKind(t, err, dbsource.KindRefused, "secret.creds")
+	})
+
+	t.Run("catalog", func(t *testing.T) {
+		tables, err := db.Catalog(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tb := range tables {
+			names = append(names, tb.Schema+"."+tb.Name)
+		}
+		if got := strings.Join(names, ","); got != "public.alltypes,public.big,public.events,public.penguin_species,public.penguins,public.tips,public.titanic" {
+			t.Errorf("tables: got %s", got)
+		}
+		for _, tb := range tables {
+			if tb.Name == "penguins" {
+				if tb.Rows == nil || *tb.Rows != 344 {
+					t.Errorf("penguins row estimate: got %v", tb.Rows)
+				}
+				c := tb.Columns[0]
+				if c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
+					t.Errorf("penguins.species: got %+v", c)
+				}
+			}
+			for _, c := range tb.Columns {
+				for _, s := range c.Samples {
+					if n := len([]rune(s)); n > 40 {
+						t.Errorf("%s.%s sample %q has %d characters", tb.Name, c.Name, s, n)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestPostgresAdversarial: each statement is refused with a clear error, and
+// the source answers the next query right.
+func TestPostgresAdversarial(t *testing.T) {
+	f := pgSetup(t)
+	ctx := context.Background()
+	db := openPg(t, f, dbsource.Options{Timeout: 300 * time.Millisecond, MaxConns: 2})
+	const refused = dbsource.KindRefused
+	cases := []struct {
+		name, sql, kind string
+		want            []string
+	}{
+		{"insert", "INSERT INTO penguins (species) VALUES ('x')", refused, []string{"writes"}},
+		{"update", "UPDATE penguins SET species = 'x'", refused, []string{"writes"}},
+		{"delete", "DELETE FROM penguins", refused, []string{"writes"}},
+		{"merge", "MERGE INTO penguins p USING tips t ON false WHEN NOT MATCHED THEN INSERT (species) VALUES ('x')", refused, []string{"writes"}},
+		{"upsert", "INSERT INTO big VALUES (1, 'x') ON CONFLICT DO NOTHING", refused, []string{"writes"}},
+		{"data-modifying with", "WITH d AS (DELETE FROM penguins RETURNING *) SELECT count(*) FROM d", refused, []string{"writes"}},
+		{"select into", "SELECT * INTO stolen FROM penguins", refused, []string{"only a query"}},
+		{"create table as", "CREATE TABLE stolen AS SELECT * FROM penguins", refused, []string{"only a query"}},
+		{"create", "CREATE TABLE x (a int)", refused, []string{"only a query"}},
+		{"drop", "DROP TABLE penguins", refused, []string{"only a query"}},
+		{"alter", "ALTER TABLE penguins ADD COLUMN x int", refused, []string{"only a query"}},
+		{"truncate", "TRUNCATE penguins", refused, []string{"only a query"}},
+		{"grant", "GRANT SELECT ON secret.creds TO PUBLIC", refused, []string{"only a query"}},
+		{"copy to program", "COPY penguins TO PROGRAM 'id'", refused, []string{"only a query"}},
+		{"copy to file", "COPY penguins TO '/tmp/stolen.csv'", refused, []string{"only a query"}},
+		{"copy from file", "COPY penguins FROM '/etc/passwd'", refused, []string{"only a query"}},
+		{"pg_read_file", "SELECT pg_read_file('/etc/passwd')", refused, []string{"pg_read_file"}},
+		{"pg_read_file in a where", "SELECT species FROM penguins WHERE species = pg_catalog.pg_read_file('/etc/hostname')", refused, []string{"pg_read_file"}},
+		{"pg_ls_dir", "SELECT * FROM pg_ls_dir('.')", refused, []string{"pg_ls_dir"}},
+		{"lo_import", "SELECT lo_import('/etc/passwd')", refused, []string{"lo_import"}},
+		{"lo_export", "SELECT lo_export(1, '/tmp/x')", refused, []string{"lo_export"}},
+		{"dblink", "SELECT * FROM dblink('host=127.0.0.1 dbname=postgres', 'SELECT 1') AS t(a int)", "", nil},
+		{"query_to_xml", "SELECT query_to_xml('SELECT * FROM secret.creds', true, true, '')", refused, []string{"runs SQL given as text"}},
+		{"set_config", "SELECT set_config('statement_timeout', '0', false)", refused, []string{"settings"}},
+		{"current_setting", "SELECT current_setting('data_directory')", refused, []string{"settings"}},
+		{"terminate backend", "SELECT pg_terminate_backend(pg_backend_pid())", refused, []string{"signals"}},
+		{"advisory lock", "SELECT pg_advisory_lock(1)", refused, []string{"advisory"}},
+		{"nextval", "SELECT nextval('x')", "", nil},
+		{"security definer function", "SELECT public.evil()", refused, []string{"evil", "built-in"}},
+		{"shadowing function", "SELECT upper(species) FROM penguins", refused, []string{"upper", "schema public"}},
+		{"procedure", "CALL public.wipe()", refused, []string{"only a query"}},
+		{"do block", "DO $$ BEGIN DELETE FROM penguins; END $$", refused, []string{"only a query"}},
+		{"pg_sleep past the timeout", "SELECT pg_sleep(5)", dbsource.KindTimeout, []string{"statement timeout"}},
+		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", dbsource.KindTimeout, []string{"statement timeout"}},
+		{"two statements", "SELECT 1; DROP TABLE penguins", refused, []string{"one statement"}},
+		{"commit then delete", "COMMIT; DELETE FROM penguins", refused, []string{"one statement"}},
+		{"commit", "COMMIT", refused, []string{"only a query"}},
+		{"read write", "SET TRANSACTION READ WRITE", refused, []string{"only a query"}},
+		{"set role", "SET ROLE postgres", refused, []string{"only a query"}},
+		{"set session authorization", "SET SESSION AUTHORIZATION postgres", refused, []string{"only a query"}},
+		{"reset", "RESET ALL", refused, []string{"only a query"}},
+		{"prepare", "PREPARE p AS DELETE FROM penguins", refused, []string{"only a query"}},
+		{"execute", "EXECUTE p", "", nil},
+		{"listen", "LISTEN x", refused, []string{"only a query"}},
+		{"vacuum", "VACUUM penguins", refused, []string{"only a query"}},
+		{"other schema", "SELECT * FROM secret.creds", refused, []string{"secret.creds", "not one of the source's allowed tables"}},
+		{"disallowed table", "SELECT * FROM hidden", refused, []string{"public.hidden"}},
+		{"view over a disallowed table", "SELECT * FROM leaky", refused, []string{"secret.creds"}},
+		{"subquery", "SELECT species FROM penguins WHERE EXISTS (SELECT 1 FROM secret.creds)", refused, []string{"secret.creds"}},
+		{"scalar subquery", "SELECT (SELECT password FROM secret.creds LIMIT 1)", refused, []string{"secret.creds"}},
+		{"cte", "WITH c AS (SELECT * FROM secret.creds) SELECT * FROM c", refused, []string{"secret.creds"}},
+		{"join", "SELECT p.species, c.password FROM penguins p JOIN secret.creds c ON true", refused, []string{"secret.creds"}},
+		{"union", "SELECT species FROM penguins UNION ALL SELECT password FROM secret.creds", refused, []string{"secret.creds"}},
+		{"lateral", "SELECT * FROM penguins p, LATERAL (SELECT password FROM secret.creds) c", refused, []string{"secret.creds"}},
+		{"table command", "TABLE secret.creds", refused, []string{"secret.creds"}},
+		{"pg_authid", "SELECT rolname, rolpassword FROM pg_authid", refused, []string{"permission denied"}},
+		{"pg_catalog", "SELECT rolname FROM pg_roles", refused, []string{"catalog"}},
+		{"pg_stats leaks values", "SELECT most_common_vals FROM pg_stats", refused, []string{"catalog"}},
+		{"information_schema", "SELECT table_name FROM information_schema.tables", refused, []string{"catalog"}},
+		{"pg_stat_activity", "SELECT query FROM pg_stat_activity", refused, []string{"not allowed"}},
+		{"for update", "SELECT * FROM penguins FOR UPDATE", refused, []string{"locking"}},
+		{"for share", "SELECT * FROM penguins FOR SHARE", refused, []string{"locking"}},
+		{"for update in a subquery", "SELECT * FROM (SELECT * FROM penguins FOR UPDATE) p", refused, []string{"locking"}},
+		{"for no key update skip locked", "SELECT * FROM penguins FOR NO KEY UPDATE SKIP LOCKED", refused, []string{"locking"}},
+		{"lock table", "LOCK TABLE penguins", refused, []string{"only a query"}},
+		{"explain analyze", "EXPLAIN ANALYZE DELETE FROM penguins", refused, []string{"only a query"}},
+		{"declare cursor", "DECLARE c CURSOR FOR SELECT * FROM penguins", refused, []string{"only a query"}},
+		{"parenthesis injection", "SELECT 1) AS x, secret.creds AS y; --", "", nil},
+		{"comment hiding a statement", "SELECT 1 /* ; */ ; DELETE FROM penguins", refused, []string{"one statement"}},
+		{"notify", "SELECT pg_notify('x', 'y')", refused, []string{"pg_notify"}},
+		{"xml by table", "SELECT table_to_xml('secret.creds', true, true, '')", refused, []string{"runs SQL"}},
+		{"ts_stat", "SELECT * FROM ts_stat('SELECT to_tsvector(password) FROM secret.creds')", refused, []string{"ts_stat"}},
+		{"parameter", "SELECT $1", dbsource.KindSyntax, []string{"parameters"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := db.Query(ctx, c.sql)
+			if err == nil {
+				t.Fatalf("%s: ran, want refused", c.sql)
+			}
+			if c.kind != "" {
+				wantKind(t, err, c.kind, c.want...)
+			} else {
+				var qe *dbsource.QueryError
+				if !asQueryError(err, &qe) {
+					t.Fatalf("got %v, want a QueryError", err)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), f.password) {
+				t.Errorf("the error shows a secret: %v", err)
+			}
+			res, err := db.Query(ctx, "SELECT count(*) FROM penguins")
+			if err != nil || fmt.Sprint(res.Rows) != "[[344]]" {
+				t.Fatalf("the follow-up query: got %v, %v, want [[344]]", res, err)
+			}
+		})
+	}
+	if !f.dblink {
+		t.Log("the dblink extension is not installed here: its case checked that the call fails all the same")
+	}
+}
+
+func TestPostgresRoles(t *testing.T) {
+	f := pgSetup(t)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, f.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	s := f.suffix + "_" + randomSuffix()[:4] // each run its own roles
+	roles := []string{"dcsrc_super_" + s, "dcsrc_files_" + s, "dcsrc_creator_" + s, "dcsrc_inherits_" + s, "dcsrc_admins_" + s, "dcsrc_folds_" + s}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c, err := pgx.Connect(ctx, f.admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		c.Exec(ctx, "DROP SCHEMA IF EXISTS trap_"+s+" CASCADE")
+		for _, r := range roles {
+			c.Exec(ctx, "DROP ROLE IF EXISTS "+r)
+		}
+	})
+	for _, q := range []string{
+		fmt.Sprintf("CREATE ROLE dcsrc_super_%s LOGIN SUPERUSER PASSWORD '%s'", s, f.password),
+		fmt.Sprintf("CREATE ROLE dcsrc_files_%s LOGIN PASSWORD '%s' IN ROLE pg_read_server_files", s, f.password),
+		fmt.Sprintf("CREATE ROLE dcsrc_creator_%s LOGIN CREATEROLE PASSWORD '%s'", s, f.password),
+		fmt.Sprintf("CREATE ROLE dcsrc_admins_%s NOLOGIN IN ROLE pg_execute_server_program", s),
+		fmt.Sprintf("CREATE ROLE dcsrc_inherits_%s LOGIN PASSWORD '%s' IN ROLE dcsrc_admins_%s", s, f.password, s),
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	u, _ := url.Parse(f.admin)
+	for _, q := range []string{
+		`CREATE SCHEMA trap_` + s,
+		`CREATE FUNCTION trap_` + s + `.secret() RETURNS text IMMUTABLE LANGUAGE sql AS $$ SELECT password FROM secret.creds LIMIT 1 $$`,
+		`REVOKE EXECUTE ON FUNCTION trap_` + s + `.secret() FROM PUBLIC`,
+		fmt.Sprintf("CREATE ROLE dcsrc_folds_%s LOGIN PASSWORD '%s'", s, f.password),
+		fmt.Sprintf("GRANT USAGE ON SCHEMA trap_%s TO dcsrc_folds_%s", s, s),
+		fmt.Sprintf("GRANT EXECUTE ON FUNCTION trap_%s.secret() TO dcsrc_folds_%s", s, s),
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, tc := range []struct{ role, privilege string }{
+		{"dcsrc_folds_" + s, "IMMUTABLE function trap_" + s + ".secret"},
+		{"dcsrc_super_" + s, "SUPERUSER"},
+		{"dcsrc_files_" + s, "pg_read_server_files"},
+		{"dcsrc_creator_" + s, "CREATEROLE"},
+		{"dcsrc_inherits_" + s, "pg_execute_server_program"},
+	} {
+		t.Run(tc.privilege, func(t *testing.T) {
+			db, err := dbsource.Open(dbsource.Source{Name: "bad", URL: withDB(f.admin, strings.TrimPrefix(u.Path, "/"), tc.role, f.password), AllUsers: true}, dbsource.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			wantRole(t, db.Check(ctx), tc.privilege)
+			_, err = db.Query(ctx, "SELECT 1")
+			wantRole(t, err, tc.privilege) // and on every connect
+		})
+	}
+}
