@@ -108,6 +108,18 @@ async function step(name, fn) {
 const byTestId = (id) => page.getByTestId(id);
 const lastAssistant = () => byTestId('message-assistant').last();
 
+/**
+ * answerShapes describes every answer on the page as the reader sees it: its
+ * parts in order (Markdown text, or a tool card with its SQL or arguments).
+ */
+async function answerShapes() {
+  return byTestId('message-assistant').evaluateAll((els) => els.map((el) => [...el.querySelectorAll('.parts > *')].map((p) => {
+    if (p.classList.contains('md')) return `text: ${p.textContent.replace(/\s+/g, ' ').trim()}`;
+    const sql = p.querySelector('pre.sql');
+    return `card ${p.className.split(' ').filter((c) => c.endsWith('-card')).join(' ')}: ${(sql ? sql.textContent : p.querySelector('summary')?.textContent || '').replace(/\s+/g, ' ').trim()}`;
+  }).filter((s) => s !== 'text: ')));
+}
+
 async function waitTurnEnd() {
   await byTestId('send-button').waitFor({ state: 'visible', timeout: TIMEOUT });
   await page.waitForFunction(() => !document.body.classList.contains('streaming'), null, { timeout: TIMEOUT });
@@ -369,13 +381,19 @@ async function main() {
     });
   }
 
-  await step('reloading the page reopens the conversation intact', async () => {
+  await step('reloading the page reopens the conversation intact, each answer as it streamed', async () => {
     const users = await byTestId('message-user').count();
     const answers = await byTestId('message-assistant').count();
     const title = await page.locator('#conv-title').textContent();
+    const live = await answerShapes();
     await page.reload({ waitUntil: 'domcontentloaded' });
     await byTestId('message-user').nth(users - 1).waitFor();
     await page.waitForFunction(() => !document.querySelector('.loading'), null, { timeout: TIMEOUT });
+    const reloaded = await answerShapes();
+    for (let i = 0; i < Math.max(live.length, reloaded.length); i++) {
+      expect(JSON.stringify(live[i]) === JSON.stringify(reloaded[i]),
+        `answer ${i + 1} reads differently after a reload:\n  live:     ${JSON.stringify(live[i])}\n  reloaded: ${JSON.stringify(reloaded[i])}`);
+    }
     expect(await byTestId('message-user').count() === users, `after reload ${await byTestId('message-user').count()} user messages, want ${users}`);
     expect(await byTestId('message-assistant').count() === answers, `after reload ${await byTestId('message-assistant').count()} answers, want ${answers}`);
     expect(await byTestId('sql-card').count() >= Math.min(1, sqlCards), 'the SQL cards were not rebuilt');

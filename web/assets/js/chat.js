@@ -187,14 +187,37 @@ export class AssistantView {
     // Stored with the answer since the server kept them; older answers fall
     // back to what their search_documents calls returned.
     if (Array.isArray(msg.sources)) v.sources = msg.sources;
-    for (const tc of msg.tool_calls || []) {
+    const calls = msg.tool_calls || [];
+    const addCard = (tc) => {
       if (tc.tool === 'search_documents') for (const [n, s] of parseSourcesText(tc.result)) v.sourceMap.set(n, s);
       const card = createToolCard(tc.tool, tc.args, ctx);
       card.setStored(tc);
+      v.cards.set(tc.call_id, card);
       v.parts.push({ kind: 'card', card });
       v.partsEl.append(card.el);
+    };
+    if (Array.isArray(msg.parts) && msg.parts.length) {
+      // The answer's text and tool calls in the order they streamed.
+      const byCall = new Map(calls.map((tc) => [tc.call_id, tc]));
+      for (const part of msg.parts) {
+        if (part.type === 'text') {
+          const md = { kind: 'md', text: part.text || '', el: h('div.md') };
+          v.parts.push(md);
+          v.partsEl.append(md.el);
+        } else if (part.type === 'tool_call') {
+          const tc = byCall.get(part.call_id);
+          if (tc) {
+            addCard(tc);
+            byCall.delete(part.call_id);
+          }
+        }
+      }
+      for (const tc of byCall.values()) addCard(tc); // a round stored without its part
+    } else {
+      // Answers stored before their parts were: cards, then the text.
+      for (const tc of calls) addCard(tc);
+      if (msg.content) v.lastMD().text = msg.content;
     }
-    if (msg.content) v.lastMD().text = msg.content;
     v.renderText();
     const status = msg.status || 'complete';
     if (status === 'awaiting_confirmation') v.awaiting();

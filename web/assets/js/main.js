@@ -544,8 +544,11 @@ function onSocketState(s, info) {
   if (s === 'open') {
     setConn('');
     if (info && info.reopened) {
-      // The server ends a streaming turn when its socket drops: show what it stored.
-      if (state.streaming || state.stopping) {
+      // The server ends a streaming turn when its socket drops: show what it
+      // stored — unless the turn is one the user started while the socket
+      // was down (its chat_send goes now): its question stays, and its
+      // answer streams into the view already there.
+      if ((state.streaming || state.stopping) && !info.queued) {
         setStreaming(false);
         state.turn = null;
         reloadHistory();

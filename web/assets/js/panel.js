@@ -4,7 +4,7 @@
 import { h, icon, clear, append, formatBytes, formatCount } from './dom.js';
 import { listOf } from './api.js';
 
-const DATASET_EXT = /\.(csv|tsv|parquet|pq)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
+const DATASET_EXT = /\.(csv|tsv|parquet|pq|json|jsonl|ndjson)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
 const DOCUMENT_EXT = /\.(pdf|docx|md|markdown|html?|txt|text)$/i;
 
 /** kindOfFile routes a dropped file: 'dataset', 'document' or null. */

@@ -35,7 +35,8 @@ export class ChatSocket {
    * @param {string} o.url
    * @param {string[]} [o.protocols] WebSocket subprotocols (the key, see socketProtocols)
    * @param {(type: string, data: any) => void} o.onEvent
-   * @param {(state: 'connecting'|'open'|'reconnecting'|'closed', info?: {attempt: number, delay: number, reopened: boolean}) => void} o.onState
+   * @param {(state: 'connecting'|'open'|'reconnecting'|'closed', info?: {attempt: number, delay: number, reopened: boolean, queued?: number}) => void} o.onState
+   *   on 'open', queued counts the messages sent while it was down, which it sends now
    * @param {(failures: number) => void} [o.onFailing] called after repeated failed connects (to check the key)
    */
   constructor({ url, protocols, onEvent, onState, onFailing }) {
@@ -73,8 +74,8 @@ export class ChatSocket {
       this.everOpened = true;
       this.attempt = 0;
       this.failures = 0;
-      this.onState('open', { attempt: 0, delay: 0, reopened });
       const q = this.queue.splice(0);
+      this.onState('open', { attempt: 0, delay: 0, reopened, queued: q.length });
       for (const m of q) ws.send(m);
     };
     ws.onmessage = (e) => {

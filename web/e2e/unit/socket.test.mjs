@@ -37,3 +37,44 @@ test('listOf accepts arrays and wrapped lists', () => {
   assert.deepEqual(listOf({ datasets: [2] }, 'datasets'), [2]);
   assert.deepEqual(listOf(null, 'datasets'), []);
 });
+
+test('kindOfFile routes JSON datasets', () => {
+  assert.equal(kindOfFile('events.jsonl'), 'dataset');
+  assert.equal(kindOfFile('penguins.json'), 'dataset');
+  assert.equal(kindOfFile('log.ndjson.gz'), 'dataset');
+});
+
+test('a message sent while the socket is down is sent on reconnect, and the reopen says so', async () => {
+  const { ChatSocket } = await import('../../assets/js/socket.js');
+  const sockets = [];
+  class FakeWS {
+    constructor(url, protocols) { this.url = url; this.protocols = protocols; this.sent = []; this.readyState = 0; sockets.push(this); }
+    send(m) { this.sent.push(m); }
+    close() { this.readyState = 3; if (this.onclose) this.onclose({ code: 1006 }); }
+    open() { this.readyState = 1; this.onopen(); }
+  }
+  const saved = globalThis.WebSocket;
+  globalThis.WebSocket = FakeWS;
+  FakeWS.OPEN = 1;
+  try {
+    const states = [];
+    const s = new ChatSocket({ url: 'ws://h/ws', onEvent: () => {}, onState: (st, info) => states.push([st, info]) });
+    s.connect();
+    sockets[0].open();
+    assert.equal(states.at(-1)[1].queued, 0);
+    // The connection drops; the user sends before it is back.
+    sockets[0].readyState = 3;
+    s.ws = null;
+    s.send('chat_send', { content: 'hello' }); // queued; it reconnects at once
+    assert.equal(sockets.length, 2);
+    sockets[1].open();
+    const [st, info] = states.at(-1);
+    assert.equal(st, 'open');
+    assert.equal(info.reopened, true);
+    assert.equal(info.queued, 1);
+    assert.deepEqual(sockets[1].sent.map((m) => JSON.parse(m)), [{ type: 'chat_send', data: { content: 'hello' } }]);
+    s.close();
+  } finally {
+    globalThis.WebSocket = saved;
+  }
+});
