@@ -295,6 +295,10 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 	}
 	var req struct {
 		Query string `json:"query"`
+		// Keep stores the query and its result in the conversation, as the
+		// page's SQL console does: shown again when it is reopened, and
+		// given to the model as the user's own message.
+		Keep bool `json:"keep"`
 	}
 	if err := decodeJSON(w, r, &req); err != nil {
 		s.error(w, r, err)
@@ -302,6 +306,19 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.TrimSpace(req.Query) == "" {
 		s.error(w, r, datachat.Errorf(datachat.EINVALID, "Send {\"query\": \"SELECT …\"}."))
+		return
+	}
+	if req.Keep {
+		res, m, err := s.Workspace.QueryKept(r.Context(), conv.ID, req.Query)
+		if err != nil {
+			s.error(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, struct {
+			*datachat.QueryResult
+			Error   string            `json:"error,omitempty"`
+			Message *datachat.Message `json:"message"`
+		}{res, m.ToolCalls[0].Error, m})
 		return
 	}
 	res, err := s.Workspace.Query(r.Context(), conv.ID, req.Query)

@@ -6,6 +6,7 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -204,6 +205,52 @@ func (w *Workspace) Query(ctx context.Context, conversationID, sql string) (*dat
 	}
 	r, err := w.Engine.Query(ctx, conversationID, ts, sql)
 	return r, queryError(err)
+}
+
+// QueryKept runs SQL the user typed and keeps it in the conversation: a user
+// message whose tool call holds the query and its result (or its error),
+// shown again when the conversation is reopened, and whose text tells the
+// model what the user ran and saw. A query that fails is kept too, with its
+// error (then res is nil). ECONFLICT while an answer is being written in the
+// conversation.
+func (w *Workspace) QueryKept(ctx context.Context, conversationID, sql string) (res *datachat.QueryResult, m *datachat.Message, err error) {
+	recent, err := w.Store.RecentMessages(ctx, conversationID, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(recent) == 1 && (recent[0].Status == datachat.StatusStreaming || recent[0].Status == datachat.StatusAwaitingConfirmation) {
+		return nil, nil, datachat.Errorf(datachat.ECONFLICT, "An answer is being written in this conversation; run the query once it ends.")
+	}
+	started := time.Now()
+	res, qerr := w.Query(ctx, conversationID, sql)
+	if qerr != nil && datachat.ErrorCode(qerr) != datachat.EINVALID {
+		return nil, nil, qerr // not the query's fault: nothing to keep
+	}
+	args, _ := json.Marshal(map[string]string{"query": sql})
+	tc := datachat.ToolCall{
+		CallID: "user-" + uuid.NewString(), Seq: 1, Tool: chat.ToolExecuteSQL, Args: args,
+		OK: qerr == nil, StartedAt: started, DurationMS: time.Since(started).Milliseconds(),
+	}
+	var text strings.Builder
+	fmt.Fprintf(&text, "I ran this SQL query myself:\n```sql\n%s\n```\n", strings.TrimSpace(sql))
+	if qerr != nil {
+		tc.Error = datachat.ErrorMessage(qerr)
+		tc.Result = "Error: " + tc.Error
+		fmt.Fprintf(&text, "It failed: %s", tc.Error)
+	} else {
+		tc.Result = chat.ResultText(res)
+		fmt.Fprintf(&text, "It returned:\n%s", tc.Result)
+	}
+	m = &datachat.Message{ConversationID: conversationID, Role: datachat.RoleUser, Content: text.String(), Status: datachat.StatusComplete}
+	if err := w.Store.CreateMessage(ctx, m); err != nil {
+		return nil, nil, err
+	}
+	tc.MessageID = m.ID
+	if err := w.Store.CreateToolCall(ctx, &tc); err != nil {
+		return nil, nil, err
+	}
+	m.ToolCalls = []datachat.ToolCall{tc}
+	return res, m, nil
 }
 
 // EstimateRows asks DuckDB's planner how many rows sql would return.

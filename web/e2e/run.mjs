@@ -278,10 +278,10 @@ async function main() {
 
   await step('one click draws a chart of the result', async () => {
     const card = lastAssistant().locator('[data-testid="sql-card"][data-state="ok"]').last();
-    const btn = card.getByTestId('chart');
+    const btn = card.getByTestId('chart-button');
     await btn.waitFor();
     await btn.click();
-    const canvas = card.locator('[data-testid="chart-view"] canvas');
+    const canvas = card.locator('[data-testid="chart"] canvas');
     await canvas.waitFor();
     await page.waitForFunction((el) => {
       if (!el || !el.width || !el.height) return false;
@@ -381,6 +381,23 @@ async function main() {
     });
   }
 
+  await step('SQL typed in the composer runs without the model, as a card with its table, and stays in the conversation', async () => {
+    const before = await byTestId('sql-card').count();
+    await byTestId('sql-mode').click();
+    expect(await byTestId('sql-mode').getAttribute('aria-pressed') === 'true', 'the SQL switch did not turn on');
+    await byTestId('chat-input').fill(`SELECT count(*) AS n FROM ${table}`);
+    await byTestId('send-button').click();
+    const card = byTestId('message-user').last().locator('[data-testid="sql-card"][data-state="ok"]');
+    await card.waitFor();
+    const cell = await card.getByTestId('result-table').locator('tbody td').first().textContent();
+    expect(/^\d[\d,]*$/.test(cell.trim()), `the count cell says ${JSON.stringify(cell)}`);
+    expect(await byTestId('sql-card').count() === before + 1, 'no new SQL card');
+    expect(await card.getByTestId('chart-button').count() + await card.getByRole('button', { name: 'CSV' }).count() >= 1, 'the card has no chart or CSV control');
+    await byTestId('sql-mode').click();
+    expect(await byTestId('sql-mode').getAttribute('aria-pressed') === 'false', 'the SQL switch did not turn off');
+    await shot('07b-user-sql');
+  });
+
   await step('reloading the page reopens the conversation intact, each answer as it streamed', async () => {
     const users = await byTestId('message-user').count();
     const answers = await byTestId('message-assistant').count();
@@ -401,6 +418,8 @@ async function main() {
     expect(await byTestId('confirm-dialog').isHidden(), 'a resolved confirmation is shown again');
     const statuses = await byTestId('message-assistant').evaluateAll((els) => els.map((e) => e.dataset.status));
     expect(statuses.includes('cancelled'), `the stopped answer is not marked cancelled after reload (${statuses})`);
+    expect(await byTestId('message-user').last().locator('[data-testid="sql-card"][data-state="ok"]').count() === 1,
+      'after a reload the SQL the user ran is not shown with its result');
     await byTestId('dataset-item').first().waitFor();
     expect(await page.locator('#message-list').locator('img, script, iframe').count() === 0, 'stored messages created img/script/iframe elements');
     if (EXTRAS) {

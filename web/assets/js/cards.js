@@ -163,7 +163,7 @@ export class ResultView {
     if (result.truncated) meta.push('more rows exist (result cut)');
 
     this.chartBtn = this.spec
-      ? h('button.btn.small.ghost', { type: 'button', testid: 'chart', 'aria-pressed': 'false', title: this.spec.kind === 'line' ? 'Line chart over time' : 'Bar chart', onclick: () => this.toggleChart() }, icon('chart', 15), 'Chart')
+      ? h('button.btn.small.ghost', { type: 'button', testid: 'chart-button', 'aria-pressed': 'false', title: this.spec.kind === 'line' ? 'Line chart over time' : 'Bar chart', onclick: () => this.toggleChart() }, icon('chart', 15), 'Chart')
       : null;
     const csvBtn = h('button.btn.small.ghost', { type: 'button', title: 'Download as CSV', onclick: () => downloadText(toCSV(this.columns, this.sorted), csvFileName(this.query)) }, icon('download', 15), 'CSV');
     this.chartWrap = h('div.chart-wrap', { hidden: true });
@@ -247,7 +247,7 @@ export class ResultView {
     const canvas = h('canvas', { role: 'img', 'aria-label': spec.title });
     append(this.chartWrap, [
       h('div.chart-head', null, h('span.chart-title', null, spec.title), h('span.spacer'), kinds),
-      h('div.chart-view', { testid: 'chart-view', dataset: { kind: spec.kind } }, canvas),
+      h('div.chart-view', { testid: 'chart', dataset: { kind: spec.kind } }, canvas),
       spec.note ? h('p.result-note', null, spec.note) : null]);
     if (this.chart) this.chart.destroy();
     try {

@@ -18,6 +18,19 @@ export function userMessage(text) {
   return h('article.msg.user', { testid: 'message-user' }, h('div.bubble', null, text));
 }
 
+/**
+ * userSQL is SQL the user ran from the composer: the same card an answer's
+ * query gets (table, chart, CSV), on the user's side. tc, when given, is the
+ * stored tool call of a reopened conversation.
+ */
+export function userSQL(query, tc) {
+  const card = createToolCard('execute_sql', { query });
+  if (tc) card.setStored(tc);
+  const el = h('article.msg.user.user-sql', { testid: 'message-user' },
+    h('div.user-sql-label', null, 'You ran'), card.el);
+  return { el, card };
+}
+
 /** errorBlock shows a chat_error: message, reason and suggested action. */
 export function errorBlock(ev) {
   return h('div.chat-error', { testid: 'chat-error', role: 'alert' },

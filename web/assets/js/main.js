@@ -4,7 +4,7 @@
 import { Api, ApiError, listOf } from './api.js';
 import { ChatSocket, socketURL, socketProtocols } from './socket.js';
 import { h, icon, clear } from './dom.js';
-import { AssistantView, userMessage, errorBlock } from './chat.js';
+import { AssistantView, userMessage, userSQL, errorBlock } from './chat.js';
 import { DataPanel } from './panel.js';
 import { ConfirmDialog } from './confirm.js';
 import { sourceLabel } from './cards.js';
@@ -141,6 +141,7 @@ function wireShell() {
     e.preventDefault();
     send();
   });
+  $('sql-mode').addEventListener('click', () => setSQLMode(!state.sqlMode));
   const input = $('chat-input');
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && !e.altKey && !e.ctrlKey && !e.metaKey) {
@@ -462,7 +463,14 @@ function renderHistory(detail) {
   $('empty').hidden = messages.length > 0;
   let last = null;
   for (const m of messages) {
-    if (m.role === 'user') list.append(userMessage(m.content));
+    const ran = m.role === 'user' && (m.tool_calls || []).find((tc) => tc.tool === 'execute_sql');
+    if (ran) {
+      let query = '';
+      try {
+        query = (typeof ran.args === 'string' ? JSON.parse(ran.args) : ran.args).query || '';
+      } catch { /* keep it empty */ }
+      list.append(userSQL(query, ran).el);
+    } else if (m.role === 'user') list.append(userMessage(m.content));
     else if (m.role === 'assistant') {
       last = AssistantView.fromStored(m, viewContext());
       list.append(last.el);
@@ -652,10 +660,55 @@ function setStreaming(on) {
   $('stop-button').disabled = false;
 }
 
+/** setSQLMode switches the composer between questions and the user's own SQL. */
+function setSQLMode(on) {
+  state.sqlMode = on;
+  document.body.classList.toggle('sql-mode', on);
+  $('sql-mode').setAttribute('aria-pressed', String(on));
+  $('chat-input').placeholder = on ? 'SELECT … — runs over this conversation’s datasets' : 'Ask a question about your data…';
+  $('chat-input').setAttribute('aria-label', on ? 'SQL query' : 'Message');
+  $('send-button').querySelector('span').textContent = on ? 'Run' : 'Send';
+  $('chat-input').focus();
+}
+
+/** runSQL runs the user's own query and keeps it in the conversation. */
+async function runSQL(text) {
+  let conv = state.current;
+  if (!conv) {
+    try {
+      conv = await newConversation(titleFrom(text));
+    } catch {
+      return;
+    }
+  }
+  const input = $('chat-input');
+  input.value = '';
+  autoGrow();
+  $('empty').hidden = true;
+  const { el, card } = userSQL(text);
+  $('message-list').append(el);
+  state.messageCount++;
+  scrollToBottom(true);
+  try {
+    const res = await state.api.post(`/api/conversations/${encodeURIComponent(conv.id)}/sql`, { query: text, keep: true });
+    card.setResult({ ok: !res.error, error: res.error, columns: res.columns, rows: res.rows, row_count: res.row_count, truncated: res.truncated, elapsed_ms: res.elapsed_ms });
+    touchCurrent();
+  } catch (err) {
+    // Not kept (a turn is running, a limit was hit, the server is down): say so.
+    card.setResult({ ok: false, error: err.message || 'The query could not be run.' });
+    el.classList.add('not-kept');
+  }
+  if (isNearBottom()) scrollToBottom();
+}
+
 async function send() {
   const input = $('chat-input');
   const text = input.value.trim();
   if (!text || state.streaming) return;
+  if (state.sqlMode) {
+    await runSQL(text);
+    return;
+  }
   if (state.current && !state.socket) {
     toast('Still opening the conversation…', 'warn');
     return;
