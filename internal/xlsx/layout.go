@@ -384,22 +384,27 @@ func cutName(s string) string {
 }
 
 // uniqueNames gives empty names column1, column2… (by position, from 1) and
-// repeated names _2, _3….
+// repeated names _2, _3… (compared as DuckDB does, ignoring case). A name
+// from the header keeps it over a made-up one.
 func uniqueNames(names []string) []string {
 	out := make([]string, len(names))
 	used := map[string]bool{}
+	header := map[string]bool{}
 	for _, n := range names {
-		if n != "" {
-			used[strings.ToLower(n)] = false
-		}
+		header[strings.ToLower(n)] = true
 	}
 	for i, n := range names {
-		if n == "" {
+		made := n == ""
+		if made {
 			n = fmt.Sprintf("column%d", i+1)
 		}
-		base, cand := n, n
-		for k := 2; used[strings.ToLower(cand)]; k++ {
-			cand = fmt.Sprintf("%s_%d", base, k)
+		taken := func(s string) bool {
+			s = strings.ToLower(s)
+			return used[s] || (made && header[s]) || (s != strings.ToLower(n) && header[s])
+		}
+		cand := n
+		for k := 2; taken(cand); k++ {
+			cand = fmt.Sprintf("%s_%d", n, k)
 		}
 		used[strings.ToLower(cand)] = true
 		out[i] = cand

@@ -112,7 +112,7 @@ func classifyCode(code string) fmtClass {
 // year, not only a time: y, d, or an m that is not minutes (minutes follow
 // h or precede s).
 func hasDatePart(code string) bool {
-	code = stripLiterals(code)
+	code = strings.NewReplacer("am/pm", "", "a/p", "").Replace(stripLiterals(code))
 	if strings.ContainsAny(code, "yd") {
 		return true
 	}
