@@ -4,7 +4,6 @@ import (
 	"archive/zip"
 	"bufio"
 	"encoding/binary"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -136,7 +135,10 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 	defer out.Close()
 	sw := &spoolWriter{w: bufio.NewWriterSize(out, 256<<10)}
 	sc := &scan{errors: map[string]int{}}
-	d := newDecoder(rc)
+	x, err := newXMLScanner(rc, rd.lim.MaxCellBytes*2)
+	if err != nil {
+		return nil, rd.sheetDamaged(sheet, err)
+	}
 	var (
 		inSheetData, inCell, inV, inIS, inT bool
 		phonetic                            int
@@ -149,16 +151,13 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 		cells                               []cell
 	)
 	for {
-		tok, err := d.RawToken()
-		if err == io.EOF {
+		x.wantText = inV || inT
+		if !x.next() {
 			break
 		}
-		if err != nil {
-			return nil, rd.sheetDamaged(sheet, err)
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch t.Name.Local {
+		switch x.kind {
+		case tokStart:
+			switch string(x.name) {
 			case "sheetData":
 				inSheetData = true
 			case "row":
@@ -166,8 +165,8 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 					continue
 				}
 				r := row + 1
-				if a := attr(t, "r"); a != "" {
-					n, err := strconv.Atoi(a)
+				if a := x.attr("r"); a != nil {
+					n, err := strconv.Atoi(string(a))
 					if err != nil || n < 1 {
 						return nil, rd.sheetDamaged(sheet, fmt.Errorf("bad row number %q", a))
 					}
@@ -184,9 +183,9 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 				inCell = true
 				c = cell{}
 				v, is = v[:0], is[:0]
-				cellType = attr(t, "t")
-				if ref := attr(t, "r"); ref != "" {
-					cc, _, ok := parseRef(ref)
+				cellType = cellTypeName(x.attr("t"))
+				if ref := x.attr("r"); ref != nil {
+					cc, _, ok := parseRef(string(ref))
 					if !ok {
 						return nil, rd.sheetDamaged(sheet, fmt.Errorf("bad cell reference %q", ref))
 					}
@@ -196,8 +195,8 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 					return nil, rd.sheetDamaged(sheet, fmt.Errorf("a cell is beyond Excel's last column"))
 				}
 				c.col = int32(col)
-				if s := attr(t, "s"); s != "" {
-					if n, err := strconv.Atoi(s); err == nil && n >= 0 && n < len(rd.styles) {
+				if st := x.attr("s"); st != nil {
+					if n, err := strconv.Atoi(string(st)); err == nil && n >= 0 && n < len(rd.styles) {
 						c.fmt = rd.styles[n]
 					}
 				}
@@ -207,15 +206,16 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 				inIS = inCell
 			case "rPh":
 				phonetic++
+				inT = false
 			case "t":
 				inT = inIS && phonetic == 0
 			case "mergeCell":
-				if m, ok := parseRange(attr(t, "ref")); ok {
+				if m, ok := parseRange(string(x.attr("ref"))); ok {
 					sc.merges = append(sc.merges, m)
 				}
 			}
-		case xml.EndElement:
-			switch t.Name.Local {
+		case tokEnd:
+			switch string(x.name) {
 			case "v":
 				inV = false
 			case "t":
@@ -223,12 +223,12 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 			case "rPh":
 				phonetic = max(0, phonetic-1)
 			case "is":
-				inIS = false
+				inIS, inT = false, false
 			case "c":
 				if !inCell {
 					continue
 				}
-				inCell = false
+				inCell, inV, inIS, inT = false, false, false, false
 				if err := rd.finishCell(&c, cellType, v, is, sheet); err != nil {
 					return nil, err
 				}
@@ -255,24 +255,49 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 			case "sheetData":
 				inSheetData = false
 			}
-		case xml.CharData:
+		case tokText:
 			switch {
 			case inV:
-				v = append(v, t...)
+				v = append(v, x.text...)
 			case inT:
-				is = append(is, t...)
-			default:
-				continue
+				is = append(is, x.text...)
 			}
 			if len(v)+len(is) > rd.lim.MaxCellBytes*2 {
 				return nil, rd.cellTooLong(sheet, row, col)
 			}
 		}
 	}
+	if x.err != nil {
+		if x.err == errTextTooLong {
+			return nil, rd.cellTooLong(sheet, row, col)
+		}
+		return nil, rd.sheetDamaged(sheet, x.err)
+	}
 	if err := sw.w.Flush(); err != nil {
 		return nil, fmt.Errorf("xlsx: spool: %w", err)
 	}
 	return sc, nil
+}
+
+// cellTypeName interns a cell's type attribute.
+func cellTypeName(t []byte) string {
+	switch string(t) {
+	case "s":
+		return "s"
+	case "n", "":
+		return "n"
+	case "str":
+		return "str"
+	case "b":
+		return "b"
+	case "e":
+		return "e"
+	case "inlineStr":
+		return "inlineStr"
+	case "d":
+		return "d"
+	}
+	return string(t)
 }
 
 // finishCell sets a cell's kind and value from its type and content.
@@ -457,15 +482,6 @@ func (rd *reader) cellTooLong(sheet string, row, col int) error {
 		where = "cell " + cellName(row, col)
 	}
 	return userError(ErrTooLarge, "%s of sheet %q of %s holds more than %d bytes of text, over the limit", where, sheet, rd.name, rd.lim.MaxCellBytes)
-}
-
-func attr(t xml.StartElement, name string) string {
-	for _, a := range t.Attr {
-		if a.Name.Local == name {
-			return a.Value
-		}
-	}
-	return ""
 }
 
 // parseRef parses a cell reference such as "B12" (column 1, row 11; $ signs

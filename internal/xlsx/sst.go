@@ -2,14 +2,9 @@ package xlsx
 
 import (
 	"archive/zip"
-	"bufio"
-	"encoding/xml"
 	"errors"
-	"io"
 	"strconv"
 	"strings"
-
-	"golang.org/x/net/html/charset"
 )
 
 // sharedStrings is the workbook's shared-string table, its texts end to end
@@ -30,12 +25,6 @@ func (s *sharedStrings) get(i int) (string, bool) {
 	return string(s.data[start:s.end[i]]), true
 }
 
-func newDecoder(r io.Reader) *xml.Decoder {
-	d := xml.NewDecoder(bufio.NewReaderSize(r, 64<<10))
-	d.CharsetReader = charset.NewReaderLabel
-	return d
-}
-
 // readSharedStrings reads the shared-string table: each <si>'s text, the
 // runs of rich text joined, phonetic guides (<rPh>) left out.
 func readSharedStrings(zf *zip.File, name string, lim Limits) (*sharedStrings, error) {
@@ -44,7 +33,10 @@ func readSharedStrings(zf *zip.File, name string, lim Limits) (*sharedStrings, e
 		return nil, damaged(name, "its shared strings cannot be read", err)
 	}
 	defer rc.Close()
-	d := newDecoder(rc)
+	x, err := newXMLScanner(rc, int(min(lim.MaxSharedStrings, 1<<30)))
+	if err != nil {
+		return nil, damaged(name, "its shared strings cannot be read", err)
+	}
 	s := &sharedStrings{}
 	var (
 		inSI, inT bool
@@ -52,30 +44,28 @@ func readSharedStrings(zf *zip.File, name string, lim Limits) (*sharedStrings, e
 		start     int
 	)
 	for {
-		tok, err := d.RawToken()
-		if err == io.EOF {
+		x.wantText = inT
+		if !x.next() {
 			break
 		}
-		if err != nil {
-			return nil, damaged(name, "its shared strings cannot be read", err)
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			switch t.Name.Local {
+		switch x.kind {
+		case tokStart:
+			switch string(x.name) {
 			case "si":
 				inSI, start = true, len(s.data)
 			case "rPh":
 				phonetic++
+				inT = false
 			case "t":
 				inT = inSI && phonetic == 0
 			}
-		case xml.EndElement:
-			switch t.Name.Local {
+		case tokEnd:
+			switch string(x.name) {
 			case "si":
 				if !inSI {
 					continue
 				}
-				inSI = false
+				inSI, inT = false, false
 				if text := unescapeOOXML(string(s.data[start:])); len(text) != len(s.data)-start {
 					s.data = append(s.data[:start], text...)
 				}
@@ -85,14 +75,20 @@ func readSharedStrings(zf *zip.File, name string, lim Limits) (*sharedStrings, e
 			case "t":
 				inT = false
 			}
-		case xml.CharData:
+		case tokText:
 			if inT {
-				s.data = append(s.data, t...)
+				s.data = append(s.data, x.text...)
 				if int64(len(s.data)) > lim.MaxSharedStrings {
 					return nil, userError(ErrTooLarge, "%s holds more than %s of distinct texts, over the limit", name, byteSize(uint64(lim.MaxSharedStrings)))
 				}
 			}
 		}
+	}
+	if x.err != nil {
+		if x.err == errTextTooLong {
+			return nil, userError(ErrTooLarge, "%s holds more than %s of distinct texts, over the limit", name, byteSize(uint64(lim.MaxSharedStrings)))
+		}
+		return nil, damaged(name, "its shared strings cannot be read", x.err)
 	}
 	return s, nil
 }
