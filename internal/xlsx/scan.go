@@ -210,7 +210,10 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 			case "t":
 				inT = inIS && phonetic == 0
 			case "mergeCell":
-				if m, ok := parseRange(string(x.attr("ref"))); ok {
+				// Merged cells matter in the rows where the header may be:
+				// those kept at the top (the merges follow the cells).
+				m, ok := parseRange(string(x.attr("ref")))
+				if ok && len(sc.head) > 0 && m.r0 <= sc.rows[len(sc.head)-1].idx {
 					sc.merges = append(sc.merges, m)
 				}
 			}
@@ -237,7 +240,11 @@ func (rd *reader) scanSheet(zf *zip.File, sheet, spoolPath string) (*scan, error
 					continue
 				}
 				if c.kind == kErr {
-					sc.errors[c.text]++
+					if excelErrors[c.text] {
+						sc.errors[c.text]++
+					} else {
+						sc.errors["#ERROR"]++ // a name Excel does not write: not kept, so they stay few
+					}
 				}
 				rowBytes += len(c.text) + 16
 				if rowBytes > maxRowBytes {
