@@ -252,7 +252,7 @@ func (s *Sheet) Each(fn func(row []any) error) error {
 	row := make([]any, len(s.Columns))
 	return s.emit(func(vals []value) error {
 		for i, v := range vals {
-			row[i] = v.goValue(s.Columns[i].Type)
+			row[i] = v.goValue()
 		}
 		return fn(row)
 	})
@@ -281,8 +281,8 @@ func userError(cause error, format string, args ...any) error {
 	return &datachat.Error{Code: datachat.EINVALID, Message: fmt.Sprintf(format, args...), Err: cause}
 }
 
-// goValue converts a cell value to the Go type of its column's type.
-func (v value) goValue(typ string) any {
+// goValue is a value as the Go type [Sheet.Each] gives.
+func (v value) goValue() any {
 	switch v.kind {
 	case vNull:
 		return nil
