@@ -180,12 +180,15 @@ type Dataset struct {
 	ConversationID string    `json:"conversation_id"`
 	Name           string    `json:"name"`   // table name
 	Source         string    `json:"source"` // file name or URL
-	Format         string    `json:"format"` // what came in: parquet, csv or tsv (stored as Parquet)
+	Format         string    `json:"format"` // what came in: parquet, csv, tsv, json or xlsx (stored as Parquet)
 	Path           string    `json:"-"`      // stored file, relative to the data directory
 	Columns        []Column  `json:"columns"`
 	RowCount       int64     `json:"row_count"`
 	Bytes          int64     `json:"bytes"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Notes say how the file was read when it matters (rows of a sheet
+	// skipped, formula errors dropped); given when it is added, not stored.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Document is an uploaded text document, split into chunks for retrieval.

@@ -121,7 +121,13 @@ func datasetText(ds []*datachat.Dataset) string {
 	if len(ds) > 1 {
 		what = "tables " + strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("Loaded %s as %s.\n%s", ds[0].Source, what, strings.TrimSpace(schemaText(ds)))
+	text := fmt.Sprintf("Loaded %s as %s.\n%s", ds[0].Source, what, strings.TrimSpace(schemaText(ds)))
+	for _, d := range ds {
+		for _, n := range d.Notes {
+			text += fmt.Sprintf("\nNote on %s: %s", d.Name, n)
+		}
+	}
+	return text
 }
 
 // sourcesText renders search results for the model, numbered from first.

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"datachat"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,6 @@ func BenchmarkIngestCSV(b *testing.B) {
 func BenchmarkTableName(b *testing.B) {
 	taken := []string{"sales", "sales_2", "customers"}
 	for b.Loop() {
-		TableName("Sales.csv.gz", taken)
+		datachat.TableName("Sales.csv.gz", taken)
 	}
 }

@@ -65,7 +65,8 @@ type Stored struct {
 	Encoding     string            // a CSV's text encoding, when it was not UTF-8 (transcoded)
 	Columns      []datachat.Column // with friendly types and a few sample values
 	RowCount     int64
-	Bytes        int64 // size of the stored Parquet file
+	Bytes        int64    // size of the stored Parquet file
+	Notes        []string // how it was read, when that matters (a sheet's skipped rows)
 }
 
 // New returns a Loader storing datasets in opts.Dir (created if needed).
@@ -216,9 +217,9 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 			return nil, fmt.Errorf("store dataset: %w", err)
 		}
 		st := &Stored{
-			Path: rel, Name: TableName(name, nil), Part: t.Suffix, Source: source,
+			Path: rel, Name: datachat.TableName(name, nil), Part: t.Suffix, Source: source,
 			SourceFormat: res.SourceFormat, Encoding: res.Encoding,
-			Columns: t.Columns, RowCount: t.RowCount,
+			Columns: t.Columns, RowCount: t.RowCount, Notes: t.Notes,
 		}
 		out = append(out, st)
 		fi, err := os.Stat(final)
@@ -227,7 +228,7 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 		}
 		st.Bytes = fi.Size()
 		if t.Suffix != "" {
-			st.Name = TableName(strings.TrimSuffix(name, filepath.Ext(name))+"_"+t.Suffix, nil)
+			st.Name = datachat.TableName(strings.TrimSuffix(name, filepath.Ext(name))+"_"+t.Suffix, nil)
 		}
 	}
 	return out, nil

@@ -177,19 +177,19 @@ func FuzzTableName(f *testing.F) {
 	f.Add(`C:\data\..\Ünïcode.tsv`, "")
 	f.Fuzz(func(t *testing.T, filename, takenList string) {
 		taken := strings.Split(takenList, ",")
-		name := TableName(filename, taken)
+		name := datachat.TableName(filename, taken)
 		if !tableNameRE.MatchString(name) {
-			t.Fatalf("TableName(%q) = %q: not a plain identifier", filename, name)
+			t.Fatalf("datachat.TableName(%q) = %q: not a plain identifier", filename, name)
 		}
-		if reservedWords[name] {
-			t.Fatalf("TableName(%q) = %q: a reserved word", filename, name)
+		if datachat.IsReservedWord(name) {
+			t.Fatalf("datachat.TableName(%q) = %q: a reserved word", filename, name)
 		}
 		for _, tk := range taken {
 			if strings.EqualFold(tk, name) {
-				t.Fatalf("TableName(%q, %q) = %q: already taken", filename, taken, name)
+				t.Fatalf("datachat.TableName(%q, %q) = %q: already taken", filename, taken, name)
 			}
 		}
-		if again := TableName(filename, taken); again != name {
+		if again := datachat.TableName(filename, taken); again != name {
 			t.Fatalf("TableName is not deterministic: %q then %q", name, again)
 		}
 	})

@@ -53,8 +53,8 @@ func TestTableName(t *testing.T) {
 		{strings.Repeat("x", 59) + "__y.csv", nil, strings.Repeat("x", 59)},
 		{strings.Repeat("9", 100) + ".csv", nil, "t_" + strings.Repeat("9", 60)},
 	} {
-		if got := TableName(c.in, c.taken); got != c.want {
-			t.Errorf("TableName(%q, %q) = %q, want %q", c.in, c.taken, got, c.want)
+		if got := datachat.TableName(c.in, c.taken); got != c.want {
+			t.Errorf("datachat.TableName(%q, %q) = %q, want %q", c.in, c.taken, got, c.want)
 		}
 	}
 }
@@ -98,9 +98,7 @@ func TestReservedWords(t *testing.T) {
 		}
 	}
 	var want []string
-	for w := range reservedWords {
-		want = append(want, w)
-	}
+	want = append(want, datachat.ReservedWords()...)
 	sort.Strings(got)
 	sort.Strings(want)
 	if strings.Join(got, " ") != strings.Join(want, " ") {
@@ -211,9 +209,28 @@ func TestSharedFiles(t *testing.T) {
 		// One object: a table for each of its arrays of records.
 		"json/miserables.json": {tables: []table{{"miserables_nodes", 77, 3}, {"miserables_links", 254, 3}}},
 		"json/twitter.json":    {tables: []table{{"twitter_statuses", 100, 0}}},
+		// Excel: a table per sheet with data.
+		"xlsx/datasets.xlsx":                  {tables: []table{{"datasets_mtcars", 32, 11}, {"datasets_chickwts", 71, 2}, {"datasets_quakes", 1000, 5}}},
+		"xlsx/deaths.xlsx":                    {tables: []table{{"deaths_arts", 10, 6}, {"deaths_other", 10, 6}}},
+		"xlsx/encryptSHA1.xlsx":               {err: "password"},
+		"xlsx/dates-leap-year-1900-xlsx.xlsx": {tables: []table{{"dates_leap_year_1900_xlsx_for_testing", 7, 3}, {"dates_leap_year_1900_xlsx_for_human_eyes", 10, 3}}},
+		"xlsx/pivots.xlsx":                    {tables: []table{{"pivots_pivotsheet1", 2, 6}, {"pivots_pivotsheet2", 7, 4}, {"pivots_pivotsheet3", 4, 3}, {"pivots_pivotsheet4", 6, 2}, {"pivots_datasheet", 10, 0}, {"pivots_datasheet2", 10, 0}}},
+		"xlsx/EvaluacionCensal_Secundaria_SEGUNDO_14112018_160622.xlsx": {tables: []table{
+			{"evaluacioncensal_secundaria_segundo_14112018_160622_nacional", 741, 9},
+			{"evaluacioncensal_secundaria_segundo_14112018_160622_cobertur", 248, 9}}},
+		"xlsx/enron-nested.xlsx": {tables: []table{{"enron_nested_preschedule", 167, 27}, {"enron_nested_deals", 92, 73},
+			{"enron_nested_fuel", 17, 9}, {"enron_nested_comp", 5, 24}, {"enron_nested_economics", 43, 9},
+			{"enron_nested_spin_reserve_log_sheet", 26, 4}, {"enron_nested_balancing", 27, 17}, {"enron_nested_unit_summary", 19, 7},
+			{"enron_nested_heatrate", 215, 13}, {"enron_nested_top", 1, 2}, {"enron_nested_epedata", 59, 1}}},
+		"xlsx/gapminder_life_expectancy_at_birth.xlsx": {tables: []table{{"gapminder_life_expectancy_at_birth_data", 260, 218},
+			{"gapminder_life_expectancy_at_birth_about", 30, 3}, {"gapminder_life_expectancy_at_birth_footnotes", 1, 3},
+			{"gapminder_life_expectancy_at_birth_settings", 2, 3}, {"gapminder_life_expectancy_at_birth_download", 4, 3},
+			{"gapminder_life_expectancy_at_birth_v", 0, 2}}},
+		"xlsx/newresconst.xlsx": {tables: []table{{"newresconst_table_1_permits", 40, 14}, {"newresconst_table_2_auth_not_started", 40, 14},
+			{"newresconst_table_3_starts", 40, 14}, {"newresconst_table_4_under_construction", 40, 14}, {"newresconst_table_5_completions", 40, 14}}},
 	}
 	seen := 0
-	for _, sub := range []string{"csv", "parquet", "json"} {
+	for _, sub := range []string{"csv", "parquet", "json", "xlsx"} {
 		files, err := os.ReadDir(filepath.Join(root, sub))
 		if err != nil {
 			t.Fatal(err)
@@ -251,6 +268,12 @@ func TestSharedFiles(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !ok {
+					for _, st := range sts {
+						t.Logf("loaded %s: %d rows, %d columns", st.Name, st.RowCount, len(st.Columns))
+					}
+					return
 				}
 				if w.tables != nil {
 					if len(sts) != len(w.tables) {
@@ -434,7 +457,9 @@ func TestIngestRefusals(t *testing.T) {
 		{"deep.json", []byte(strings.Repeat("[", 999)), "JSON"},
 		{"lines.json", []byte("[1, 2]\n{\"a\":"), "JSON"},
 		{"bin.csv", []byte("a,b\n\x00\x01\x02\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xfe\x01"), "binary"},
-		{"book.xlsx", []byte("PK\x03\x04rest of a zip"), "ZIP"},
+		{"book.xlsx", []byte("PK\x03\x04rest of a zip"), "damaged"},
+		{"archive.zip", []byte("PK\x03\x04rest of a zip"), "ZIP archive"},
+		{"old.xls", append([]byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}, make([]byte, 600)...), "xls"},
 		{"big.csv", bytes.Repeat([]byte("a,b\n"), 300), "larger than"},
 		{"bad.csv.gz", []byte{0x1f, 0x8b, 8, 0, 1, 2, 3}, "decompressed"},
 	} {
@@ -536,4 +561,34 @@ func TestHostileJSON(t *testing.T) {
 func firstLineOf(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return s
+}
+
+// TestWorkbookValues: queries over a stored workbook give the values the
+// spreadsheet shows: numbers, dates, booleans, the 1900 leap-year serials.
+func TestWorkbookValues(t *testing.T) {
+	l := mustLoader(t, Options{})
+	load := func(file string) map[string]*Stored {
+		f, err := os.Open(sharedtest.Path(t, "data/xlsx/"+file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		sts, err := l.Ingest(context.Background(), f, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*Stored{}
+		for _, st := range sts {
+			out[st.Name] = st
+		}
+		return out
+	}
+	ds := load("datasets.xlsx")
+	if rows := query(t, l, ds["datasets_mtcars"], `SELECT mpg, cyl FROM {t} LIMIT 1`); fmt.Sprint(rows[0]) != "[21 6]" {
+		t.Errorf("mtcars first row: %v, want the sheet's 21, 6", rows[0])
+	}
+	deaths := load("deaths.xlsx")
+	if rows := query(t, l, deaths["deaths_arts"], `SELECT count(*) FILTER (WHERE "Has kids"), min("Date of birth")::VARCHAR FROM {t}`); fmt.Sprint(rows[0]) != "[7 1917-02-06]" { // Zsa Zsa Gábor, the oldest, born 1917-02-06
+		t.Errorf("deaths_arts: %v", rows[0])
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"datachat"
+	"datachat/internal/xlsx"
 )
 
 // An upload is checked and converted to Parquet in a worker of its own,
@@ -42,17 +43,18 @@ type IngestJob struct {
 // IngestResult describes what an upload became: one table, or several (a
 // JSON object's arrays of records).
 type IngestResult struct {
-	SourceFormat string // what came in: "parquet", "csv", "tsv" or "json"
+	SourceFormat string // what came in: "parquet", "csv", "tsv", "json" or "xlsx"
 	Encoding     string // a CSV's text encoding, when it was not UTF-8 (transcoded)
 	Tables       []IngestTable
 }
 
 // IngestTable is one stored Parquet file of an upload.
 type IngestTable struct {
-	Suffix   string            // "" for a file's one table; else what part of the file it holds (a JSON key)
+	Suffix   string            // "" for a file's one table; else what part of the file it holds (a JSON key, a sheet)
 	Output   string            // its name in the job's Dir
 	Columns  []datachat.Column // with friendly types and a few sample values
 	RowCount int64
+	Notes    []string // what the user should know about how it was read (rows skipped, errors dropped)
 }
 
 // The files of an ingest job, in its directory. Their names are distinctive
@@ -120,9 +122,9 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 		return nil, err
 	}
 	r := &IngestResult{SourceFormat: d.str(), Encoding: d.str()}
-	r.Tables = make([]IngestTable, d.count(4))
+	r.Tables = make([]IngestTable, d.count(5))
 	for i := range r.Tables {
-		r.Tables[i] = IngestTable{Suffix: d.str(), Output: d.str(), Columns: d.columns(), RowCount: d.varint()}
+		r.Tables[i] = IngestTable{Suffix: d.str(), Output: d.str(), Columns: d.columns(), RowCount: d.varint(), Notes: d.strs()}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -163,6 +165,7 @@ func serveIngest(w *bufio.Writer, d *dec) int {
 			e.str(t.Output)
 			e.columns(t.Columns)
 			e.varint(t.RowCount)
+			e.strs(t.Notes)
 		}
 		return nil
 	})
@@ -222,6 +225,19 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 			if err := s.storeParquet(in, fileOutput); err != nil {
 				return err
 			}
+		case "xlsx":
+			res.SourceFormat = "xlsx"
+			tables, err := s.storeWorkbook(in)
+			if err != nil {
+				return err
+			}
+			for i := range tables {
+				if tables[i].Columns, tables[i].RowCount, err = s.describe(tables[i].Output); err != nil {
+					return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
+				}
+			}
+			res.Tables = tables
+			return nil
 		case "json":
 			res.SourceFormat = "json"
 			tables, err := s.storeJSON(in)
@@ -420,6 +436,61 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 		return nil, err
 	}
 	return []IngestTable{{Output: fileOutput}}, nil
+}
+
+// storeWorkbook reads an Excel workbook (internal/xlsx finds each sheet's
+// table and types its columns) and writes each sheet with data as Parquet,
+// through a typed CSV and our own read_csv call.
+func (s *ingestSession) storeWorkbook(in string) ([]IngestTable, error) {
+	lim := xlsx.DefaultLimits()
+	lim.TempDir = "xlsx-tmp"
+	if err := os.MkdirAll(lim.TempDir, 0o700); err != nil {
+		return nil, err
+	}
+	wb, err := xlsx.Open(in, s.name, lim)
+	if err != nil {
+		return nil, err // a message for the user already
+	}
+	defer wb.Close()
+	var tables []IngestTable
+	for i, sh := range wb.Sheets {
+		csvName := fmt.Sprintf("dc-sheet-%d.csv", i+1)
+		f, err := os.Create(csvName)
+		if err != nil {
+			return nil, err
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		info, err := sh.WriteCSV(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s, sheet %q: %w", s.name, sh.Name, err)
+		}
+		cols := make([]string, len(sh.Columns))
+		var notes []string
+		for j, c := range sh.Columns {
+			cols[j] = QuoteLiteral(c.Name) + ": " + QuoteLiteral(c.Type)
+			if c.Percent {
+				notes = append(notes, fmt.Sprintf("column %q holds fractions the sheet showed as percentages (0.125 for 12.5%%)", c.Name))
+			}
+		}
+		out := fmt.Sprintf("dc-output-%d.parquet", i+1)
+		q := fmt.Sprintf("COPY (FROM read_csv(%s, auto_detect = false, header = true, delim = ',', quote = '\"', escape = '\"', new_line = '\\n', columns = {%s}, max_line_size = %d)) TO %s (FORMAT parquet)",
+			QuoteLiteral(csvName), strings.Join(cols, ", "), max(info.MaxLineSize+1, defaultMaxLine), QuoteLiteral(out))
+		if err := execOne(s.conn, q); err != nil {
+			return nil, datachat.Errorf(datachat.EINVALID, "%s, sheet %q, cannot be stored: %s", s.name, sh.Name, s.message(err))
+		}
+		os.Remove(csvName)
+		tables = append(tables, IngestTable{Suffix: sh.Name, Output: out, Notes: append(sh.Notes, notes...)})
+	}
+	if len(tables) > 0 && len(wb.Skipped) > 0 {
+		tables[0].Notes = append(tables[0].Notes, wb.Skipped...)
+	}
+	return tables, nil
 }
 
 // maxJSONDepth is the deepest nesting of arrays and objects accepted: DuckDB's

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -63,8 +64,11 @@ func decompress(ctx context.Context, path, work, name string, limit int64, maxLi
 		open = func(f io.Reader) (io.Reader, error) { return bzip2.NewReader(f), nil }
 	case bytes.HasPrefix(head, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
 		return "", datachat.Errorf(datachat.EINVALID, "%s is xz-compressed, which is not supported: use gzip, zstd or bzip2, or none", name)
-	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
-		return "", datachat.Errorf(datachat.EINVALID, "%s is a ZIP archive (or an Excel workbook), not a CSV or Parquet file: extract or export the CSV first", name)
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, oleMagic):
+		// A workbook (OOXML is a zip; an old .xls or an encrypted
+		// workbook is an OLE2 file): not compressed data, sniffKind
+		// sorts it out.
+		return path, nil
 	default:
 		return path, nil
 	}
@@ -103,11 +107,25 @@ func decompress(ctx context.Context, path, work, name string, limit int64, maxLi
 	return outPath, nil
 }
 
-// sniffKind tells Parquet, JSON and CSV apart by content, not by name.
+// oleMagic starts an OLE2 compound file: an old binary .xls, or an
+// encrypted .xlsx (Office wraps those in one).
+var oleMagic = []byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}
+
+// sniffKind tells Parquet, JSON, Excel and CSV apart by content (a zip is
+// taken for a workbook unless it is named .zip).
 func sniffKind(path, name string) (string, error) {
 	head, err := readHead(path, 4096)
 	if err != nil {
 		return "", err
+	}
+	switch {
+	case bytes.HasPrefix(head, oleMagic):
+		return "xlsx", nil // xlsx.Open says which it is: an old .xls, or encrypted
+	case bytes.HasPrefix(head, []byte("PK\x03\x04")):
+		if strings.HasSuffix(strings.ToLower(name), ".zip") {
+			return "", datachat.Errorf(datachat.EINVALID, "%s is a ZIP archive, not a data file: extract the CSV, Parquet, JSON or Excel file from it first", name)
+		}
+		return "xlsx", nil
 	}
 	if text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n"); len(text) > 0 && (text[0] == '{' || text[0] == '[') {
 		return "json", nil

@@ -110,17 +110,18 @@ func (w *Workspace) register(ctx context.Context, conversationID string, sts []*
 			base = name
 		}
 		if st.Part != "" {
-			base = dataset.TableName(base, nil) + "_" + st.Part
+			base = datachat.TableName(base, nil) + "_" + st.Part
 		}
 		d := &datachat.Dataset{
 			ConversationID: conversationID,
-			Name:           dataset.TableName(base, taken),
+			Name:           datachat.TableName(base, taken),
 			Source:         st.Source,
 			Format:         st.SourceFormat,
 			Path:           st.Path,
 			Columns:        st.Columns,
 			RowCount:       st.RowCount,
 			Bytes:          st.Bytes,
+			Notes:          st.Notes,
 		}
 		if err := w.Store.CreateDataset(ctx, d); err != nil {
 			return nil, err

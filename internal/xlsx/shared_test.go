@@ -1,13 +1,13 @@
 package xlsx
 
 import (
+	"datachat"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"datachat/internal/dataset"
 	"datachat/internal/sharedtest"
 )
 
@@ -26,7 +26,7 @@ func openShared(t *testing.T, file string) *Workbook {
 func tables(file string, wb *Workbook) []string {
 	var out, taken []string
 	for _, s := range wb.Sheets {
-		name := dataset.TableName(strings.TrimSuffix(file, ".xlsx")+"_"+s.Name, taken)
+		name := datachat.TableName(strings.TrimSuffix(file, ".xlsx")+"_"+s.Name, taken)
 		taken = append(taken, name)
 		out = append(out, name+" ("+strconv.FormatInt(s.Rows, 10)+" rows)")
 	}

@@ -220,7 +220,7 @@ func (w *Workbook) Close() error {
 
 // Sheet is the table found on one sheet.
 type Sheet struct {
-	Name    string // the sheet's name in the workbook; its table is dataset.TableName(file+"_"+Name)
+	Name    string // the sheet's name in the workbook; its table is datachat.TableName(file+"_"+Name)
 	Hidden  bool
 	Columns []Column
 	Rows    int64    // rows of the table

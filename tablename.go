@@ -1,4 +1,4 @@
-package dataset
+package datachat
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ var (
 // reservedWords are the keywords DuckDB cannot parse as an unquoted table name:
 // every keyword of category 'reserved' in duckdb_keywords() (DuckDB 1.5.5), and
 // the 'type_function' keywords that fail the same way (join, left, …).
-// TestReservedWords regenerates the list from DuckDB and compares.
+// internal/dataset's TestReservedWords regenerates the list from DuckDB and compares.
 var reservedWords = toSet(`all analyse analyze and anti any array as asc asof asymmetric at
 authorization binary both by case cast check collate collation column concurrently constraint
 create cross default deferrable desc describe distinct do else end except false fetch for
@@ -75,6 +75,19 @@ join lambda lateral leading left like limit natural not notnull null offset on o
 outer overlaps pivot pivot_longer pivot_wider placing positional primary qualify references
 returning right select semi show similar some summarize symmetric table tablesample then to
 trailing true union unique unpack unpivot using variadic verbose when where window with`)
+
+// IsReservedWord reports whether DuckDB cannot parse name as an unquoted
+// table name (TableName never returns one).
+func IsReservedWord(name string) bool { return reservedWords[name] }
+
+// ReservedWords lists the words IsReservedWord reports, in no order.
+func ReservedWords() []string {
+	out := make([]string, 0, len(reservedWords))
+	for w := range reservedWords {
+		out = append(out, w)
+	}
+	return out
+}
 
 func toSet(words string) map[string]bool {
 	m := map[string]bool{}
