@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,20 +30,7 @@ func isURL(s string) bool {
 // runSQL is `datachat sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"`:
 // the sandboxed engine over the given files, with no LLM and no database.
 func (m *Main) runSQL(ctx context.Context) error {
-	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	var data listFlag
-	fs.Var(&data, "data", "a Parquet or CSV file or URL (repeatable); tables are named from the file names, in order")
-	format := fs.String("format", "table", "output format: table, csv or json")
-	if err := fs.Parse(m.Args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New(`sql: want exactly one SQL statement as the last argument, after the flags: datachat sql --data FILE "SELECT …"`)
-	}
-	if *format != "table" && *format != "csv" && *format != "json" {
-		return fmt.Errorf("sql: --format %q: want table, csv or json", *format)
-	}
+	data, format := m.flags.data, m.flags.format
 	dir, err := os.MkdirTemp("", "datachat-sql-")
 	if err != nil {
 		return err
@@ -59,11 +44,11 @@ func (m *Main) runSQL(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sql: %w", err)
 	}
-	res, err := ws.Query(ctx, conv.ID, fs.Arg(0))
+	res, err := ws.Query(ctx, conv.ID, m.Args[0])
 	if err != nil {
 		return fmt.Errorf("sql: %s", datachat.ErrorMessage(err))
 	}
-	switch *format {
+	switch format {
 	case "csv":
 		return duckdb.WriteCSV(m.Stdout, res)
 	case "json":
@@ -134,17 +119,7 @@ func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
 // runAsk is `datachat ask --data FILE_OR_URL… "question"`: one turn in the
 // terminal, the answer streamed to stdout and tool calls to stderr.
 func (m *Main) runAsk(ctx context.Context) error {
-	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	var data, docs listFlag
-	fs.Var(&data, "data", "a Parquet or CSV file or URL (repeatable)")
-	fs.Var(&docs, "doc", "a PDF, DOCX, Markdown, HTML or text document (repeatable)")
-	if err := fs.Parse(m.Args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New(`ask: want the question as the last argument, after the flags: datachat ask --data FILE "question"`)
-	}
+	data, docs := m.flags.data, m.flags.docs
 	dir, err := os.MkdirTemp("", "datachat-ask-")
 	if err != nil {
 		return err
@@ -176,7 +151,7 @@ func (m *Main) runAsk(ctx context.Context) error {
 		}
 	}
 	sink := func(ev chat.Event) { m.printEvent(ev) }
-	out, err := runner.Send(ctx, user, conv.ID, fs.Arg(0), chat.TurnOptions{}, sink)
+	out, err := runner.Send(ctx, user, conv.ID, m.Args[0], chat.TurnOptions{}, sink)
 	for err == nil && out != nil && out.Confirmation != nil {
 		c := out.Confirmation
 		fmt.Fprintf(m.Stderr, "\n? %s\n  %s %s\n  approve? [y/N] ", c.Explanation, c.Action, c.Parameters)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,20 +25,6 @@ const localUser = "local"
 // or on a new conversation holding the given files. Stdout carries only the
 // protocol; logs go to stderr.
 func (m *Main) runMCP(ctx context.Context) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	conversation := fs.String("conversation", "", "the id of a stored conversation of user "+localUser+" to work on")
-	var data listFlag
-	fs.Var(&data, "data", "a Parquet or CSV file or URL to load into a new conversation (repeatable)")
-	if err := fs.Parse(m.Args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("mcp: unexpected arguments %q: want [--conversation ID | --data FILE_OR_URL…]", fs.Args())
-	}
-	if *conversation != "" && len(data) > 0 {
-		return errors.New("mcp: use --conversation or --data, not both")
-	}
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err
@@ -52,7 +37,7 @@ func (m *Main) runMCP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	convID, err := m.mcpConversation(ctx, ws, user, *conversation, data)
+	convID, err := m.mcpConversation(ctx, ws, user, m.flags.conversation, m.flags.data)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,7 @@ import (
 type Main struct {
 	Command string
 	Args    []string // the command's arguments after its flags
+	flags   cmdFlags // the command's flags
 
 	ConfigPath string
 	Config     *config.Config
@@ -56,46 +57,31 @@ func NewMain() *Main {
 	return &Main{Env: os.LookupEnv, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
-const usage = `Usage: datachat [--config FILE] COMMAND [ARGS]
-
-Commands:
-  serve                                   run the web UI and API
-  sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
-                                          run SQL over files in the sandboxed engine
-  keys create --user NAME                 create an API key (printed once)
-  keys list                               list API keys
-  keys revoke ID                          revoke an API key
-  ask [--data FILE_OR_URL]… [--doc FILE]… "question"
-                                          one chat turn in the terminal
-  mcp [--conversation ID | --data FILE_OR_URL]…
-                                          the data tools as an MCP server on stdio
-  migrate                                 apply pending database migrations
-
-Configuration comes from the environment (see README.md); --config FILE reads
-the same variables from a YAML file, and the environment wins.
-`
-
-// ParseFlags reads the global flags, the command and the configuration.
+// ParseFlags reads the global flags, the command, its flags and arguments,
+// and the configuration. After help (-h, --help, datachat help) it returns
+// flag.ErrHelp, the usage written to m.Stdout; a wrong command line is a
+// *usageError.
 func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("datachat", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, usage) }
-	fs.StringVar(&m.ConfigPath, "config", "", "YAML configuration file")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&m.ConfigPath, "config", "", "YAML configuration `FILE`")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(m.Stdout, usage)
+			return err
+		}
+		return &usageError{err.Error(), usage}
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return flag.ErrHelp
+		return &usageError{"no command given", usage}
 	}
-	m.Command, m.Args = fs.Arg(0), fs.Args()[1:]
-	switch m.Command {
-	case "serve", "keys", "migrate", "sql", "ask", "mcp":
-	case "help", "-h", "--help":
-		fs.Usage()
-		return flag.ErrHelp
-	default:
-		return fmt.Errorf("unknown command %q (see datachat help)", m.Command)
+	m.Command = fs.Arg(0)
+	if m.Command == "help" {
+		return m.help(fs.Args()[1:])
+	}
+	if err := m.parseCommand(fs.Args()[1:]); err != nil {
+		return err
 	}
 	cfg, err := config.Load(m.ConfigPath, m.Env)
 	if err != nil {
@@ -265,9 +251,6 @@ func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 }
 
 func (m *Main) runServe(ctx context.Context) error {
-	if len(m.Args) > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", m.Args)
-	}
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err
@@ -373,25 +356,12 @@ func (m *Main) runMigrate(ctx context.Context) error {
 }
 
 func (m *Main) runKeys(ctx context.Context) error {
-	if len(m.Args) == 0 {
-		return errors.New("keys: want create --user NAME, list, or revoke ID")
-	}
-	sub, args := m.Args[0], m.Args[1:]
-	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	user := fs.String("user", "", "user name")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
 	if _, err := m.openStore(ctx); err != nil {
 		return err
 	}
-	switch sub {
+	switch sub := m.flags.sub; sub {
 	case "create":
-		name := strings.TrimSpace(*user)
-		if name == "" || fs.NArg() > 0 {
-			return errors.New("keys create: want --user NAME")
-		}
+		name := strings.TrimSpace(m.flags.user)
 		key, err := m.createKey(ctx, name)
 		if err != nil {
 			return err
@@ -412,16 +382,13 @@ func (m *Main) runKeys(ctx context.Context) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
-			return errors.New("keys revoke: want the key's ID (see keys list)")
-		}
-		if err := m.Store.RevokeAPIKey(ctx, fs.Arg(0)); err != nil {
+		if err := m.Store.RevokeAPIKey(ctx, m.Args[0]); err != nil {
 			return fmt.Errorf("keys revoke: %s", datachat.ErrorMessage(err))
 		}
-		fmt.Fprintf(m.Stderr, "revoked key %s\n", fs.Arg(0))
+		fmt.Fprintf(m.Stderr, "revoked key %s\n", m.Args[0])
 		return nil
 	}
-	return fmt.Errorf("keys: unknown subcommand %q: want create, list or revoke", sub)
+	return fmt.Errorf("keys: unknown subcommand %q: want create, list or revoke", m.flags.sub)
 }
 
 func timeOrDash(t *time.Time) string {
