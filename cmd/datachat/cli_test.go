@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"datachat/internal/llmtest"
 )
 
 // TestHelpAndUsage runs the built command: help goes to stdout with status
@@ -72,5 +74,37 @@ func TestHelpInProcess(t *testing.T) {
 	out, stderr, err := runMain(t, testEnv(t, nil), "keys", "revoke", "--help")
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "datachat keys revoke ID") || stderr != "" {
 		t.Errorf("keys revoke --help: got %v, stdout %q, stderr %q", err, out, stderr)
+	}
+}
+
+// TestOneShotCommandsLogQuietly: sql, ask, mcp, keys and migrate log only
+// warnings and errors, as text, unless DATACHAT_LOG_LEVEL or
+// DATACHAT_LOG_FORMAT say otherwise.
+func TestOneShotCommandsLogQuietly(t *testing.T) {
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
+		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(*) AS n FROM penguins"}`)}},
+		{Match: &llmtest.Match{LastRole: "tool"}, Reply: "344."},
+	}})
+	unset := map[string]string{"DATACHAT_LOG_LEVEL": "", "DATACHAT_LOG_FORMAT": "", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"}
+	_, stderr, err := runMain(t, testEnv(t, unset), "ask", "--data", "testdata/penguins.csv", "How many penguins?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "{") || strings.Contains(line, "level=") {
+			t.Errorf("ask's stderr has a log line %q:\n%s", line, stderr)
+		}
+	}
+	if !strings.Contains(stderr, "→ execute_sql") {
+		t.Errorf("ask's stderr lacks the tool call:\n%s", stderr)
+	}
+
+	vars := map[string]string{"DATACHAT_LOG_LEVEL": "info", "DATACHAT_LOG_FORMAT": ""}
+	if _, stderr, _ := runMain(t, testEnv(t, vars), "keys", "list"); !strings.Contains(stderr, `level=INFO msg="migrations applied"`) {
+		t.Errorf("DATACHAT_LOG_LEVEL=info: keys list logged no info as text:\n%s", stderr)
+	}
+	vars["DATACHAT_LOG_FORMAT"] = "json"
+	if _, stderr, _ := runMain(t, testEnv(t, vars), "keys", "list"); !strings.Contains(stderr, `"msg":"migrations applied"`) {
+		t.Errorf("DATACHAT_LOG_FORMAT=json: keys list logged no JSON:\n%s", stderr)
 	}
 }

@@ -88,7 +88,7 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
 	m.Config = cfg
-	m.Logger = newLogger(m.Stderr, cfg)
+	m.Logger = newLogger(m.Stderr, cfg, m.Command != "serve")
 	if m.Env != nil {
 		if v, ok := m.Env("DATACHAT_SHUTDOWN_GRACE"); ok && strings.TrimSpace(v) != "" {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -147,9 +147,20 @@ func (m *Main) sweepLeftStreaming(st datachat.Store, owner, node string) func() 
 	return func() error { cancel(); <-done; return nil }
 }
 
-func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
+// newLogger logs as DATACHAT_LOG_LEVEL and DATACHAT_LOG_FORMAT say. Where
+// they are not set, serve logs from info up in JSON, for a log collector; the
+// other commands (oneShot) log warnings and errors only, as text, so that
+// what they print on stderr for a person (ask's tool calls) reads cleanly.
+func newLogger(w io.Writer, cfg *config.Config, oneShot bool) *slog.Logger {
+	level, format := cfg.LogLevel, cfg.LogFormat
+	if oneShot && !cfg.LogLevelSet {
+		level = slog.LevelWarn
+	}
+	if oneShot && !cfg.LogFormatSet {
+		format = "text"
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
