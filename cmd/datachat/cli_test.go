@@ -5,6 +5,8 @@ import (
 	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -106,5 +108,115 @@ func TestOneShotCommandsLogQuietly(t *testing.T) {
 	vars["DATACHAT_LOG_FORMAT"] = "json"
 	if _, stderr, _ := runMain(t, testEnv(t, vars), "keys", "list"); !strings.Contains(stderr, `"msg":"migrations applied"`) {
 		t.Errorf("DATACHAT_LOG_FORMAT=json: keys list logged no JSON:\n%s", stderr)
+	}
+}
+
+// userEnv is the environment of a user who set no DATACHAT_DATA_DIR: the
+// data directory is the default under home.
+func userEnv(t *testing.T, home string, vars map[string]string) func(string) (string, bool) {
+	t.Helper()
+	all := map[string]string{"DATACHAT_DATA_DIR": "", "HOME": home}
+	for k, v := range vars {
+		all[k] = v
+	}
+	return testEnv(t, all)
+}
+
+// TestDefaultDataDirFromAnyDirectory: a key created in one directory is
+// listed from another, both commands naming on stderr the one data
+// directory, created 0700 under the user's home.
+func TestDefaultDataDirFromAnyDirectory(t *testing.T) {
+	home := t.TempDir()
+	env := userEnv(t, home, nil)
+	dataDir := filepath.Join(home, ".local", "share", "datachat")
+	announce := "datachat: data directory " + dataDir + " (default); database " + filepath.Join(dataDir, "datachat.db") + " (SQLite)\n"
+
+	t.Chdir(t.TempDir())
+	key, stderr, err := runMain(t, env, "keys", "create", "--user", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^dck_\S+\n$`).MatchString(key) {
+		t.Errorf("keys create: stdout %q, want the key alone", key)
+	}
+	if !strings.HasPrefix(stderr, announce) {
+		t.Errorf("keys create: stderr %q does not start with %q", stderr, announce)
+	}
+	if fi, err := os.Stat(dataDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory: %v, %v; want mode 0700", fi, err)
+	}
+
+	t.Chdir(t.TempDir())
+	list, stderr, err := runMain(t, env, "keys", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(list, "alice") {
+		t.Errorf("keys list from another directory: %q lacks alice", list)
+	}
+	if !strings.HasPrefix(stderr, announce) {
+		t.Errorf("keys list: stderr %q does not start with %q", stderr, announce)
+	}
+
+	// XDG_DATA_HOME moves it; DATACHAT_DATA_DIR overrides both.
+	xdg := t.TempDir()
+	_, stderr, err = runMain(t, userEnv(t, home, map[string]string{"XDG_DATA_HOME": xdg}), "migrate")
+	if want := "data directory " + filepath.Join(xdg, "datachat") + " (default)"; err != nil || !strings.Contains(stderr, want) {
+		t.Errorf("XDG_DATA_HOME: got %v, stderr %q, want %q", err, stderr, want)
+	}
+	dir := t.TempDir()
+	_, stderr, err = runMain(t, userEnv(t, home, map[string]string{"XDG_DATA_HOME": xdg, "DATACHAT_DATA_DIR": dir}), "migrate")
+	if want := "data directory " + dir + " (DATACHAT_DATA_DIR)"; err != nil || !strings.Contains(stderr, want) {
+		t.Errorf("DATACHAT_DATA_DIR: got %v, stderr %q, want %q", err, stderr, want)
+	}
+}
+
+// TestLegacyDataDir: where ./datachat-data holds an earlier datachat's data
+// and the default does not exist yet, a command changes nothing and says how
+// to move the data, keep it, or start afresh.
+func TestLegacyDataDir(t *testing.T) {
+	home := t.TempDir()
+	env := userEnv(t, home, nil)
+	dataDir := filepath.Join(home, ".local", "share", "datachat")
+	work := t.TempDir()
+	t.Chdir(work)
+	old := filepath.Join(work, "datachat-data")
+	if err := os.Mkdir(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runMain(t, env, "keys", "list")
+	if err == nil {
+		t.Fatal("keys list beside ./datachat-data: got no error")
+	}
+	for _, want := range []string{old, "mv " + old + " " + dataDir, "export DATACHAT_DATA_DIR=" + old, "mkdir -p -m 700 " + dataDir} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("the default data directory was created: %v", err)
+	}
+	// Given DATACHAT_DATA_DIR, or once the default exists, it is not asked.
+	if _, _, err := runMain(t, userEnv(t, home, map[string]string{"DATACHAT_DATA_DIR": old}), "keys", "list"); err != nil {
+		t.Errorf("DATACHAT_DATA_DIR=./datachat-data: %v", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runMain(t, env, "keys", "list"); err != nil {
+		t.Errorf("with the default directory made: %v", err)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:secret@db:5432/x":                      "postgres://u:xxxxx@db:5432/x",
+		"postgres://u@db/x?password=secret&sslmode=disable":  "postgres://u@db/x?password=xxxxx&sslmode=disable",
+		"postgresql://db/x?sslmode=require":                  "postgresql://db/x?sslmode=require",
+		"postgres://u:secret@db/x?application_name=datachat": "postgres://u:xxxxx@db/x?application_name=datachat",
+	} {
+		if got := redactURL(in); got != want || strings.Contains(got, "secret") {
+			t.Errorf("redactURL(%q): got %q, want %q", in, got, want)
+		}
 	}
 }

@@ -101,8 +101,10 @@ func (m *Main) addData(ctx context.Context, ws *workspace.Workspace, conversatio
 	return ws.AddUpload(ctx, conversationID, f, filepath.Base(src), "")
 }
 
-// newWorkspaceAt builds a workspace over a fresh SQLite store in dir.
+// newWorkspaceAt builds a workspace over a fresh SQLite store in dir, a
+// temporary directory of sql and ask, which keep nothing.
 func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
+	fmt.Fprintf(m.Stderr, "datachat: no data directory or database: %s keeps nothing (it works in %s, removed when it ends)\n", m.Command, dir)
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "datachat.db"))
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -45,6 +46,7 @@ type Main struct {
 	ShutdownGrace time.Duration
 
 	Store    datachat.Store
+	migrated []string // the migrations openStore applied
 	Server   *server.Server
 	listener net.Listener
 	served   chan error
@@ -227,9 +229,14 @@ type migrator interface {
 	Migrate(ctx context.Context) error
 }
 
-// openStore opens the configured database and applies pending migrations.
+// openStore says which data directory and database the command uses, opens
+// the database and applies pending migrations (their names in m.migrated).
 func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 	cfg := m.Config
+	if err := m.checkLegacyDataDir(); err != nil {
+		return nil, err
+	}
+	m.announceData()
 	var (
 		st  migrator
 		err error
@@ -249,6 +256,7 @@ func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 	pending, err := st.PendingMigrations(ctx)
 	if err == nil && len(pending) > 0 {
 		if err = st.Migrate(ctx); err == nil {
+			m.migrated = pending
 			m.Logger.Info("migrations applied", slog.Any("migrations", pending))
 		}
 	}
@@ -259,6 +267,73 @@ func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 	m.Store = st
 	m.closers = append(m.closers, st.Close)
 	return st, nil
+}
+
+// announceData says where the command's data is: for serve in its log, for
+// the other commands in a line on stderr (stdout carries their output).
+func (m *Main) announceData() {
+	cfg := m.Config
+	from := "default"
+	if cfg.DataDirSet {
+		from = "DATACHAT_DATA_DIR"
+	}
+	db := filepath.Join(cfg.DataDir, "datachat.db") + " (SQLite)"
+	if config.IsPostgres(cfg.DatabaseURL) {
+		db = redactURL(cfg.DatabaseURL) + " (PostgreSQL, DATACHAT_DATABASE_URL)"
+	}
+	if m.Command == "serve" {
+		m.Logger.Info("data", slog.String("data_dir", cfg.DataDir), slog.String("data_dir_from", from), slog.String("database", db))
+		return
+	}
+	fmt.Fprintf(m.Stderr, "datachat: data directory %s (%s); database %s\n", cfg.DataDir, from, db)
+}
+
+// legacyDataDir is where datachat kept its data before its default was a
+// fixed place per user: datachat-data in the working directory.
+const legacyDataDir = "datachat-data"
+
+// checkLegacyDataDir stops a command that would start afresh in the default
+// data directory, which does not exist yet, while the working directory
+// holds datachat-data, the data of an earlier datachat: the user chooses to
+// move it, keep it, or start afresh. Going on with a warning instead would
+// create the default directory, after which the data would be ignored for
+// good without a word (and "mv datachat-data DEFAULT" would put it inside).
+func (m *Main) checkLegacyDataDir() error {
+	cfg := m.Config
+	if cfg.DataDirSet {
+		return nil
+	}
+	if _, err := os.Stat(cfg.DataDir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	old, err := filepath.Abs(legacyDataDir)
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(old); err != nil || !fi.IsDir() {
+		return nil
+	}
+	q := shellQuote
+	return fmt.Errorf(`%s holds the data of an earlier datachat, which kept its data in the directory it ran in. datachat now keeps it in one place, whatever the directory: %s, which does not exist yet. Nothing was changed. Either move the old data there:
+
+  mkdir -p %s && mv %s %s
+
+or keep it where it is (set this wherever datachat runs):
+
+  export DATACHAT_DATA_DIR=%s
+
+or start afresh and leave it alone:
+
+  mkdir -p -m 700 %s`,
+		old, cfg.DataDir, q(filepath.Dir(cfg.DataDir)), q(old), q(cfg.DataDir), q(old), q(cfg.DataDir))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (m *Main) runServe(ctx context.Context) error {
@@ -361,6 +436,9 @@ func (m *Main) createKey(ctx context.Context, user string) (string, error) {
 func (m *Main) runMigrate(ctx context.Context) error {
 	if _, err := m.openStore(ctx); err != nil {
 		return err
+	}
+	if len(m.migrated) > 0 {
+		fmt.Fprintf(m.Stderr, "applied migrations %s; ", strings.Join(m.migrated, ", "))
 	}
 	fmt.Fprintln(m.Stderr, "database schema is current")
 	return nil

@@ -26,7 +26,10 @@ Commands:
   help [COMMAND]                          this text, or a command's
 
 Configuration comes from the environment (see README.md); --config FILE reads
-the same variables from a YAML file, and the environment wins.
+the same variables from a YAML file, and the environment wins. Data is kept in
+DATACHAT_DATA_DIR, by default one directory per user whatever the working
+directory ($XDG_DATA_HOME/datachat or ~/.local/share/datachat); each command
+names it on stderr when it starts.
 `
 
 // A command's usage: its synopsis lines and what it does; its flags are

@@ -115,11 +115,16 @@ func (m *Main) newIndex(st datachat.Store, dataDir, backend string) (retrieval.B
 	return index, nil
 }
 
-// redactURL returns u without its password, for logs.
+// redactURL returns u without its password (in the user information, or a
+// password parameter as libpq accepts), for logs.
 func redactURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
 		return "(invalid URL)"
+	}
+	if q := p.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		p.RawQuery = q.Encode()
 	}
 	return p.Redacted()
 }
