@@ -220,3 +220,39 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// TestAskTextDocumentAndNoModel: a Markdown document has no pages, and a
+// source without a page names none; without a model, ask says to run it
+// again, not to restart a server.
+func TestAskTextDocumentAndNoModel(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "notes.md")
+	if err := os.WriteFile(doc, []byte("# Vessel hulls\n\nTitle V of the DMCA protects the design of vessel hulls.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{Reply: "Title V [1]."}})
+	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"})
+	out, stderr, err := runMain(t, env, "ask", "--doc", doc, "Which title protects vessel hulls?")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if strings.TrimSpace(out) != "Title V [1]." {
+		t.Errorf("stdout %q", out)
+	}
+	if !strings.Contains(stderr, "document notes.md: text, 1 chunk\n") || !strings.Contains(stderr, "[1] notes.md") {
+		t.Errorf("stderr does not say the document is text or name its source:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "0 pages") || strings.Contains(stderr, "<nil>") || strings.Contains(stderr, "page") {
+		t.Errorf("stderr speaks of pages of a text document:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "ask keeps nothing") {
+		t.Errorf("stderr does not say ask keeps nothing:\n%s", stderr)
+	}
+
+	_, stderr, err = runMain(t, testEnv(t, nil), "ask", "hello")
+	if err == nil || !strings.Contains(err.Error(), "GEMINI_API_KEY") || !strings.Contains(err.Error(), "run the command again") || strings.Contains(err.Error(), "restart") {
+		t.Errorf("no provider: got %v, want the variables to set and no restart", err)
+	}
+	if strings.Contains(stderr, "no LLM provider configured") {
+		t.Errorf("no provider: ask also logged it:\n%s", stderr)
+	}
+}

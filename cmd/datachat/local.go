@@ -136,8 +136,11 @@ func (m *Main) runAsk(ctx context.Context) error {
 		return err
 	}
 	if runner.Model == nil {
+		// The chat's advice is the server's ("…, then restart datachat"):
+		// a command run once is simply run again.
 		ev := chat.ErrorEventFor(chat.NotConfiguredError())
-		return fmt.Errorf("%s %s", ev.Reason, ev.SuggestedAction)
+		action, _, _ := strings.Cut(ev.SuggestedAction, ", then restart")
+		return fmt.Errorf("%s %s %s, then run the command again.", ev.Message, ev.Reason, strings.TrimSuffix(action, "."))
 	}
 	conv, err := m.localConversation(ctx, ws, "datachat ask", data)
 	if err != nil {
@@ -170,7 +173,7 @@ func (m *Main) runAsk(ctx context.Context) error {
 		if len(c.Sources) > 0 {
 			fmt.Fprintln(m.Stderr, "sources:")
 			for i, s := range c.Sources {
-				fmt.Fprintf(m.Stderr, "  [%d] %v, page %v\n", i+1, s.Metadata["document"], s.Metadata["page"])
+				fmt.Fprintf(m.Stderr, "  [%d] %s\n", i+1, sourceName(s))
 			}
 		}
 	}
@@ -219,7 +222,43 @@ func (m *Main) addDocs(ctx context.Context, ws *workspace.Workspace, conversatio
 		if err != nil {
 			return fmt.Errorf("--doc %s: %s", p, datachat.ErrorMessage(err))
 		}
-		fmt.Fprintf(m.Stderr, "document %s: %d pages, %d chunks\n", d.Name, d.Pages, d.Chunks)
+		// A document without pages (Markdown, HTML, text) is "text".
+		pages := "text"
+		if d.Pages > 0 {
+			pages = plural(d.Pages, "page")
+		}
+		fmt.Fprintf(m.Stderr, "document %s: %s, %s\n", d.Name, pages, plural(d.Chunks, "chunk"))
 	}
 	return nil
+}
+
+// sourceName says where a source comes from: "report.pdf, page 4", or
+// "notes.md, section \"Setup\"", or the document's name alone.
+func sourceName(s datachat.Source) string {
+	name, _ := s.Metadata["document"].(string)
+	if name == "" {
+		name = "document"
+	}
+	switch p := s.Metadata["page"].(type) {
+	case int:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, p)
+		}
+	case float64:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, int(p))
+		}
+	}
+	if h, _ := s.Metadata["section"].(string); h != "" {
+		return fmt.Sprintf("%s, section %q", name, h)
+	}
+	return name
+}
+
+// plural is "1 page", "2 pages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

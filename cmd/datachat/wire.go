@@ -181,6 +181,9 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 	}
 	r.Model = model
 	if model == nil {
+		if m.Command == "ask" {
+			return r, nil // ask says so itself, as its error
+		}
 		m.Logger.Warn("no LLM provider configured: chat answers with an error until GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST is set")
 	} else {
 		m.Logger.Info("LLM provider", slog.String("provider", provider), slog.String("model", r.ModelID), slog.Int("context_window", r.Window))
