@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,20 +30,7 @@ func isURL(s string) bool {
 // runSQL is `datachat sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"`:
 // the sandboxed engine over the given files, with no LLM and no database.
 func (m *Main) runSQL(ctx context.Context) error {
-	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	var data listFlag
-	fs.Var(&data, "data", "a Parquet or CSV file or URL (repeatable); tables are named from the file names, in order")
-	format := fs.String("format", "table", "output format: table, csv or json")
-	if err := fs.Parse(m.Args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New(`sql: want exactly one SQL statement as the last argument, after the flags: datachat sql --data FILE "SELECT …"`)
-	}
-	if *format != "table" && *format != "csv" && *format != "json" {
-		return fmt.Errorf("sql: --format %q: want table, csv or json", *format)
-	}
+	data, format := m.flags.data, m.flags.format
 	dir, err := os.MkdirTemp("", "datachat-sql-")
 	if err != nil {
 		return err
@@ -59,11 +44,11 @@ func (m *Main) runSQL(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sql: %w", err)
 	}
-	res, err := ws.Query(ctx, conv.ID, fs.Arg(0))
+	res, err := ws.Query(ctx, conv.ID, m.Args[0])
 	if err != nil {
 		return fmt.Errorf("sql: %s", datachat.ErrorMessage(err))
 	}
-	switch *format {
+	switch format {
 	case "csv":
 		return duckdb.WriteCSV(m.Stdout, res)
 	case "json":
@@ -116,8 +101,10 @@ func (m *Main) addData(ctx context.Context, ws *workspace.Workspace, conversatio
 	return ws.AddUpload(ctx, conversationID, f, filepath.Base(src), "")
 }
 
-// newWorkspaceAt builds a workspace over a fresh SQLite store in dir.
+// newWorkspaceAt builds a workspace over a fresh SQLite store in dir, a
+// temporary directory of sql and ask, which keep nothing.
 func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
+	fmt.Fprintf(m.Stderr, "datachat: no data directory or database: %s keeps nothing (it works in %s, removed when it ends)\n", m.Command, dir)
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "datachat.db"))
 	if err != nil {
 		return nil, err
@@ -134,17 +121,7 @@ func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
 // runAsk is `datachat ask --data FILE_OR_URL… "question"`: one turn in the
 // terminal, the answer streamed to stdout and tool calls to stderr.
 func (m *Main) runAsk(ctx context.Context) error {
-	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	var data, docs listFlag
-	fs.Var(&data, "data", "a Parquet or CSV file or URL (repeatable)")
-	fs.Var(&docs, "doc", "a PDF, DOCX, Markdown, HTML or text document (repeatable)")
-	if err := fs.Parse(m.Args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New(`ask: want the question as the last argument, after the flags: datachat ask --data FILE "question"`)
-	}
+	data, docs := m.flags.data, m.flags.docs
 	dir, err := os.MkdirTemp("", "datachat-ask-")
 	if err != nil {
 		return err
@@ -159,8 +136,11 @@ func (m *Main) runAsk(ctx context.Context) error {
 		return err
 	}
 	if runner.Model == nil {
+		// The chat's advice is the server's ("…, then restart datachat"):
+		// a command run once is simply run again.
 		ev := chat.ErrorEventFor(chat.NotConfiguredError())
-		return fmt.Errorf("%s %s", ev.Reason, ev.SuggestedAction)
+		action, _, _ := strings.Cut(ev.SuggestedAction, ", then restart")
+		return fmt.Errorf("%s %s %s, then run the command again.", ev.Message, ev.Reason, strings.TrimSuffix(action, "."))
 	}
 	conv, err := m.localConversation(ctx, ws, "datachat ask", data)
 	if err != nil {
@@ -176,7 +156,7 @@ func (m *Main) runAsk(ctx context.Context) error {
 		}
 	}
 	sink := func(ev chat.Event) { m.printEvent(ev) }
-	out, err := runner.Send(ctx, user, conv.ID, fs.Arg(0), chat.TurnOptions{}, sink)
+	out, err := runner.Send(ctx, user, conv.ID, m.Args[0], chat.TurnOptions{}, sink)
 	for err == nil && out != nil && out.Confirmation != nil {
 		c := out.Confirmation
 		fmt.Fprintf(m.Stderr, "\n? %s\n  %s %s\n  approve? [y/N] ", c.Explanation, c.Action, c.Parameters)
@@ -193,7 +173,7 @@ func (m *Main) runAsk(ctx context.Context) error {
 		if len(c.Sources) > 0 {
 			fmt.Fprintln(m.Stderr, "sources:")
 			for i, s := range c.Sources {
-				fmt.Fprintf(m.Stderr, "  [%d] %v, page %v\n", i+1, s.Metadata["document"], s.Metadata["page"])
+				fmt.Fprintf(m.Stderr, "  [%d] %s\n", i+1, sourceName(s))
 			}
 		}
 	}
@@ -242,7 +222,43 @@ func (m *Main) addDocs(ctx context.Context, ws *workspace.Workspace, conversatio
 		if err != nil {
 			return fmt.Errorf("--doc %s: %s", p, datachat.ErrorMessage(err))
 		}
-		fmt.Fprintf(m.Stderr, "document %s: %d pages, %d chunks\n", d.Name, d.Pages, d.Chunks)
+		// A document without pages (Markdown, HTML, text) is "text".
+		pages := "text"
+		if d.Pages > 0 {
+			pages = plural(d.Pages, "page")
+		}
+		fmt.Fprintf(m.Stderr, "document %s: %s, %s\n", d.Name, pages, plural(d.Chunks, "chunk"))
 	}
 	return nil
+}
+
+// sourceName says where a source comes from: "report.pdf, page 4", or
+// "notes.md, section \"Setup\"", or the document's name alone.
+func sourceName(s datachat.Source) string {
+	name, _ := s.Metadata["document"].(string)
+	if name == "" {
+		name = "document"
+	}
+	switch p := s.Metadata["page"].(type) {
+	case int:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, p)
+		}
+	case float64:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, int(p))
+		}
+	}
+	if h, _ := s.Metadata["section"].(string); h != "" {
+		return fmt.Sprintf("%s, section %q", name, h)
+	}
+	return name
+}
+
+// plural is "1 page", "2 pages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -2,14 +2,18 @@
 //
 //	datachat serve                         web UI + API
 //	datachat sql --data FILE "SELECT …"    the sandboxed SQL engine, no LLM
+//	datachat ask --data FILE "question"    one chat turn in the terminal
+//	datachat mcp --data FILE               the data tools over MCP on stdio
 //	datachat keys create --user NAME       API keys (also list, revoke)
 //	datachat migrate                       apply database migrations
+//	datachat help [COMMAND]                usage
+//
+// Exit status: 0 on success and after help, 1 when the command failed, 2 for
+// a wrong command line or configuration.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,16 +28,11 @@ func main() {
 
 	m := NewMain()
 	if err := m.ParseFlags(ctx, os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "datachat:", err)
-		os.Exit(2)
+		os.Exit(m.exitCode(err, false))
 	}
 	if err := m.Run(ctx); err != nil {
 		m.Close()
-		fmt.Fprintln(os.Stderr, "datachat:", err)
-		os.Exit(1)
+		os.Exit(m.exitCode(err, true))
 	}
 	grace := context.Background()
 	if m.Command == "serve" {

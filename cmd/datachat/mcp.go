@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat"
@@ -23,20 +25,6 @@ const localUser = "local"
 // or on a new conversation holding the given files. Stdout carries only the
 // protocol; logs go to stderr.
 func (m *Main) runMCP(ctx context.Context) error {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	conversation := fs.String("conversation", "", "the id of a stored conversation of user "+localUser+" to work on")
-	var data listFlag
-	fs.Var(&data, "data", "a Parquet or CSV file or URL to load into a new conversation (repeatable)")
-	if err := fs.Parse(m.Args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("mcp: unexpected arguments %q: want [--conversation ID | --data FILE_OR_URL…]", fs.Args())
-	}
-	if *conversation != "" && len(data) > 0 {
-		return errors.New("mcp: use --conversation or --data, not both")
-	}
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err
@@ -49,7 +37,7 @@ func (m *Main) runMCP(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	convID, err := m.mcpConversation(ctx, ws, user, *conversation, data)
+	convID, err := m.mcpConversation(ctx, ws, user, m.flags.conversation, m.flags.data)
 	if err != nil {
 		return err
 	}
@@ -60,7 +48,7 @@ func (m *Main) runMCP(ctx context.Context) error {
 		Workspace: ws, Store: st, User: user, Conversation: convID,
 		Logger: m.Logger,
 	})
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{m.Stdout}})
+	err = srv.Run(ctx, answerAll{&mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{m.Stdout}}})
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil) {
 		return nil // the client went away, or we were told to stop
 	}
@@ -91,6 +79,106 @@ func (m *Main) mcpConversation(ctx context.Context, ws *workspace.Workspace, use
 		}
 	}
 	return c.ID, nil
+}
+
+// answerAll is a transport on which a client's end of input does not drop
+// the requests it sent before it: every one read is answered first.
+//
+// The SDK's connection treats a read error (io.EOF when stdin closes) as the
+// end of the session: it cancels the requests still running and refuses to
+// write their answers. A client that writes its requests and closes stdin at
+// once (a script piping a file in) got no answer to any of them. answerAll
+// holds the end of input back from the SDK until every request read has been
+// answered (or the connection is closed, or ctx ends).
+type answerAll struct{ mcp.Transport }
+
+func (t answerAll) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &answeringConn{Connection: c, pending: map[jsonrpc.ID]bool{}, closed: make(chan struct{})}, nil
+}
+
+// answeringConn counts the requests read and not yet answered.
+type answeringConn struct {
+	mcp.Connection
+
+	mu        sync.Mutex
+	pending   map[jsonrpc.ID]bool
+	answered  chan struct{} // closed when pending empties; nil while none is waited for
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *answeringConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.waitAnswered(ctx)
+		return nil, err
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		c.mu.Lock()
+		switch {
+		case req.IsCall() && req.Method != "subscriptions/listen": // a listen lasts as long as the session
+			c.pending[req.ID] = true
+		case req.Method == "notifications/cancelled":
+			// The client no longer wants that answer.
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					c.answer(id)
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+	return msg, nil
+}
+
+func (c *answeringConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		c.answer(resp.ID)
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// answer marks a request answered; c.mu is held.
+func (c *answeringConn) answer(id jsonrpc.ID) {
+	delete(c.pending, id)
+	if len(c.pending) == 0 && c.answered != nil {
+		close(c.answered)
+		c.answered = nil
+	}
+}
+
+// waitAnswered returns once every request read has been answered.
+func (c *answeringConn) waitAnswered(ctx context.Context) {
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.answered == nil {
+		c.answered = make(chan struct{})
+	}
+	answered := c.answered
+	c.mu.Unlock()
+	select {
+	case <-answered:
+	case <-c.closed:
+	case <-ctx.Done():
+	}
+}
+
+func (c *answeringConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Connection.Close()
 }
 
 // nopWriteCloser keeps the protocol from closing stdout.

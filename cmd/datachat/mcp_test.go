@@ -160,3 +160,46 @@ func TestMCPStdioNodeClient(t *testing.T) {
 		t.Errorf("the sandbox did not refuse read_csv('/etc/passwd') over stdio")
 	}
 }
+
+// TestMCPStdioAnswersAfterStdinCloses: a client that writes its requests and
+// closes stdin at once (as a script piping a file in does) gets an answer to
+// every request before datachat mcp exits.
+func TestMCPStdioAnswersAfterStdinCloses(t *testing.T) {
+	requests := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute_sql","arguments":{"query":"SELECT count(*) AS n FROM penguins"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_sql","arguments":{"query":"SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+	}
+	cmd := exec.Command(datachatBinary(t), "mcp", "--data", penguinsCSV)
+	cmd.Env = mcpEnv(t.TempDir())
+	cmd.Stdin = strings.NewReader(strings.Join(requests, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("datachat mcp: %v\nstderr: %s", err, stderr.String())
+	}
+	answers := map[float64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var msg struct {
+			ID     *float64        `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		if msg.ID != nil {
+			answers[*msg.ID] = string(msg.Result) + string(msg.Error)
+		}
+	}
+	for id, want := range map[float64]string{1: "protocolVersion", 2: "344", 3: "124", 4: "execute_sql"} {
+		if got, ok := answers[id]; !ok {
+			t.Errorf("request %v: no answer\nstdout:\n%s\nstderr: %s", id, out, stderr.String())
+		} else if !strings.Contains(got, want) {
+			t.Errorf("request %v: got %s, want it to contain %q", id, got, want)
+		}
+	}
+}

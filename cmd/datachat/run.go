@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -32,6 +33,7 @@ import (
 type Main struct {
 	Command string
 	Args    []string // the command's arguments after its flags
+	flags   cmdFlags // the command's flags
 
 	ConfigPath string
 	Config     *config.Config
@@ -45,6 +47,7 @@ type Main struct {
 	ShutdownGrace time.Duration
 
 	Store    datachat.Store
+	migrated []string // the migrations openStore applied
 	Server   *server.Server
 	listener net.Listener
 	served   chan error
@@ -57,53 +60,38 @@ func NewMain() *Main {
 	return &Main{Env: os.LookupEnv, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
-const usage = `Usage: datachat [--config FILE] COMMAND [ARGS]
-
-Commands:
-  serve                                   run the web UI and API
-  sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
-                                          run SQL over files in the sandboxed engine
-  keys create --user NAME                 create an API key (printed once)
-  keys list                               list API keys
-  keys revoke ID                          revoke an API key
-  ask [--data FILE_OR_URL]… [--doc FILE]… "question"
-                                          one chat turn in the terminal
-  mcp [--conversation ID | --data FILE_OR_URL]…
-                                          the data tools as an MCP server on stdio
-  migrate                                 apply pending database migrations
-
-Configuration comes from the environment (see README.md); --config FILE reads
-the same variables from a YAML file, and the environment wins.
-`
-
-// ParseFlags reads the global flags, the command and the configuration.
+// ParseFlags reads the global flags, the command, its flags and arguments,
+// and the configuration. After help (-h, --help, datachat help) it returns
+// flag.ErrHelp, the usage written to m.Stdout; a wrong command line is a
+// *usageError.
 func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("datachat", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() { fmt.Fprint(m.Stderr, usage) }
-	fs.StringVar(&m.ConfigPath, "config", "", "YAML configuration file")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&m.ConfigPath, "config", "", "YAML configuration `FILE`")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(m.Stdout, usage)
+			return err
+		}
+		return &usageError{err.Error(), usage}
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return flag.ErrHelp
+		return &usageError{"no command given", usage}
 	}
-	m.Command, m.Args = fs.Arg(0), fs.Args()[1:]
-	switch m.Command {
-	case "serve", "keys", "migrate", "sql", "ask", "mcp":
-	case "help", "-h", "--help":
-		fs.Usage()
-		return flag.ErrHelp
-	default:
-		return fmt.Errorf("unknown command %q (see datachat help)", m.Command)
+	m.Command = fs.Arg(0)
+	if m.Command == "help" {
+		return m.help(fs.Args()[1:])
+	}
+	if err := m.parseCommand(fs.Args()[1:]); err != nil {
+		return err
 	}
 	cfg, err := config.Load(m.ConfigPath, m.Env)
 	if err != nil {
 		return fmt.Errorf("configuration:\n%w", err)
 	}
 	m.Config = cfg
-	m.Logger = newLogger(m.Stderr, cfg)
+	m.Logger = newLogger(m.Stderr, cfg, m.Command != "serve")
 	if m.Env != nil {
 		if v, ok := m.Env("DATACHAT_SHUTDOWN_GRACE"); ok && strings.TrimSpace(v) != "" {
 			d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -162,9 +150,20 @@ func (m *Main) sweepLeftStreaming(st datachat.Store, owner, node string) func() 
 	return func() error { cancel(); <-done; return nil }
 }
 
-func newLogger(w io.Writer, cfg *config.Config) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
+// newLogger logs as DATACHAT_LOG_LEVEL and DATACHAT_LOG_FORMAT say. Where
+// they are not set, serve logs from info up in JSON, for a log collector; the
+// other commands (oneShot) log warnings and errors only, as text, so that
+// what they print on stderr for a person (ask's tool calls) reads cleanly.
+func newLogger(w io.Writer, cfg *config.Config, oneShot bool) *slog.Logger {
+	level, format := cfg.LogLevel, cfg.LogFormat
+	if oneShot && !cfg.LogLevelSet {
+		level = slog.LevelWarn
+	}
+	if oneShot && !cfg.LogFormatSet {
+		format = "text"
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
@@ -231,9 +230,14 @@ type migrator interface {
 	Migrate(ctx context.Context) error
 }
 
-// openStore opens the configured database and applies pending migrations.
+// openStore says which data directory and database the command uses, opens
+// the database and applies pending migrations (their names in m.migrated).
 func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 	cfg := m.Config
+	if err := m.checkLegacyDataDir(); err != nil {
+		return nil, err
+	}
+	m.announceData()
 	var (
 		st  migrator
 		err error
@@ -253,6 +257,7 @@ func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 	pending, err := st.PendingMigrations(ctx)
 	if err == nil && len(pending) > 0 {
 		if err = st.Migrate(ctx); err == nil {
+			m.migrated = pending
 			m.Logger.Info("migrations applied", slog.Any("migrations", pending))
 		}
 	}
@@ -265,10 +270,74 @@ func (m *Main) openStore(ctx context.Context) (datachat.Store, error) {
 	return st, nil
 }
 
-func (m *Main) runServe(ctx context.Context) error {
-	if len(m.Args) > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", m.Args)
+// announceData says where the command's data is: for serve in its log, for
+// the other commands in a line on stderr (stdout carries their output).
+func (m *Main) announceData() {
+	cfg := m.Config
+	from := "default"
+	if cfg.DataDirSet {
+		from = "DATACHAT_DATA_DIR"
 	}
+	db := filepath.Join(cfg.DataDir, "datachat.db") + " (SQLite)"
+	if config.IsPostgres(cfg.DatabaseURL) {
+		db = redactURL(cfg.DatabaseURL) + " (PostgreSQL, DATACHAT_DATABASE_URL)"
+	}
+	if m.Command == "serve" {
+		m.Logger.Info("data", slog.String("data_dir", cfg.DataDir), slog.String("data_dir_from", from), slog.String("database", db))
+		return
+	}
+	fmt.Fprintf(m.Stderr, "datachat: data directory %s (%s); database %s\n", cfg.DataDir, from, db)
+}
+
+// legacyDataDir is where datachat kept its data before its default was a
+// fixed place per user: datachat-data in the working directory.
+const legacyDataDir = "datachat-data"
+
+// checkLegacyDataDir stops a command that would start afresh in the default
+// data directory, which does not exist yet, while the working directory
+// holds datachat-data, the data of an earlier datachat: the user chooses to
+// move it, keep it, or start afresh. Going on with a warning instead would
+// create the default directory, after which the data would be ignored for
+// good without a word (and "mv datachat-data DEFAULT" would put it inside).
+func (m *Main) checkLegacyDataDir() error {
+	cfg := m.Config
+	if cfg.DataDirSet {
+		return nil
+	}
+	if _, err := os.Stat(cfg.DataDir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	old, err := filepath.Abs(legacyDataDir)
+	if err != nil {
+		return nil
+	}
+	if fi, err := os.Stat(old); err != nil || !fi.IsDir() {
+		return nil
+	}
+	q := shellQuote
+	return fmt.Errorf(`%s holds the data of an earlier datachat, which kept its data in the directory it ran in. datachat now keeps it in one place, whatever the directory: %s, which does not exist yet. Nothing was changed. Either move the old data there:
+
+  mkdir -p %s && mv %s %s
+
+or keep it where it is (set this wherever datachat runs):
+
+  export DATACHAT_DATA_DIR=%s
+
+or start afresh and leave it alone:
+
+  mkdir -p -m 700 %s`,
+		old, cfg.DataDir, q(filepath.Dir(cfg.DataDir)), q(old), q(cfg.DataDir), q(old), q(cfg.DataDir))
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (m *Main) runServe(ctx context.Context) error {
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err
@@ -370,30 +439,20 @@ func (m *Main) runMigrate(ctx context.Context) error {
 	if _, err := m.openStore(ctx); err != nil {
 		return err
 	}
+	if len(m.migrated) > 0 {
+		fmt.Fprintf(m.Stderr, "applied migrations %s; ", strings.Join(m.migrated, ", "))
+	}
 	fmt.Fprintln(m.Stderr, "database schema is current")
 	return nil
 }
 
 func (m *Main) runKeys(ctx context.Context) error {
-	if len(m.Args) == 0 {
-		return errors.New("keys: want create --user NAME, list, or revoke ID")
-	}
-	sub, args := m.Args[0], m.Args[1:]
-	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	user := fs.String("user", "", "user name")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
 	if _, err := m.openStore(ctx); err != nil {
 		return err
 	}
-	switch sub {
+	switch sub := m.flags.sub; sub {
 	case "create":
-		name := strings.TrimSpace(*user)
-		if name == "" || fs.NArg() > 0 {
-			return errors.New("keys create: want --user NAME")
-		}
+		name := strings.TrimSpace(m.flags.user)
 		key, err := m.createKey(ctx, name)
 		if err != nil {
 			return err
@@ -414,16 +473,13 @@ func (m *Main) runKeys(ctx context.Context) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
-			return errors.New("keys revoke: want the key's ID (see keys list)")
-		}
-		if err := m.Store.RevokeAPIKey(ctx, fs.Arg(0)); err != nil {
+		if err := m.Store.RevokeAPIKey(ctx, m.Args[0]); err != nil {
 			return fmt.Errorf("keys revoke: %s", datachat.ErrorMessage(err))
 		}
-		fmt.Fprintf(m.Stderr, "revoked key %s\n", fs.Arg(0))
+		fmt.Fprintf(m.Stderr, "revoked key %s\n", m.Args[0])
 		return nil
 	}
-	return fmt.Errorf("keys: unknown subcommand %q: want create, list or revoke", sub)
+	return fmt.Errorf("keys: unknown subcommand %q: want create, list or revoke", m.flags.sub)
 }
 
 func timeOrDash(t *time.Time) string {

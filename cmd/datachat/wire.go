@@ -115,11 +115,16 @@ func (m *Main) newIndex(st datachat.Store, dataDir, backend string) (retrieval.B
 	return index, nil
 }
 
-// redactURL returns u without its password, for logs.
+// redactURL returns u without its password (in the user information, or a
+// password parameter as libpq accepts), for logs.
 func redactURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
 		return "(invalid URL)"
+	}
+	if q := p.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		p.RawQuery = q.Encode()
 	}
 	return p.Redacted()
 }
@@ -176,6 +181,9 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 	}
 	r.Model = model
 	if model == nil {
+		if m.Command == "ask" {
+			return r, nil // ask says so itself, as its error
+		}
 		m.Logger.Warn("no LLM provider configured: chat answers with an error until GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST is set")
 	} else {
 		m.Logger.Info("LLM provider", slog.String("provider", provider), slog.String("model", r.ModelID), slog.Int("context_window", r.Window))

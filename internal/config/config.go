@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,8 +22,11 @@ import (
 // Config is datachat's whole configuration. Zero values are never used: Load
 // fills defaults for everything that is not set.
 type Config struct {
-	Addr        string // DATACHAT_ADDR
-	DataDir     string // DATACHAT_DATA_DIR
+	Addr string // DATACHAT_ADDR
+	// DataDir is DATACHAT_DATA_DIR made absolute, else DefaultDataDir: a fixed
+	// place per user, so that every command finds the same data wherever it runs.
+	DataDir     string
+	DataDirSet  bool   // DATACHAT_DATA_DIR was given
 	DatabaseURL string // DATACHAT_DATABASE_URL; "" means SQLite in DataDir
 
 	LLMProvider          string // LLM_PROVIDER: "" (choose from keys), gemini, openai, ollama
@@ -84,8 +88,10 @@ type Config struct {
 
 	ConfirmSQL string // unsure, always
 
-	LogLevel  slog.Level
-	LogFormat string // json, text
+	LogLevel     slog.Level
+	LogFormat    string // json, text
+	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
+	LogFormatSet bool   // DATACHAT_LOG_FORMAT was given (else LogFormat is the default, json)
 }
 
 // Provider names.
@@ -119,7 +125,7 @@ func Load(path string, env Lookup) (*Config, error) {
 	p := &parser{get: get}
 	c := &Config{
 		Addr:        p.addr("DATACHAT_ADDR", "127.0.0.1:8080"),
-		DataDir:     p.str("DATACHAT_DATA_DIR", "./datachat-data"),
+		DataDir:     p.str("DATACHAT_DATA_DIR", ""),
 		DatabaseURL: p.databaseURL("DATACHAT_DATABASE_URL"),
 
 		LLMProvider:          p.oneOf("LLM_PROVIDER", "", "gemini", "openai", "ollama"),
@@ -175,6 +181,19 @@ func Load(path string, env Lookup) (*Config, error) {
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
 	}
 	_, c.OllamaHostSet = get("OLLAMA_HOST")
+	_, c.LogLevelSet = p.raw("DATACHAT_LOG_LEVEL")
+	_, c.LogFormatSet = p.raw("DATACHAT_LOG_FORMAT")
+	c.DataDirSet = c.DataDir != ""
+	if !c.DataDirSet {
+		// The environment only: the file configures datachat, not where home is.
+		d, err := defaultDataDir(runtime.GOOS, env)
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("DATACHAT_DATA_DIR is not set, and its default cannot be found (%v): set DATACHAT_DATA_DIR", err))
+		}
+		c.DataDir = d
+	} else if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
 	c.AllowPrivateAll, c.AllowPrivateCIDRs = p.allowPrivate("DATACHAT_ALLOW_PRIVATE_URLS")
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
@@ -209,6 +228,44 @@ func (c *Config) Validate() error {
 		}[c.EmbeddingProvider]
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultDataDir is the data directory when DATACHAT_DATA_DIR is not set, read
+// from the environment through env: $XDG_DATA_HOME/datachat, else
+// ~/.local/share/datachat (the XDG base directory default); on macOS
+// ~/Library/Application Support/datachat, on Windows %LocalAppData%\datachat.
+// It does not depend on the working directory.
+func DefaultDataDir(env Lookup) (string, error) {
+	return defaultDataDir(runtime.GOOS, env)
+}
+
+func defaultDataDir(goos string, env Lookup) (string, error) {
+	get := func(key string) string {
+		v, _ := env(key)
+		return v
+	}
+	switch goos {
+	case "windows":
+		if d := get("LocalAppData"); d != "" {
+			return filepath.Join(d, "datachat"), nil
+		}
+		return "", errors.New("%LocalAppData% is not set")
+	case "darwin", "ios":
+		// As os.UserConfigDir: macOS keeps application data in
+		// ~/Library/Application Support, whatever XDG_DATA_HOME says.
+		if h := get("HOME"); h != "" {
+			return filepath.Join(h, "Library", "Application Support", "datachat"), nil
+		}
+		return "", errors.New("$HOME is not set")
+	}
+	// The XDG base directory specification ignores a relative XDG_DATA_HOME.
+	if d := get("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "datachat"), nil
+	}
+	if h := get("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "datachat"), nil
+	}
+	return "", errors.New("neither $XDG_DATA_HOME nor $HOME is set")
 }
 
 // IsPostgres reports whether a database URL names PostgreSQL.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -9,8 +10,16 @@ import (
 	"time"
 )
 
+// env is a Lookup over m, with a HOME unless m sets one (the default data
+// directory is under it).
 func env(m map[string]string) Lookup {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		if !ok && k == "HOME" {
+			return "/home/test", true
+		}
+		return v, ok
+	}
 }
 
 func TestDefaults(t *testing.T) {
@@ -18,8 +27,15 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:8080" || c.DataDir != "./datachat-data" || c.DatabaseURL != "" {
-		t.Errorf("got addr %q dir %q db %q", c.Addr, c.DataDir, c.DatabaseURL)
+	dataDir, err := DefaultDataDir(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:8080" || c.DataDir != dataDir || c.DataDirSet || c.DatabaseURL != "" {
+		t.Errorf("got addr %q dir %q (set %v) db %q", c.Addr, c.DataDir, c.DataDirSet, c.DatabaseURL)
+	}
+	if c.LogLevel != slog.LevelInfo || c.LogFormat != "json" || c.LogLevelSet || c.LogFormatSet {
+		t.Errorf("got log level %v (set %v), format %q (set %v)", c.LogLevel, c.LogLevelSet, c.LogFormat, c.LogFormatSet)
 	}
 	if c.ChatMaxTokens != 2048 || c.ChatTemperature != 0.7 || c.ChatMaxContextDocs != 5 || c.MaxQueryChars != 2000 {
 		t.Errorf("got chat defaults %d %v %d %d", c.ChatMaxTokens, c.ChatTemperature, c.ChatMaxContextDocs, c.MaxQueryChars)
@@ -47,6 +63,54 @@ func TestDefaults(t *testing.T) {
 	}
 	if got, want := c.Window(Gemini), 1_048_576; got != want {
 		t.Errorf("window: got %d, want %d", got, want)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		goos string
+		env  map[string]string
+		want string // "" means an error
+	}{
+		{"linux", map[string]string{"HOME": "/home/ann"}, "/home/ann/.local/share/datachat"},
+		{"linux", map[string]string{"HOME": "/home/ann", "XDG_DATA_HOME": "/data/ann"}, "/data/ann/datachat"},
+		{"freebsd", map[string]string{"HOME": "/home/ann", "XDG_DATA_HOME": "share"}, "/home/ann/.local/share/datachat"}, // a relative XDG_DATA_HOME is ignored
+		{"linux", map[string]string{"XDG_DATA_HOME": "/data/ann"}, "/data/ann/datachat"},
+		{"linux", map[string]string{}, ""},
+		{"darwin", map[string]string{"HOME": "/Users/ann", "XDG_DATA_HOME": "/data/ann"}, "/Users/ann/Library/Application Support/datachat"},
+		{"darwin", map[string]string{}, ""},
+		{"windows", map[string]string{"LocalAppData": `C:\Users\ann\AppData\Local`}, filepath.Join(`C:\Users\ann\AppData\Local`, "datachat")},
+		{"windows", map[string]string{"HOME": "/home/ann"}, ""},
+	} {
+		lookup := func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }
+		got, err := defaultDataDir(tc.goos, lookup)
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("%s %v: got %q, want an error", tc.goos, tc.env, got)
+		case tc.want != "" && (err != nil || got != tc.want):
+			t.Errorf("%s %v: got %q, %v; want %q", tc.goos, tc.env, got, err, tc.want)
+		}
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	// Given, it is made absolute: the same directory for every command
+	// started in this one.
+	c, err := Load("", env(map[string]string{"DATACHAT_DATA_DIR": "rel/data"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if want := filepath.Join(wd, "rel", "data"); c.DataDir != want || !c.DataDirSet {
+		t.Errorf("relative DATACHAT_DATA_DIR: got %q (set %v), want %q", c.DataDir, c.DataDirSet, want)
+	}
+	// Not given and no home to put the default in: the error says to set it.
+	none := func(string) (string, bool) { return "", false }
+	if _, err := Load("", none); err == nil || !strings.Contains(err.Error(), "set DATACHAT_DATA_DIR") {
+		t.Errorf("no HOME: got %v, want an error saying to set DATACHAT_DATA_DIR", err)
+	}
+	if c, err := Load("", env(map[string]string{"DATACHAT_LOG_LEVEL": "info", "DATACHAT_LOG_FORMAT": "json"})); err != nil || !c.LogLevelSet || !c.LogFormatSet {
+		t.Errorf("log level and format given: got %+v, %v", c, err)
 	}
 }
 

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+const usage = `Usage: datachat [--config FILE] COMMAND [ARGS]
+
+Commands:
+  serve                                   run the web UI and API
+  sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
+                                          run SQL over files in the sandboxed engine
+  keys create --user NAME                 create an API key (printed once)
+  keys list                               list API keys
+  keys revoke ID                          revoke an API key
+  ask [--data FILE_OR_URL]… [--doc FILE]… "question"
+                                          one chat turn in the terminal
+  mcp [--conversation ID | --data FILE_OR_URL]…
+                                          the data tools as an MCP server on stdio
+  migrate                                 apply pending database migrations
+  help [COMMAND]                          this text, or a command's
+
+Configuration comes from the environment (see README.md); --config FILE reads
+the same variables from a YAML file, and the environment wins. Data is kept in
+DATACHAT_DATA_DIR, by default one directory per user whatever the working
+directory ($XDG_DATA_HOME/datachat or ~/.local/share/datachat); each command
+names it on stderr when it starts.
+`
+
+// A command's usage: its synopsis lines and what it does; its flags are
+// listed after them.
+var commandUsage = map[string]string{
+	"serve": `Usage: datachat serve
+
+Runs the web UI and the API on DATACHAT_ADDR (default 127.0.0.1:8080). On its
+first start, with no API keys yet, it creates one for user admin and prints a
+sign-in URL once.
+`,
+	"sql": `Usage: datachat sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
+
+Runs one SQL statement over the files in the sandboxed engine, with no LLM;
+tables are named from the file names, in order. Nothing is stored.
+`,
+	"ask": `Usage: datachat ask [--data FILE_OR_URL]… [--doc FILE]… "question"
+
+One chat turn in the terminal: the answer on stdout, the tool calls on stderr.
+Needs a model: GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST. Nothing is
+stored.
+`,
+	"mcp": `Usage: datachat mcp [--conversation ID | --data FILE_OR_URL…]
+
+Serves the data tools (list_datasets, describe_dataset, load_dataset,
+execute_sql, search_documents) as a Model Context Protocol server on stdio,
+for user local, on one of its stored conversations or on a new one holding
+the --data files.
+`,
+	"keys": `Usage: datachat keys create --user NAME   create an API key: the key alone on stdout, once
+       datachat keys list                 list the API keys: id, user, created, last used
+       datachat keys revoke ID            revoke an API key (its ID from keys list)
+`,
+	"migrate": `Usage: datachat migrate
+
+Applies pending database migrations (serve also applies them when it starts).
+`,
+}
+
+// cmdFlags holds the flags of every command; each command defines its own.
+type cmdFlags struct {
+	sub          string // keys: create, list or revoke
+	data, docs   listFlag
+	format       string
+	conversation string
+	user         string
+}
+
+// usageError is a wrong command line: main prints it with the usage and
+// exits 2.
+type usageError struct {
+	msg   string
+	usage string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// helpFor writes a command's usage and flags.
+func helpFor(w io.Writer, name string, fs *flag.FlagSet) {
+	fmt.Fprint(w, commandUsage[name])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+func helpText(name string, fs *flag.FlagSet) string {
+	var b bytes.Buffer
+	helpFor(&b, name, fs)
+	return b.String()
+}
+
+// commandFlags returns the flag set of a command (sub: of keys), its
+// flags stored in f.
+func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet(strings.TrimSpace("datachat "+name+" "+sub), flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // ParseFlags reports errors and help itself
+	fs.Usage = func() {}
+	switch name {
+	case "sql":
+		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` (repeatable); tables are named from the file names, in order")
+		fs.StringVar(&f.format, "format", "table", "output `format`: table, csv or json")
+	case "ask":
+		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` (repeatable)")
+		fs.Var(&f.docs, "doc", "a PDF, DOCX, Markdown, HTML or text document `FILE` (repeatable)")
+	case "mcp":
+		fs.StringVar(&f.conversation, "conversation", "", "the `ID` of a stored conversation of user "+localUser+" to work on")
+		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` to load into a new conversation (repeatable)")
+	case "keys":
+		if sub == "create" {
+			fs.StringVar(&f.user, "user", "", "the user's `NAME` (created if new)")
+		}
+	}
+	return fs
+}
+
+// parseCommand reads the command's flags and arguments into m.flags and
+// m.Args, before any configuration is read: help and a wrong command line
+// need none.
+func (m *Main) parseCommand(args []string) error {
+	name := m.Command
+	if _, ok := commandUsage[name]; !ok {
+		return &usageError{fmt.Sprintf("unknown command %q", name), usage}
+	}
+	f := &m.flags
+	if name == "keys" {
+		if len(args) == 0 {
+			return &usageError{"keys: want create, list or revoke", commandUsage[name]}
+		}
+		switch args[0] {
+		case "create", "list", "revoke":
+			f.sub, args = args[0], args[1:]
+		case "-h", "-help", "--help", "help":
+			fmt.Fprint(m.Stdout, commandUsage[name])
+			return flag.ErrHelp
+		default:
+			return &usageError{fmt.Sprintf("keys: unknown subcommand %q: want create, list or revoke", args[0]), commandUsage[name]}
+		}
+	}
+	fs := commandFlags(name, f.sub, f)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			helpFor(m.Stdout, name, fs)
+			return err
+		}
+		return &usageError{fs.Name()[len("datachat "):] + ": " + err.Error(), helpText(name, fs)}
+	}
+	m.Args = fs.Args()
+	wrong := func(msg string) error { return &usageError{msg, helpText(name, fs)} }
+	switch name {
+	case "serve", "migrate":
+		if len(m.Args) > 0 {
+			return wrong(fmt.Sprintf("%s takes no arguments, got %q", name, m.Args))
+		}
+	case "sql":
+		if len(m.Args) != 1 {
+			return wrong(`sql: want exactly one SQL statement as the last argument, after the flags: datachat sql --data FILE "SELECT …"`)
+		}
+		if f.format != "table" && f.format != "csv" && f.format != "json" {
+			return wrong(fmt.Sprintf("sql: --format %q: want table, csv or json", f.format))
+		}
+	case "ask":
+		if len(m.Args) != 1 {
+			return wrong(`ask: want the question as the last argument, after the flags: datachat ask --data FILE "question"`)
+		}
+	case "mcp":
+		if len(m.Args) > 0 {
+			return wrong(fmt.Sprintf("mcp: unexpected arguments %q: want [--conversation ID | --data FILE_OR_URL…]", m.Args))
+		}
+		if f.conversation != "" && len(f.data) > 0 {
+			return wrong("mcp: use --conversation or --data, not both")
+		}
+	case "keys":
+		switch {
+		case f.sub == "create" && (strings.TrimSpace(f.user) == "" || len(m.Args) > 0):
+			return wrong("keys create: want --user NAME")
+		case f.sub == "list" && len(m.Args) > 0:
+			return wrong(fmt.Sprintf("keys list takes no arguments, got %q", m.Args))
+		case f.sub == "revoke" && len(m.Args) != 1:
+			return wrong("keys revoke: want the key's ID (see keys list)")
+		}
+	}
+	return nil
+}
+
+// help is `datachat help [COMMAND]`.
+func (m *Main) help(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stdout, usage)
+		return flag.ErrHelp
+	}
+	name := args[0]
+	if _, ok := commandUsage[name]; !ok || len(args) > 1 {
+		return &usageError{fmt.Sprintf("help: unknown command %q", strings.Join(args, " ")), usage}
+	}
+	if name == "keys" {
+		fmt.Fprint(m.Stdout, commandUsage[name])
+		return flag.ErrHelp
+	}
+	helpFor(m.Stdout, name, commandFlags(name, "", &cmdFlags{}))
+	return flag.ErrHelp
+}
+
+// exitCode reports err from ParseFlags (run false) or Run on m.Stderr and
+// returns the exit status: 0 after help was asked for, 2 for a wrong command
+// line (with the usage) or configuration, 1 for a command that failed.
+func (m *Main) exitCode(err error, run bool) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(m.Stderr, "datachat: %s\n\n%s", ue.msg, ue.usage)
+		return 2
+	}
+	fmt.Fprintln(m.Stderr, "datachat:", err)
+	if run {
+		return 1
+	}
+	return 2
+}
