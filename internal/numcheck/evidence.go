@@ -1,0 +1,405 @@
+package numcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Kinds of evidence, in the order attribution prefers them.
+const (
+	kindCell = iota
+	kindRowCount
+	kindExcerpt
+	kindQuestion
+)
+
+// ref locates an evidence value.
+type ref struct {
+	kind     int
+	idx      int // the result or the excerpt
+	row, col int
+	seq      int // order of the number within a text
+}
+
+func (r ref) cmp(o ref) int {
+	for _, c := range [...][2]int{{r.kind, o.kind}, {r.idx, o.idx}, {r.row, o.row}, {r.col, o.col}, {r.seq, o.seq}} {
+		if c[0] != c[1] {
+			if c[0] < c[1] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// val is one number of the evidence.
+type val struct {
+	abs      float64
+	d        dec
+	ref      ref
+	gcol     int  // the column across all results, for its statistics; -1 for texts
+	pctUnits bool // written with a percent sign (in a text), or in a percent-named column
+	text     bool // read from a text: the question, an excerpt, a text cell
+}
+
+// window is a range of magnitudes an answer's numbers can match.
+type window struct{ lo, hi float64 }
+
+// index holds the evidence values that fall in the answer's windows, sorted
+// by magnitude, and the per-column facts matching needs.
+type index struct {
+	vals    []val
+	colFrac []bool // every number of the column is in [-1, 1], one of them not an integer
+	colPct  []bool // the column's name says percent
+	ev      *Evidence
+	labels  map[[2]int][]string
+}
+
+type colStat struct{ any, outside, nonInt bool }
+
+type builder struct {
+	ix      *index
+	windows []window
+	stats   []colStat
+}
+
+func (b *builder) keep(f float64) bool {
+	ws := b.windows
+	i := sort.Search(len(ws), func(i int) bool { return ws[i].hi >= f })
+	return i < len(ws) && ws[i].lo <= f
+}
+
+// buildIndex reads the evidence, keeping only values inside windows (sorted,
+// disjoint).
+func buildIndex(ev *Evidence, windows []window) *index {
+	ix := &index{ev: ev, labels: map[[2]int][]string{}}
+	b := &builder{ix: ix, windows: windows}
+	ncol := 0
+	offsets := make([]int, len(ev.Results))
+	for i, r := range ev.Results {
+		offsets[i] = ncol
+		ncol += len(r.Columns)
+	}
+	b.stats = make([]colStat, ncol)
+	ix.colPct = make([]bool, ncol)
+	for i, r := range ev.Results {
+		for c, name := range r.Columns {
+			ix.colPct[offsets[i]+c] = percentName(name)
+		}
+		for row, cells := range r.Rows {
+			for c, v := range cells {
+				g := -1
+				if c < len(r.Columns) {
+					g = offsets[i] + c
+				}
+				b.cell(v, ref{kind: kindCell, idx: i, row: row, col: c}, g, 0)
+			}
+		}
+		n := r.RowCount
+		if n == 0 {
+			n = len(r.Rows)
+		}
+		// A result of one row (an aggregate) would vouch for every "1".
+		d := decOfInt(int64(n))
+		if n > 1 && b.keep(d.float()) {
+			ix.vals = append(ix.vals, val{abs: d.float(), d: d, ref: ref{kind: kindRowCount, idx: i, row: -1, col: -1}, gcol: -1})
+		}
+	}
+	for i, e := range ev.Excerpts {
+		b.text(e.Text, ref{kind: kindExcerpt, idx: i, row: -1, col: -1}, -1)
+	}
+	b.text(ev.Question, ref{kind: kindQuestion, row: -1, col: -1}, -1)
+	ix.colFrac = make([]bool, ncol)
+	for g, s := range b.stats {
+		ix.colFrac[g] = s.any && !s.outside && s.nonInt
+	}
+	slices.SortFunc(ix.vals, func(a, b val) int {
+		if a.abs != b.abs {
+			if a.abs < b.abs {
+				return -1
+			}
+			return 1
+		}
+		return a.ref.cmp(b.ref)
+	})
+	return ix
+}
+
+func percentName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"pct", "percent", "perc", "%", "ppt", "points"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return strings.HasSuffix(n, "_pc") || strings.HasSuffix(n, "_pp") || strings.Contains(n, "_pp_")
+}
+
+// num records a number of a cell: f its float value, s its text when d is
+// still to be parsed.
+func (b *builder) num(f float64, d dec, s string, r ref, gcol int) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return
+	}
+	if gcol >= 0 {
+		st := &b.stats[gcol]
+		st.any = true
+		if f > 1 || f < -1 {
+			st.outside = true
+		}
+		if f != math.Trunc(f) {
+			st.nonInt = true
+		}
+	}
+	af := math.Abs(f)
+	if !b.keep(af) {
+		return
+	}
+	if s != "" {
+		var ok bool
+		if d, ok = parseDec(s); !ok {
+			return
+		}
+	}
+	b.ix.vals = append(b.ix.vals, val{abs: af, d: d, ref: r, gcol: gcol, pctUnits: gcol >= 0 && b.ix.colPct[gcol]})
+}
+
+const maxDepth = 8
+
+// cell records the numbers of one result value.
+func (b *builder) cell(v any, r ref, gcol, depth int) {
+	switch x := v.(type) {
+	case nil, bool:
+	case int64:
+		b.num(float64(x), decOfInt(x), "", r, gcol)
+	case int:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case int32:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case int16:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case int8:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case uint64:
+		b.num(float64(x), dec{c: x}.norm(), "", r, gcol)
+	case uint32:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case uint16:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case uint8:
+		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
+	case uint:
+		b.num(float64(x), dec{c: uint64(x)}.norm(), "", r, gcol)
+	case float64:
+		b.num(x, dec{}, strconv.FormatFloat(x, 'g', -1, 64), r, gcol)
+	case float32:
+		b.num(float64(x), dec{}, strconv.FormatFloat(float64(x), 'g', -1, 32), r, gcol)
+	case json.Number:
+		if f, err := strconv.ParseFloat(string(x), 64); err == nil {
+			b.num(f, dec{}, string(x), r, gcol)
+		}
+	case string:
+		if numericString(x) {
+			if f, err := strconv.ParseFloat(x, 64); err == nil {
+				b.num(f, dec{}, x, r, gcol)
+			}
+			return
+		}
+		if hasDigit(x) && !isoDate(x) {
+			b.text(x, r, gcol)
+		}
+	case []any:
+		if depth < maxDepth {
+			for _, e := range x {
+				b.cell(e, r, gcol, depth+1)
+			}
+		}
+	case map[string]any:
+		if depth < maxDepth {
+			keys := make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				b.cell(x[k], r, gcol, depth+1)
+			}
+		}
+	default:
+		// Ordered objects and anything else JSON can write.
+		if depth >= maxDepth {
+			return
+		}
+		raw, err := json.Marshal(x)
+		if err != nil {
+			return
+		}
+		dj := json.NewDecoder(bytes.NewReader(raw))
+		dj.UseNumber()
+		var y any
+		if dj.Decode(&y) == nil {
+			b.cell(y, r, gcol, depth+1)
+		}
+	}
+}
+
+// numericString reports a string that is a plain number: an optional sign,
+// digits, an optional point and exponent (DECIMAL, big integers, floats).
+func numericString(s string) bool {
+	if s == "" || len(s) > 80 {
+		return false
+	}
+	i := 0
+	if s[0] == '-' || s[0] == '+' {
+		i++
+	}
+	digits, point := 0, false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !point:
+			point = true
+		case (c == 'e' || c == 'E') && digits > 0:
+			j := i + 1
+			if j < len(s) && (s[j] == '+' || s[j] == '-') {
+				j++
+			}
+			if j == len(s) {
+				return false
+			}
+			for ; j < len(s); j++ {
+				if s[j] < '0' || s[j] > '9' {
+					return false
+				}
+			}
+			return true
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+func hasDigit(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			return true
+		}
+	}
+	return false
+}
+
+// isoDate reports a string that starts as an ISO date, time or timestamp:
+// "2024-03-01", "2024-03-01T10:00:00Z", "10:30:00"; it holds no values.
+func isoDate(s string) bool {
+	d := func(i int) bool { return i < len(s) && s[i] >= '0' && s[i] <= '9' }
+	if len(s) >= 10 && d(0) && d(1) && d(2) && d(3) && s[4] == '-' && d(5) && d(6) && s[7] == '-' && d(8) && d(9) {
+		return true
+	}
+	return len(s) >= 5 && d(0) && d(1) && s[2] == ':' && d(3) && d(4)
+}
+
+// text records the numbers of a text: the question, an excerpt or a text
+// cell, read by the rules that read answers. A percent stands for both A and
+// A/100, a magnitude for the scaled value and the mantissa; a number near a
+// word of decrease also for its negative.
+func (b *builder) text(s string, r ref, gcol int) {
+	if !hasDigit(s) {
+		return
+	}
+	d := newDoc(s)
+	for _, t := range d.scan() {
+		if t.skip != "" {
+			continue
+		}
+		for _, in := range interps(&t) {
+			a := in.a
+			if t.pm {
+				a.neg = false
+			}
+			b.textVal(a, r, in.pctUnits)
+			if t.negCue && !a.neg {
+				a.neg = true
+				b.textVal(a, r, in.pctUnits)
+			}
+		}
+		r.seq++
+	}
+}
+
+func (b *builder) textVal(a dec, r ref, pctUnits bool) {
+	a = a.norm()
+	f := a.float()
+	af := math.Abs(f)
+	if math.IsInf(f, 0) || !b.keep(af) {
+		return
+	}
+	b.ix.vals = append(b.ix.vals, val{abs: af, d: a, ref: r, gcol: -1, pctUnits: pctUnits, text: true})
+}
+
+// rowLabels are the lower-case text cells of a result row (and its years),
+// which an answer names the row by.
+func (ix *index) rowLabels(res, row int) []string {
+	key := [2]int{res, row}
+	if ls, ok := ix.labels[key]; ok {
+		return ls
+	}
+	var ls []string
+	r := ix.ev.Results[res]
+	if row < len(r.Rows) {
+		for c, v := range r.Rows[row] {
+			switch x := v.(type) {
+			case string:
+				s := strings.ToLower(strings.TrimSpace(x))
+				if len(s) >= 2 && len(s) <= 80 && hasLetter(s) && !numericString(s) {
+					ls = append(ls, s)
+				}
+			case int64:
+				if c < len(r.Columns) && x >= 1800 && x <= 2100 && strings.Contains(strings.ToLower(r.Columns[c]), "year") {
+					ls = append(ls, strconv.FormatInt(x, 10))
+				}
+			}
+		}
+	}
+	ix.labels[key] = ls
+	return ls
+}
+
+func hasLetter(s string) bool {
+	for _, r := range s {
+		if isLetter(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsWord reports whether hay holds needle with no letter or digit
+// right before or after it.
+func containsWord(hay, needle string) bool {
+	for off := 0; ; {
+		i := strings.Index(hay[off:], needle)
+		if i < 0 {
+			return false
+		}
+		i += off
+		j := i + len(needle)
+		okL := i == 0 || !isWordByte(hay[i-1])
+		okR := j >= len(hay) || !isWordByte(hay[j])
+		if okL && okR {
+			return true
+		}
+		off = i + 1
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= 0x80
+}
