@@ -18,7 +18,10 @@ var (
 		"page", "pages", "appendix", "item", "part", "phase", "tier", "version", "rule", "note",
 		"footnote", "slide", "exhibit", "query", "question", "task", "stage", "round", "rank",
 		"ranked", "week", "wk", "line", "row", "rows", "column", "col", "id", "cw", "kw", "month",
-		"day", "quarter", "period", "wave", "clause", "article", "paragraph", "schedule")
+		"day", "quarter", "period", "wave", "clause", "article", "paragraph", "schedule",
+		"options", "tables", "figures", "sections", "chapters", "items", "parts", "phases", "tiers",
+		"rules", "notes", "slides", "questions", "tasks", "stages", "rounds", "weeks", "lines",
+		"columns", "months", "days", "quarters", "clauses", "articles", "waves")
 	// The same, written abbreviated with a dot: "p. 12", "No. 5".
 	refAbbrev = setOf("p", "pp", "no", "nr", "fig", "sec", "ch", "vol", "art", "para")
 
@@ -190,9 +193,25 @@ func (d *doc) classify(toks []tok, k int) {
 		return
 	}
 	w, ws, dot := d.wordBefore(t.start)
-	if ((refWords[w] && !dot) || (refAbbrev[w] && dot)) && !t.grouped && !t.cur && !t.suffix && !t.neg && !t.plus {
+	bare := !t.grouped && !t.cur && !t.suffix && !t.neg && !t.plus
+	if ((refWords[w] && !dot) || (refAbbrev[w] && dot)) && bare {
 		t.skip = "label"
 		return
+	}
+	// "Lines 1 and 3", "steps 2–4": the numbers after a label's.
+	if k > 0 && toks[k-1].skip == "label" && bare && !t.point {
+		switch strings.TrimSpace(string(d.rs[toks[k-1].end:t.start])) {
+		case "and", "or", ",", "&", "to", "-", "–", "through":
+			t.skip = "label"
+			return
+		}
+	}
+	// "95% CI", "95% confidence interval": a convention, not a finding.
+	if t.pct {
+		if wa, _ := d.wordAfter(t.end); wa == "ci" || wa == "confidence" {
+			t.skip = "label"
+			return
+		}
 	}
 	if t.plainInt() && t.intDigits <= 2 {
 		if x, _ := t.intValue(); x >= 1 && x <= 31 {
@@ -207,7 +226,7 @@ func (d *doc) classify(toks []tok, k int) {
 		t.skip = "scale"
 		return
 	}
-	if !t.suffix && d.at(t.end) == '-' {
+	if t.plainInt() && d.at(t.end) == '-' {
 		if wa, _ := d.letters(t.end + 1); windowUnits[strings.ToLower(wa)] {
 			t.skip = "label"
 			return
@@ -231,7 +250,7 @@ func (d *doc) isYear(toks []tok, k int, w string, ws int, dot bool) bool {
 	prevYear := prev != nil && (prev.skip == "year" || prev.skip == "date") && t.start-prev.end < 12
 	if !dot {
 		switch {
-		case yearBefore[w], d.isMonth(ws, w):
+		case yearBefore[w], d.isMonth(ws, w), w == "on":
 			return true
 		case yearJoin[w] && prevYear:
 			return true
@@ -241,7 +260,7 @@ func (d *doc) isYear(toks []tok, k int, w string, ws int, dot bool) bool {
 			}
 		}
 	}
-	if w != "" && dot && d.isMonth(ws, w) {
+	if w != "" && dot && (d.isMonth(ws, w) || w == "vs") {
 		return true
 	}
 	pr, pi := d.prevRune(t.start)
@@ -395,10 +414,10 @@ func (d *doc) shareRanges(toks []tok) {
 	}
 }
 
-// windowUnits make a compound that names a window or a size, not a quantity
-// of the data: "30-day", "12-month", "64-bit".
-var windowUnits = setOf("day", "week", "month", "quarter", "year", "hour", "minute", "second",
-	"bit", "byte", "digit", "character", "char", "core", "star")
+// windowUnits make a compound that names a technical size or a rating, not
+// a quantity of the data: "64-bit", "8-core", "5-star". ("30-day" and
+// "4-hour" are checked: a window or a target the model states is a claim.)
+var windowUnits = setOf("bit", "byte", "digit", "character", "char", "core", "star")
 
 // isScale reports the top of a rating scale: the 5 of "4.6/5" or "4.2 out
 // of 5" (after a number with a decimal point; also 10 and 100).

@@ -211,6 +211,7 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 	d := newDoc(answer)
 	toks := d.scan()
 	years := yearColumns(&ev)
+	var names cellNames
 	var ts []*tok
 	var ins [][]interp
 	var ws []window
@@ -221,6 +222,10 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 		}
 		if t.yearLike() && years[t.mant.float()] {
 			t.skip = "year"
+			continue
+		}
+		if t.plainInt() && !t.point && nameCells(&ev, &names).has(d, t) {
+			t.skip = "label"
 			continue
 		}
 		r := interps(t)
@@ -423,4 +428,41 @@ func yearColumns(ev *Evidence) map[float64]bool {
 		}
 	}
 	return ys
+}
+
+// cellNames are the results' short text cells that end in a number ("Scope
+// 1", "Line 3", "Store 12"), lower case: such a word and number in the answer
+// name a row, they are not a quantity.
+type cellNames map[string]bool
+
+// nameCells builds the set on first use.
+func nameCells(ev *Evidence, names *cellNames) cellNames {
+	if *names != nil {
+		return *names
+	}
+	m := cellNames{}
+	for _, r := range ev.Results {
+		for _, row := range r.Rows {
+			for _, v := range row {
+				s, ok := v.(string)
+				if !ok || len(s) > 60 || s == "" || !isDigit(rune(s[len(s)-1])) {
+					continue
+				}
+				m[strings.ToLower(strings.Join(strings.Fields(s), " "))] = true
+			}
+		}
+	}
+	*names = m
+	return m
+}
+
+func (m cellNames) has(d *doc, t *tok) bool {
+	if len(m) == 0 {
+		return false
+	}
+	w, _, dot := d.wordBefore(t.start)
+	if w == "" || dot {
+		return false
+	}
+	return m[w+" "+string(d.rs[t.cs:t.ce])]
 }

@@ -241,6 +241,14 @@ func (d *doc) scanAt(i int, prev []tok) tok {
 		return t
 	}
 	d.suffix(&t)
+	// Accounting notation: "($1.25M)" in a table cell is negative. In prose
+	// "(124)" or "($590K)" is an aside, and positive.
+	if t.skip == "" && t.cur && !t.neg && !t.plus && d.at(t.start-1) == '(' && d.at(t.end) == ')' &&
+		d.lines[d.lineAt(t.cs)].role == tableBody {
+		t.neg = true
+		t.start--
+		t.end++
+	}
 	return t
 }
 
