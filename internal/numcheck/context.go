@@ -1,6 +1,7 @@
 package numcheck
 
 import (
+	"sort"
 	"strings"
 )
 
@@ -297,16 +298,26 @@ func (d *doc) isYear(toks []tok, k int, w string, ws int, dot bool) bool {
 // "!", "?", ";", a table cell's "|" or a full stop followed by a space (not an
 // abbreviation's), at most 160 runes either side.
 func (d *doc) sentence(from, to int) (int, int) {
-	rs := d.rs
-	s := from
-	for s > 0 && from-s < 160 && !d.boundary(s-1) {
-		s--
+	if d.bounds == nil {
+		d.bounds = make([]int, 0, len(d.rs)/40+1)
+		for i := range d.rs {
+			if d.boundary(i) {
+				d.bounds = append(d.bounds, i)
+			}
+		}
 	}
-	e := to
-	for e < len(rs) && e-to < 160 && !d.boundary(e) {
-		e++
+	// The last boundary before from, the first at or after to.
+	k := sort.SearchInts(d.bounds, from)
+	s := 0
+	if k > 0 {
+		s = d.bounds[k-1] + 1
 	}
-	return s, e
+	k = sort.SearchInts(d.bounds, to)
+	e := len(d.rs)
+	if k < len(d.bounds) {
+		e = d.bounds[k]
+	}
+	return max(s, from-160), min(e, to+160)
 }
 
 func (d *doc) boundary(i int) bool {
@@ -323,25 +334,42 @@ func (d *doc) boundary(i int) bool {
 	return false
 }
 
-// wordsIn returns the lower-case words (letters only) of rs[from:to].
-func (d *doc) wordsIn(from, to int) []string {
-	var ws []string
-	for i := from; i < to; {
-		if !isLetter(d.rs[i]) {
-			if r := d.rs[i]; r == '~' || r == '≈' || r == '>' || r == '<' || r == '≥' || r == '≤' {
-				ws = append(ws, string(r))
+// word is a run of letters of a doc, lower case, or one of the symbols
+// ~ ≈ > < ≥ ≤.
+type word struct {
+	start, end int
+	lower      string
+}
+
+// wordsIn returns the words lying in rs[from:to]. The doc's words are read
+// once, on first use.
+func (d *doc) wordsIn(from, to int) []word {
+	if d.words == nil {
+		d.words = make([]word, 0, len(d.rs)/6)
+		for i := 0; i < len(d.rs); {
+			r := d.rs[i]
+			if !isLetter(r) {
+				if r == '~' || r == '≈' || r == '>' || r == '<' || r == '≥' || r == '≤' {
+					d.words = append(d.words, word{i, i + 1, string(r)})
+				}
+				i++
+				continue
 			}
-			i++
-			continue
+			j := i
+			for j < len(d.rs) && isLetter(d.rs[j]) {
+				j++
+			}
+			d.words = append(d.words, word{i, j, strings.ToLower(string(d.rs[i:j]))})
+			i = j
 		}
-		j := i
-		for j < to && isLetter(d.rs[j]) {
-			j++
-		}
-		ws = append(ws, strings.ToLower(string(d.rs[i:j])))
-		i = j
 	}
-	return ws
+	ws := d.words
+	a := sort.Search(len(ws), func(i int) bool { return ws[i].start >= from })
+	b := a
+	for b < len(ws) && ws[b].end <= to {
+		b++
+	}
+	return ws[a:b]
 }
 
 // cues reads the approximation, bound and negative words around t.
@@ -351,7 +379,7 @@ func (d *doc) cues(t *tok) {
 	after := d.wordsIn(t.end, min(se, t.end+50))
 	last := func(k int) string {
 		if k <= len(before) {
-			return before[len(before)-k]
+			return before[len(before)-k].lower
 		}
 		return ""
 	}
@@ -387,12 +415,12 @@ func (d *doc) cues(t *tok) {
 		t.approx = true
 	}
 	for k := 1; k <= 6 && k <= len(before); k++ {
-		if negWords[before[len(before)-k]] {
+		if negWords[before[len(before)-k].lower] {
 			t.negCue = true
 		}
 	}
 	for k := 0; k < 3 && k < len(after); k++ {
-		if negWords[after[k]] {
+		if negWords[after[k].lower] {
 			t.negCue = true
 		}
 	}

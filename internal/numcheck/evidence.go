@@ -27,15 +27,24 @@ type ref struct {
 }
 
 func (r ref) cmp(o ref) int {
-	for _, c := range [...][2]int{{r.kind, o.kind}, {r.idx, o.idx}, {r.row, o.row}, {r.col, o.col}, {r.seq, o.seq}} {
-		if c[0] != c[1] {
-			if c[0] < c[1] {
-				return -1
-			}
-			return 1
-		}
+	switch {
+	case r.kind != o.kind:
+		return cmpInt(r.kind, o.kind)
+	case r.idx != o.idx:
+		return cmpInt(r.idx, o.idx)
+	case r.row != o.row:
+		return cmpInt(r.row, o.row)
+	case r.col != o.col:
+		return cmpInt(r.col, o.col)
 	}
-	return 0
+	return cmpInt(r.seq, o.seq)
+}
+
+func cmpInt(a, b int) int {
+	if a < b {
+		return -1
+	}
+	return 1
 }
 
 // val is one number of the evidence.
@@ -71,8 +80,16 @@ type builder struct {
 
 func (b *builder) keep(f float64) bool {
 	ws := b.windows
-	i := sort.Search(len(ws), func(i int) bool { return ws[i].hi >= f })
-	return i < len(ws) && ws[i].lo <= f
+	lo, hi := 0, len(ws)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ws[m].hi < f {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(ws) && ws[lo].lo <= f
 }
 
 // buildIndex reads the evidence, keeping only values inside windows (sorted,
@@ -87,6 +104,7 @@ func buildIndex(ev *Evidence, windows []window) *index {
 		ncol += len(r.Columns)
 	}
 	b.stats = make([]colStat, ncol)
+	ix.vals = make([]val, 0, 1024)
 	ix.colPct = make([]bool, ncol)
 	for i, r := range ev.Results {
 		for c, name := range r.Columns {
@@ -119,15 +137,29 @@ func buildIndex(ev *Evidence, windows []window) *index {
 	for g, s := range b.stats {
 		ix.colFrac[g] = s.any && !s.outside && s.nonInt
 	}
-	slices.SortFunc(ix.vals, func(a, b val) int {
-		if a.abs != b.abs {
-			if a.abs < b.abs {
-				return -1
-			}
+	// Sort by magnitude, ties in the order the evidence gave them.
+	type key struct {
+		abs float64
+		i   int32
+	}
+	keys := make([]key, len(ix.vals))
+	for i := range ix.vals {
+		keys[i] = key{ix.vals[i].abs, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		switch {
+		case a.abs < b.abs:
+			return -1
+		case a.abs > b.abs:
 			return 1
 		}
-		return a.ref.cmp(b.ref)
+		return int(a.i - b.i)
 	})
+	sorted := make([]val, len(keys))
+	for i, k := range keys {
+		sorted[i] = ix.vals[k.i]
+	}
+	ix.vals = sorted
 	return ix
 }
 
@@ -201,14 +233,12 @@ func (b *builder) cell(v any, r ref, gcol, depth int) {
 	case float32:
 		b.num(float64(x), dec{}, strconv.FormatFloat(float64(x), 'g', -1, 32), r, gcol)
 	case json.Number:
-		if f, err := strconv.ParseFloat(string(x), 64); err == nil {
+		if f, ok := quickFloat(string(x)); ok {
 			b.num(f, dec{}, string(x), r, gcol)
 		}
 	case string:
-		if numericString(x) {
-			if f, err := strconv.ParseFloat(x, 64); err == nil {
-				b.num(f, dec{}, x, r, gcol)
-			}
+		if f, ok := quickFloat(x); ok {
+			b.num(f, dec{}, x, r, gcol)
 			return
 		}
 		if hasDigit(x) && !isoDate(x) {
@@ -247,6 +277,62 @@ func (b *builder) cell(v any, r ref, gcol, depth int) {
 			b.cell(y, r, gcol, depth+1)
 		}
 	}
+}
+
+// quickFloat reads a plain number (an optional sign, digits, an optional
+// point and exponent: DECIMAL, big integers, JSON floats) close enough to
+// filter by windows; exact values are parsed later for the few kept. NaN and
+// infinities are not numbers here.
+func quickFloat(s string) (float64, bool) {
+	if !numericString(s) {
+		return 0, false
+	}
+	var m uint64
+	e, i, neg, digits := 0, 0, false, 0
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		i++
+	}
+	point := false
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if digits < 18 {
+				m = m*10 + uint64(c-'0')
+				if m > 0 {
+					digits++
+				}
+				if point {
+					e--
+				}
+			} else if !point {
+				e++
+			}
+			continue
+		case c == '.':
+			point = true
+			continue
+		}
+		x, err := strconv.Atoi(s[i+1:])
+		if err != nil {
+			f, err := strconv.ParseFloat(s, 64)
+			return f, err == nil && !math.IsInf(f, 0)
+		}
+		e += x
+		break
+	}
+	f := float64(m)
+	switch {
+	case e > 0:
+		f *= math.Pow10(e)
+	case e < 0:
+		f /= math.Pow10(-e)
+	}
+	if neg {
+		f = -f
+	}
+	return f, !math.IsInf(f, 0)
 }
 
 // numericString reports a string that is a plain number: an optional sign,
@@ -311,7 +397,7 @@ func isoDate(s string) bool {
 // A/100, a magnitude for the scaled value and the mantissa; a number near a
 // word of decrease also for its negative.
 func (b *builder) text(s string, r ref, gcol int) {
-	if !hasDigit(s) {
+	if !hasDigit(s) || !b.mayHold(s) {
 		return
 	}
 	d := newDoc(s)
@@ -332,6 +418,112 @@ func (b *builder) text(s string, r ref, gcol int) {
 		}
 		r.seq++
 	}
+}
+
+// mayHold reports whether a number of text s could fall in a window, before
+// s is read properly: each run of digits and separators is tried read as one
+// integer, with its last group as decimals, and each group alone, scaled by
+// the percent, magnitude or exponent that follows the run (and unscaled).
+func (b *builder) mayHold(s string) bool {
+	try := func(v float64, e int) bool {
+		return b.keep(v * math.Pow10(e))
+	}
+	for i := 0; i < len(s); {
+		if s[i] < '0' || s[i] > '9' {
+			i++
+			continue
+		}
+		var whole, group float64
+		var buf [8]float64
+		groups := buf[:0]
+		lastLen := 0
+	run:
+		for ; i < len(s); i++ {
+			c := s[i]
+			if c >= '0' && c <= '9' {
+				whole = whole*10 + float64(c-'0')
+				group = group*10 + float64(c-'0')
+				lastLen++
+				continue
+			}
+			next := i + 1
+			if c == 0xc2 || c == 0xe2 { // U+00A0, U+2007, U+2009, U+202F
+				for next < len(s) && s[next] >= 0x80 && s[next] < 0xc0 {
+					next++
+				}
+			} else if c != ',' && c != '.' && c != ' ' {
+				break
+			}
+			if next >= len(s) || s[next] < '0' || s[next] > '9' {
+				break run
+			}
+			groups = append(groups, group)
+			group, lastLen = 0, 0
+			i = next - 1
+		}
+		groups = append(groups, group)
+		scale := b.scaleAfter(s, i)
+		for _, sc := range [3]int{0, scale, scale / 2} { // bps: also in percent units
+			if try(whole, sc) || (len(groups) > 1 && try(whole, sc-lastLen)) {
+				return true
+			}
+			for _, g := range groups {
+				if len(groups) > 1 && try(g, sc) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// scaleAfter is the power of ten a percent, magnitude or exponent at s[i:]
+// gives the number before it (0 if none).
+func (b *builder) scaleAfter(s string, i int) int {
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		j := i + 1
+		neg := false
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			neg = s[j] == '-'
+			j++
+		}
+		x := 0
+		for ; j < len(s) && s[j] >= '0' && s[j] <= '9' && x < 1000; j++ {
+			x = x*10 + int(s[j]-'0')
+		}
+		if neg {
+			return -x
+		}
+		return x
+	}
+	if i < len(s) && s[i] == ' ' {
+		i++
+	}
+	if strings.HasPrefix(s[i:], "%") {
+		return -2
+	}
+	if strings.HasPrefix(s[i:], "‰") {
+		return -3
+	}
+	j := i
+	for j < len(s) && (s[j] >= 'a' && s[j] <= 'z' || s[j] >= 'A' && s[j] <= 'Z') {
+		j++
+	}
+	switch w := strings.ToLower(s[i:j]); w {
+	case "k", "thousand", "thousands":
+		return 3
+	case "m", "mm", "mn", "mln", "million", "millions":
+		return 6
+	case "b", "bn", "bln", "billion", "billions":
+		return 9
+	case "t", "tn", "trn", "trillion", "trillions":
+		return 12
+	case "bp", "bps", "basis":
+		return -4
+	case "pct", "percent", "per", "pp", "ppt", "percentage":
+		return -2
+	}
+	return 0
 }
 
 func (b *builder) textVal(a dec, r ref, pctUnits bool) {

@@ -57,17 +57,22 @@ func interps(t *tok) []interp {
 	return ins
 }
 
-// width is how far from |a| a value may be and still match in.
-func (t *tok) width(in interp) float64 {
+// span is the range of magnitudes that can match reading in of t: rounding
+// at the coarsest digit it may stand for, and a bound's range.
+func (t *tok) span(in interp) (lo, hi float64) {
 	a := in.a.abs().norm()
+	af := a.float()
 	w := math.Pow10(in.last+in.tz) / 2
-	if t.approx && !a.isZero() {
-		w = max(w, a.float())
+	lo, hi = af-w, af+w
+	if t.bound != 0 && !in.raw && !a.isZero() {
+		p := math.Pow10(a.mag())
+		if t.bound > 0 {
+			hi = max(hi, af+p)
+		} else {
+			lo = min(lo, p/10)
+		}
 	}
-	if t.bound != 0 && !a.isZero() {
-		w = max(w, math.Pow10(a.mag()))
-	}
-	return w
+	return lo * (1 - 1e-9), hi * (1 + 1e-9)
 }
 
 // Quality of a match, lower is better. Qualities in the same ten form a
@@ -103,15 +108,16 @@ func (ix *index) quality(t *tok, in interp, v *val) int {
 		}
 		q += qAbs
 	}
-	if in.pctUnits && !v.pctUnits {
-		if v.ref.kind == kindRowCount {
+	// Second readings: a mantissa without its magnitude matches only a result
+	// cell (a column kept in millions); a percent in percent units only a cell
+	// outside a column of fractions, or a number a text wrote with a percent.
+	if in.raw {
+		switch {
+		case v.text && !(in.pctUnits && v.pctUnits):
 			return qNone
-		}
-		if v.text {
-			if cmpAbs(in.a, dec{c: 1}) < 0 {
-				return qNone
-			}
-		} else if v.gcol >= 0 && ix.colFrac[v.gcol] {
+		case v.ref.kind == kindRowCount:
+			return qNone
+		case in.pctUnits && !v.pctUnits && v.gcol >= 0 && ix.colFrac[v.gcol]:
 			return qNone
 		}
 	}
@@ -136,8 +142,12 @@ func (ix *index) quality(t *tok, in interp, v *val) int {
 			return q + qZeros
 		}
 	}
+	if in.raw {
+		// A second reading is only ever read as shown.
+		return qNone
+	}
 	if t.approx {
-		for z := 0; z <= in.tz+1; z++ {
+		for z := 0; z <= in.tz; z++ {
 			if k+z <= lead && vd.roundsTo(k+z, a, roundNearest) {
 				return q + qLoose
 			}
@@ -155,12 +165,16 @@ func (ix *index) quality(t *tok, in interp, v *val) int {
 	return qNone
 }
 
-// maxCandidates caps how many values nearest a reading are examined.
-const maxCandidates = 256
+// maxCandidates caps how many values nearest a reading are examined, and
+// maxTies how many of the best quality group attribution weighs.
+const (
+	maxCandidates = 256
+	maxTies       = 64
+)
 
-// candidates calls f with the values within w of |a|, nearest first.
-func (ix *index) candidates(a, w float64, f func(i int)) {
-	lo, hi := (a-w)*(1-1e-9)-1e-300, (a+w)*(1+1e-9)+1e-300
+// candidates calls f with the values in [lo, hi], nearest to a first.
+func (ix *index) candidates(a, lo, hi float64, f func(i int)) {
+	lo, hi = lo-1e-300, hi+1e-300
 	vs := ix.vals
 	c := sort.Search(len(vs), func(i int) bool { return vs[i].abs >= a })
 	i, j := c-1, c
@@ -192,6 +206,7 @@ func (ix *index) candidates(a, w float64, f func(i int)) {
 type sentenceCtx struct {
 	before, after, whole string
 	sentence             int // start of the sentence or table line, identifying it
+	ss, se               int // the span read for attribution
 	tableCol             [2]int
 	inTable              bool
 }
@@ -211,7 +226,7 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 	d := newDoc(answer)
 	toks := d.scan()
 	years := yearColumns(&ev)
-	var names cellNames
+	var names []nameRef
 	var ts []*tok
 	var ins [][]interp
 	var ws []window
@@ -224,18 +239,37 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 			t.skip = "year"
 			continue
 		}
-		if t.plainInt() && !t.point && nameCells(&ev, &names).has(d, t) {
-			t.skip = "label"
-			continue
+		if t.plainInt() && !t.point {
+			if w, _, dot := d.wordBefore(t.start); w != "" && !dot {
+				names = append(names, nameRef{w + " " + string(d.rs[t.cs:t.ce]), t})
+			}
 		}
 		r := interps(t)
 		ts = append(ts, t)
 		ins = append(ins, r)
 		for _, in := range r {
-			a := math.Abs(in.a.float())
-			w := t.width(in)
-			ws = append(ws, window{(a - w) * (1 - 1e-9), (a + w) * (1 + 1e-9)})
+			lo, hi := t.span(in)
+			ws = append(ws, window{lo, hi})
 		}
+	}
+	if named := rowNames(&ev, names); len(named) > 0 {
+		// Drop the numbers that are part of a row's name ("Scope 1").
+		var ts2 []*tok
+		var ins2 [][]interp
+		ws = ws[:0]
+		for n, t := range ts {
+			if named[t] {
+				t.skip = "label"
+				continue
+			}
+			ts2 = append(ts2, t)
+			ins2 = append(ins2, ins[n])
+			for _, in := range ins[n] {
+				lo, hi := t.span(in)
+				ws = append(ws, window{lo, hi})
+			}
+		}
+		ts, ins = ts2, ins2
 	}
 	checks := make([]Check, 0, len(ts))
 	if len(ts) == 0 {
@@ -245,23 +279,41 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 
 	var prev choice
 	colPrev := map[[2]int]ref{}
+	type cand struct{ i, q int }
+	var cands []cand
 	for n, t := range ts {
 		c := Check{Text: string(d.rs[t.start:t.end]), Start: t.start, End: t.end, Status: Unmatched}
-		ctx := d.context(ts, n)
-		best, bestQ, bestS := -1, qNone, -1
+		// The candidates of the best quality group, then the best of them.
+		cands = cands[:0]
+		group := math.MaxInt
 		for _, in := range ins[n] {
-			ix.candidates(math.Abs(in.a.float()), t.width(in), func(i int) {
+			lo, hi := t.span(in)
+			ix.candidates(math.Abs(in.a.float()), lo, hi, func(i int) {
 				q := ix.quality(t, in, &ix.vals[i])
-				if q == qNone || (best >= 0 && q/10 > bestQ/10) {
+				if q == qNone || q/10 > group {
 					return
 				}
-				s := ix.affinity(&ix.vals[i], ctx, prev, colPrev)
-				if better(q, s, ix.vals[i].ref, bestQ, bestS, best, ix) {
-					best, bestQ, bestS = i, q, s
+				if q/10 < group {
+					group, cands = q/10, cands[:0]
+				}
+				if len(cands) < maxTies {
+					cands = append(cands, cand{i, q})
 				}
 			})
 		}
-		if best >= 0 {
+		ctx := d.contextID(ts, n)
+		if len(cands) > 0 {
+			best, bestQ, bestS := cands[0].i, cands[0].q, 0
+			if len(cands) > 1 {
+				d.contextText(ts, n, &ctx)
+				bestS = ix.affinity(&ix.vals[best], ctx, prev, colPrev)
+				for _, k := range cands[1:] {
+					s := ix.affinity(&ix.vals[k.i], ctx, prev, colPrev)
+					if better(k.q, s, ix.vals[k.i].ref, bestQ, bestS, best, ix) {
+						best, bestQ, bestS = k.i, k.q, s
+					}
+				}
+			}
 			r := ix.vals[best].ref
 			c.Status = Matched
 			c.Source = ix.source(r)
@@ -309,23 +361,30 @@ func (ix *index) source(r ref) Source {
 	return Source{Question: true}
 }
 
-// context reads the text around ts[n] for attribution: from the number
-// before it (or the sentence's start) to it, from it to the next one (or the
-// sentence's end), and the whole sentence; in a table, the table row.
-func (d *doc) context(ts []*tok, n int) sentenceCtx {
+// contextID says where ts[n] sits: its sentence (by its start), or its
+// table row and column.
+func (d *doc) contextID(ts []*tok, n int) sentenceCtx {
 	t := ts[n]
-	li := d.lineAt(t.cs)
-	l := d.lines[li]
+	l := d.lines[d.lineAt(t.cs)]
 	var ctx sentenceCtx
-	var ss, se int
 	if l.role == tableBody || l.role == tableHeader {
-		ss, se = l.start, l.end
 		ctx.inTable = true
 		ctx.tableCol = [2]int{l.table, d.cellIndex(l, t.cs)}
+		ctx.sentence = l.start
+		ctx.ss, ctx.se = max(l.start, t.start-300), min(l.end, t.end+300)
 	} else {
-		ss, se = d.sentence(t.start, t.end)
+		ctx.ss, ctx.se = d.sentence(t.start, t.end)
+		ctx.sentence = ctx.ss
 	}
-	from, to := ss, se
+	return ctx
+}
+
+// contextText reads the text around ts[n] for attribution: from the number
+// before it (or the sentence's start) to it, from it to the next one (or the
+// sentence's end), and the whole sentence or table row.
+func (d *doc) contextText(ts []*tok, n int, ctx *sentenceCtx) {
+	t := ts[n]
+	from, to := ctx.ss, ctx.se
 	if n > 0 && ts[n-1].end > from && ts[n-1].end <= t.start {
 		from = ts[n-1].end
 	}
@@ -334,9 +393,7 @@ func (d *doc) context(ts []*tok, n int) sentenceCtx {
 	}
 	ctx.before = strings.ToLower(string(d.rs[from:t.start]))
 	ctx.after = strings.ToLower(string(d.rs[t.end:to]))
-	ctx.whole = strings.ToLower(string(d.rs[ss:se]))
-	ctx.sentence = ss
-	return ctx
+	ctx.whole = strings.ToLower(string(d.rs[ctx.ss:ctx.se]))
 }
 
 // affinity scores how well v's place fits the number's context: its row
@@ -430,17 +487,21 @@ func yearColumns(ev *Evidence) map[float64]bool {
 	return ys
 }
 
-// cellNames are the results' short text cells that end in a number ("Scope
-// 1", "Line 3", "Store 12"), lower case: such a word and number in the answer
-// name a row, they are not a quantity.
-type cellNames map[string]bool
+// nameRef is a word and a number of the answer ("scope 1") that may be a
+// row's name.
+type nameRef struct {
+	phrase string
+	t      *tok
+}
 
-// nameCells builds the set on first use.
-func nameCells(ev *Evidence, names *cellNames) cellNames {
-	if *names != nil {
-		return *names
+// rowNames returns the tokens whose word and number are, ignoring case and
+// spacing, a whole text cell of a result ("Scope 1", "Line 3", "Store 12"):
+// they name a row, they are not a quantity.
+func rowNames(ev *Evidence, names []nameRef) map[*tok]bool {
+	if len(names) == 0 {
+		return nil
 	}
-	m := cellNames{}
+	var named map[*tok]bool
 	for _, r := range ev.Results {
 		for _, row := range r.Rows {
 			for _, v := range row {
@@ -448,21 +509,45 @@ func nameCells(ev *Evidence, names *cellNames) cellNames {
 				if !ok || len(s) > 60 || s == "" || !isDigit(rune(s[len(s)-1])) {
 					continue
 				}
-				m[strings.ToLower(strings.Join(strings.Fields(s), " "))] = true
+				s = strings.TrimSpace(s)
+				for _, n := range names {
+					if len(s) >= len(n.phrase) && equalFoldSpaces(s, n.phrase) {
+						if named == nil {
+							named = map[*tok]bool{}
+						}
+						named[n.t] = true
+					}
+				}
 			}
 		}
 	}
-	*names = m
-	return m
+	return named
 }
 
-func (m cellNames) has(d *doc, t *tok) bool {
-	if len(m) == 0 {
-		return false
+// equalFoldSpaces compares a cell with a lower-case phrase of words joined by
+// single spaces, ignoring case and runs of spaces in the cell.
+func equalFoldSpaces(cell, phrase string) bool {
+	i, j := 0, 0
+	for i < len(cell) && j < len(phrase) {
+		c := cell[i]
+		if c == ' ' || c == '\t' {
+			if phrase[j] != ' ' {
+				return false
+			}
+			for i < len(cell) && (cell[i] == ' ' || cell[i] == '\t') {
+				i++
+			}
+			j++
+			continue
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != phrase[j] {
+			return false
+		}
+		i++
+		j++
 	}
-	w, _, dot := d.wordBefore(t.start)
-	if w == "" || dot {
-		return false
-	}
-	return m[w+" "+string(d.rs[t.cs:t.ce])]
+	return i == len(cell) && j == len(phrase)
 }

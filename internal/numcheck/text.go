@@ -1,6 +1,7 @@
 package numcheck
 
 import (
+	"sort"
 	"strings"
 	"unicode"
 )
@@ -9,9 +10,11 @@ import (
 // links or citations (masked: never a number), and its lines with their
 // Markdown table structure.
 type doc struct {
-	rs    []rune
-	mask  []bool
-	lines []line
+	rs     []rune
+	mask   []bool
+	lines  []line
+	words  []word // read on first use
+	bounds []int  // sentence boundaries, found on first use
 }
 
 // Line roles in a Markdown table.
@@ -29,6 +32,7 @@ type line struct {
 	table      int      // which table, for body and header lines
 	pipes      []int    // positions of the cell separators
 	headers    []string // the table's header cells, normalised
+	leadPipe   bool     // the line starts with a pipe
 }
 
 func newDoc(s string) *doc {
@@ -269,7 +273,7 @@ func (d *doc) findTables() {
 			continue
 		}
 		table++
-		h.role, h.table, h.pipes = tableHeader, table, d.pipesOf(*h)
+		h.role, h.table, h.pipes = tableHeader, table, d.pipesOf(h)
 		var headers []string
 		for _, c := range d.cells(*h) {
 			headers = append(headers, normHeader(c))
@@ -279,7 +283,7 @@ func (d *doc) findTables() {
 		lj := li + 2
 		for ; lj < len(d.lines) && d.hasPipe(d.lines[lj]); lj++ {
 			b := &d.lines[lj]
-			b.role, b.table, b.pipes, b.headers = tableBody, table, d.pipesOf(*b), headers
+			b.role, b.table, b.pipes, b.headers = tableBody, table, d.pipesOf(b), headers
 		}
 		li = lj - 1
 	}
@@ -302,25 +306,21 @@ func (d *doc) isRule(l line) bool {
 	return true
 }
 
-func (d *doc) pipesOf(l line) []int {
+func (d *doc) pipesOf(l *line) []int {
 	var ps []int
 	for i := l.start; i < l.end; i++ {
 		if d.rs[i] == '|' && !d.mask[i] && (i == 0 || d.rs[i-1] != '\\') {
 			ps = append(ps, i)
 		}
 	}
+	l.leadPipe = len(ps) > 0 && strings.TrimSpace(string(d.rs[l.start:ps[0]])) == ""
 	return ps
 }
 
 // cellIndex is the 0-based table cell of position i on table line l.
 func (d *doc) cellIndex(l line, i int) int {
-	n := 0
-	for _, p := range l.pipes {
-		if p < i {
-			n++
-		}
-	}
-	if len(l.pipes) > 0 && strings.TrimSpace(string(d.rs[l.start:l.pipes[0]])) == "" {
+	n := sort.SearchInts(l.pipes, i)
+	if l.leadPipe {
 		n--
 	}
 	return n
