@@ -272,3 +272,36 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestRules(t *testing.T) {
+	ev := Evidence{
+		Question: "How many riders used lines 1 to 3 in 2024, and what is the rating out of 5?",
+		Results: []Result{{
+			ToolCallID: "r",
+			Columns:    []string{"line", "year", "riders", "rating", "change_pct", "profit"},
+			Rows: [][]any{
+				{"Line 1", int64(2024), int64(1812000), json.Number("4.62"), json.Number("6.1"), int64(-1250000)},
+				{"Line 3", int64(2023), int64(2390400), json.Number("4.18"), json.Number("-2.3"), int64(420000)},
+			},
+			RowCount: 2,
+		}},
+	}
+	for _, tc := range []struct{ name, answer, want string }{
+		{"rating scale", "Line 1 is rated 4.6/5 and Line 3 4.2 out of 5.", "4.6=m@r:0,3 4.2=m@r:1,3"},
+		{"row names and labels", "Lines 1 and 3 carried 1.81M and 2.39M riders.", "1.81M=m@r:0,2 2.39M=m@r:1,2"},
+		{"year column", "2024 saw 1,812,000 riders; 2023 had 2,390,400.", "1,812,000=m@r:0,2 2,390,400=m@r:1,2"},
+		{"percent units column", "Ridership grew 6.1% on line one and fell 2.3% on the other.", "6.1%=m@r:0,4 2.3%=m@r:1,4"},
+		{"accounting in a table", "| Line | Profit |\n|---|---:|\n| Line 1 | ($1.25M) |\n| Line 3 | $0.42M |", "($1.25M)=m@r:0,5 $0.42M=m@r:1,5"},
+		{"aside in prose", "Line 3 made a profit ($0.42M).", "$0.42M=m@r:1,5"},
+		{"confidence and compounds", "A 95% CI; a 64-bit id; a 5-star line; a 30-day window.", "30=u"},
+		{"just under", "Just under 2.4 million rode Line 3.", "2.4 million=m@r:1,2"},
+		{"year after on", "Line 3 grew on 2023 by 2,390,400 riders.", "2,390,400=m@r:1,2"},
+		{"question numbers", "Lines 1 to 3, as you asked, out of 5 lines in total.", "5=m@q"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := brief(CheckAnswer(tc.answer, ev)); got != tc.want {
+				t.Errorf("CheckAnswer(%q)\n got %s\nwant %s", tc.answer, got, tc.want)
+			}
+		})
+	}
+}
