@@ -68,7 +68,8 @@ var (
 		"deficit", "slipped", "slip", "slips", "dipped", "dip", "dips", "slid", "slide", "slides",
 		"worse", "worsened", "downturn", "plunged", "plummeted", "tumbled", "sank", "sunk",
 		"eroded", "underperformed", "shortfall", "behind", "retreated", "lost", "deficit",
-		"decreasing", "contracting", "lowered", "cheaper", "smaller", "shorter", "lighter")
+		"decreasing", "contracting", "lowered", "cheaper", "smaller", "shorter", "lighter",
+		"overspent", "overspend", "overspending", "overran", "overrun", "short")
 )
 
 // wordBefore is the word ending just before pos (letters and digits, lower
@@ -196,6 +197,11 @@ func (d *doc) classify(toks []tok, k int) {
 	w, ws, dot := d.wordBefore(t.start)
 	bare := !t.grouped && !t.cur && !t.suffix && !t.neg && !t.plus
 	if ((refWords[w] && !dot) || (refAbbrev[w] && dot)) && bare {
+		t.skip = "label"
+		return
+	}
+	// "per 100,000 residents", "per 1k": a rate's denominator, a unit.
+	if w == "per" && !dot && !t.neg && !t.pct {
 		t.skip = "label"
 		return
 	}

@@ -22,8 +22,9 @@
 //   - a sign touching it or its currency: "-", "+", "−" (U+2212), "±", and "–"
 //     unless it joins two numbers ("10–20" is a range);
 //   - a currency before or after it: $ € £ ¥ ₹ ₩, or USD EUR GBP JPY CHF CAD
-//     AUD CNY INR with a space; in a table cell "($1.25M)" is negative
-//     (accounting), in prose "($590K)" is an aside;
+//     AUD CNY INR with a space. A number in parentheses that fills a table
+//     cell, "($1.25M)" or "(12,300)", is negative (accounting); in prose
+//     "($590K)" is an aside;
 //   - a magnitude: glued k K, M MM mn mln, B b bn bln, T tn; after a space K M
 //     B T mn bn and thousand, million, billion, trillion. A glued "m" is tried
 //     as million and as a unit (metres, minutes);
@@ -61,11 +62,14 @@
 //     paragraph, schedule (and their plurals), and the numbers joined to it
 //     ("Lines 1 and 3", "steps 2–4");
 //   - a word and number that are a whole text cell of a result ("Scope 1",
-//     "Line 3", "Store 12"): they name a row;
+//     "Line 3", "Store 12"): they name a row; a number after "per" ("38.2 per
+//     100k residents"): a rate's unit;
 //   - the top of a rating scale after a decimal: the 5 of "4.6/5" and "4.2
 //     out of 5" (also 10 and 100); the confidence of "95% CI"; technical
-//     compounds "64-bit", "8-core", "5-star" (windows such as "30-day" and
-//     targets such as "4-hour" are checked: they are claims);
+//     compounds "64-bit", "8-core", "5-star", and compounds whose number is in
+//     a result's column name ("52-week high" beside high_52w, "12-month"
+//     beside month_12_retention). Other windows and targets, "30-day",
+//     "4-hour target", are checked: they are claims;
 //   - years. A bare four-digit integer from 1800 to 2100 is a year when a
 //     result has it in a column named year, yr, fy or season, or when its
 //     context says so: after in, since, during, from, until, till, through,
@@ -125,8 +129,9 @@
 //     value when a word near it (six words before, three after, same
 //     sentence) says so: decrease, decline, drop, fell, lower, less, fewer,
 //     down, loss, lost, shrank, reduction, cut, deficit, negative, minus,
-//     below, slipped, dipped, … So "a 5% decline" matches -0.05; "the change
-//     was 5%" does not;
+//     below, slipped, dipped, overspent, … So "a 5% decline" matches -0.05;
+//     "the change was 5%" does not;
+//   - a ratio ("2.5x") never matches a row count;
 //   - values are every number of the evidence: int64, json.Number, float64
 //     and other Go numbers; strings that are numbers (DECIMAL, big integers;
 //     not NaN or infinities); numbers inside text cells ("Total: 1,234"),

@@ -111,6 +111,9 @@ func (ix *index) quality(t *tok, in interp, v *val) int {
 	// Second readings: a mantissa without its magnitude matches only a result
 	// cell (a column kept in millions); a percent in percent units only a cell
 	// outside a column of fractions, or a number a text wrote with a percent.
+	if t.ratio && v.ref.kind == kindRowCount {
+		return qNone // "2.5x" is no count of rows
+	}
 	if in.raw {
 		switch {
 		case v.text && !(in.pctUnits && v.pctUnits):
@@ -227,6 +230,7 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 	toks := d.scan()
 	years := yearColumns(&ev)
 	var names []nameRef
+	var colNums map[string]bool
 	var ts []*tok
 	var ins [][]interp
 	var ws []window
@@ -237,6 +241,11 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 		}
 		if t.yearLike() && years[t.mant.float()] {
 			t.skip = "year"
+			continue
+		}
+		if t.plainInt() && d.at(t.end) == '-' && isLetter(d.at(t.end+1)) && columnNumbers(&ev, &colNums)[string(d.rs[t.cs:t.ce])] {
+			// "the 52-week high" beside a column high_52w: a label.
+			t.skip = "label"
 			continue
 		}
 		if t.plainInt() && !t.point {
@@ -550,4 +559,30 @@ func equalFoldSpaces(cell, phrase string) bool {
 		j++
 	}
 	return i == len(cell) && j == len(phrase)
+}
+
+// columnNumbers collects the runs of digits in the results' column names
+// ("high_52w", "month_12_retention"), on first use.
+func columnNumbers(ev *Evidence, m *map[string]bool) map[string]bool {
+	if *m != nil {
+		return *m
+	}
+	*m = map[string]bool{}
+	for _, r := range ev.Results {
+		for _, c := range r.Columns {
+			for i := 0; i < len(c); {
+				if c[i] < '0' || c[i] > '9' {
+					i++
+					continue
+				}
+				j := i
+				for j < len(c) && c[j] >= '0' && c[j] <= '9' {
+					j++
+				}
+				(*m)[c[i:j]] = true
+				i = j
+			}
+		}
+	}
+	return *m
 }

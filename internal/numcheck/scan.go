@@ -25,6 +25,7 @@ type tok struct {
 	bps           bool
 	permille      bool
 	suffix        bool // any suffix: magnitude, percent, unit, ratio
+	ratio         bool // "1.2x", "3×"
 
 	approx bool // about, ~ …
 	bound  int  // +1 over/at least, -1 under/at most
@@ -241,15 +242,32 @@ func (d *doc) scanAt(i int, prev []tok) tok {
 		return t
 	}
 	d.suffix(&t)
-	// Accounting notation: "($1.25M)" in a table cell is negative. In prose
-	// "(124)" or "($590K)" is an aside, and positive.
-	if t.skip == "" && t.cur && !t.neg && !t.plus && d.at(t.start-1) == '(' && d.at(t.end) == ')' &&
-		d.lines[d.lineAt(t.cs)].role == tableBody {
+	// Accounting notation: "($1.25M)" or "(12,300)" filling a table cell is
+	// negative. In prose "(124)" or "($590K)" is an aside, and positive.
+	if t.skip == "" && !t.neg && !t.plus && d.at(t.start-1) == '(' && d.at(t.end) == ')' && d.fillsCell(t.start-1, t.end+1) {
 		t.neg = true
 		t.start--
 		t.end++
 	}
 	return t
+}
+
+// fillsCell reports whether rs[from:to] is all of a table body cell but
+// spaces and emphasis.
+func (d *doc) fillsCell(from, to int) bool {
+	l := d.lines[d.lineAt(from)]
+	if l.role != tableBody {
+		return false
+	}
+	i := from - 1
+	for i >= l.start && (isSpace(d.rs[i]) || d.rs[i] == '*' || d.rs[i] == '_') {
+		i--
+	}
+	j := to
+	for j < l.end && (isSpace(d.rs[j]) || d.rs[j] == '*' || d.rs[j] == '_') {
+		j++
+	}
+	return (i < l.start || d.rs[i] == '|') && (j >= l.end || d.rs[j] == '|')
 }
 
 // special recognises dates, times, phone numbers and year ranges at the digit
@@ -499,6 +517,7 @@ func (d *doc) suffix(t *tok) {
 		case w == "m":
 			t.mag, t.magAlt = 6, true
 		case w == "x" || w == "X":
+			t.ratio = true
 		case w == "st" || w == "nd" || w == "rd" || w == "th":
 			t.skip, t.end = "ordinal", m
 			return
@@ -580,7 +599,7 @@ func (d *doc) suffix(t *tok) {
 	}
 	if d.at(end) == '×' {
 		end++
-		t.suffix = true
+		t.suffix, t.ratio = true, true
 	}
 	t.end = end
 	// Glued on: "2023.csv", "42_x"; "the 1990's".
