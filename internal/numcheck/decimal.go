@@ -58,6 +58,9 @@ func (d dec) mag() int { return digits(d.c) - 1 + d.e }
 
 // float is d as a float64, close enough to search an index by.
 func (d dec) float() float64 {
+	if d.c == 0 {
+		return 0
+	}
 	f := float64(d.c)
 	switch {
 	case d.e > 0:

@@ -104,7 +104,11 @@ func buildIndex(ev *Evidence, windows []window) *index {
 		ncol += len(r.Columns)
 	}
 	b.stats = make([]colStat, ncol)
-	ix.vals = make([]val, 0, 1024)
+	cells := 0
+	for _, r := range ev.Results {
+		cells += len(r.Rows) * len(r.Columns)
+	}
+	ix.vals = make([]val, 0, min(cells/8+16, 1024))
 	ix.colPct = make([]bool, ncol)
 	for i, r := range ev.Results {
 		for c, name := range r.Columns {

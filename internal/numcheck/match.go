@@ -257,8 +257,9 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 		ts = append(ts, t)
 		ins = append(ins, r)
 		for _, in := range r {
-			lo, hi := t.span(in)
-			ws = append(ws, window{lo, hi})
+			if lo, hi := t.span(in); !math.IsNaN(lo) && !math.IsNaN(hi) {
+				ws = append(ws, window{lo, hi})
+			}
 		}
 	}
 	if named := rowNames(&ev, names); len(named) > 0 {
@@ -274,8 +275,9 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 			ts2 = append(ts2, t)
 			ins2 = append(ins2, ins[n])
 			for _, in := range ins[n] {
-				lo, hi := t.span(in)
-				ws = append(ws, window{lo, hi})
+				if lo, hi := t.span(in); !math.IsNaN(lo) && !math.IsNaN(hi) {
+					ws = append(ws, window{lo, hi})
+				}
 			}
 		}
 		ts, ins = ts2, ins2
@@ -510,17 +512,30 @@ func rowNames(ev *Evidence, names []nameRef) map[*tok]bool {
 	if len(names) == 0 {
 		return nil
 	}
+	// The phrases by their number, so that a cell costs one lookup.
+	byNum := map[string][]nameRef{}
+	for _, n := range names {
+		num := n.phrase[strings.LastIndexByte(n.phrase, ' ')+1:]
+		byNum[num] = append(byNum[num], n)
+	}
 	var named map[*tok]bool
 	for _, r := range ev.Results {
 		for _, row := range r.Rows {
 			for _, v := range row {
 				s, ok := v.(string)
-				if !ok || len(s) > 60 || s == "" || !isDigit(rune(s[len(s)-1])) {
+				if !ok || len(s) > 60 {
 					continue
 				}
 				s = strings.TrimSpace(s)
-				for _, n := range names {
-					if len(s) >= len(n.phrase) && equalFoldSpaces(s, n.phrase) {
+				j := len(s)
+				for j > 0 && s[j-1] >= '0' && s[j-1] <= '9' {
+					j--
+				}
+				if j == len(s) || j == 0 {
+					continue
+				}
+				for _, n := range byNum[s[j:]] {
+					if equalFoldSpaces(s, n.phrase) {
 						if named == nil {
 							named = map[*tok]bool{}
 						}
