@@ -46,7 +46,9 @@
 //     "[^1]", footnote markers "^1" and "<sup>1</sup>";
 //   - numbers glued to letters or underscores: "p95", "Q3", "H1", "W14",
 //     "FY2024", "id_42", "utf8", "COVID-19", "3Q24", "v1.2.3", "2023.csv",
-//     "M4"; ordinals "1st", "90th"; decades "1990s", "90's";
+//     "M4" (an underscore is emphasis, not a letter, when no letter or digit
+//     touches it on the other side: "_8.1%_"); ordinals "1st", "90th";
+//     decades "1990s", "90's";
 //   - dates and times: "2024-03-01" (any time part), "2024-03", "2024-W14",
 //     "2024-Q3", "03/01/2024", "1.3.2024", a day next to a month name ("March
 //     3", "3 March", "Sept. 12") and the year after it, "'24"; times "14:30",
@@ -61,8 +63,9 @@
 //     quarter, period, wave, line, row, column, col, id, clause, article,
 //     paragraph, schedule (and their plurals), and the numbers joined to it
 //     ("Lines 1 and 3", "steps 2–4");
-//   - a word and number that are a whole text cell of a result ("Scope 1",
-//     "Line 3", "Store 12"): they name a row; a number after "per" ("38.2 per
+//   - a word and number that are a text cell of a result, or its last words
+//     ("Scope 1", "Line 3", "Viz 101" of "Data Viz 101"): they name a row; a
+//     number after "per" ("38.2 per
 //     100k residents"): a rate's unit;
 //   - the top of a rating scale after a decimal: the 5 of "4.6/5" and "4.2
 //     out of 5" (also 10 and 100); the confidence of "95% CI"; technical

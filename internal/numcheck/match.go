@@ -506,8 +506,8 @@ type nameRef struct {
 }
 
 // rowNames returns the tokens whose word and number are, ignoring case and
-// spacing, a whole text cell of a result ("Scope 1", "Line 3", "Store 12"):
-// they name a row, they are not a quantity.
+// spacing, a text cell of a result or its last words ("Scope 1", "Line 3",
+// "Data Viz 101"): they name a row, they are not a quantity.
 func rowNames(ev *Evidence, names []nameRef) map[*tok]bool {
 	if len(names) == 0 {
 		return nil
@@ -535,7 +535,7 @@ func rowNames(ev *Evidence, names []nameRef) map[*tok]bool {
 					continue
 				}
 				for _, n := range byNum[s[j:]] {
-					if equalFoldSpaces(s, n.phrase) {
+					if endsWithPhrase(s, n.phrase) {
 						if named == nil {
 							named = map[*tok]bool{}
 						}
@@ -546,6 +546,20 @@ func rowNames(ev *Evidence, names []nameRef) map[*tok]bool {
 		}
 	}
 	return named
+}
+
+// endsWithPhrase reports whether the cell is the phrase, or ends with it
+// after a space ("Data Viz 101" and "viz 101"), ignoring case and spacing.
+func endsWithPhrase(cell, phrase string) bool {
+	if equalFoldSpaces(cell, phrase) {
+		return true
+	}
+	for i := len(cell) - 1; i > 0; i-- {
+		if cell[i] == ' ' && equalFoldSpaces(cell[i+1:], phrase) {
+			return true
+		}
+	}
+	return false
 }
 
 // equalFoldSpaces compares a cell with a lower-case phrase of words joined by

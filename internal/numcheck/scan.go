@@ -133,7 +133,8 @@ func (d *doc) ident(i int) tok {
 func (d *doc) scanAt(i int, prev []tok) tok {
 	rs := d.rs
 	p := d.at(i - 1)
-	if isLetter(p) || p == '_' {
+	// "id_42" is an identifier; "_8.1%_" is emphasis.
+	if isLetter(p) || (p == '_' && isWordRune(d.at(i-2))) {
 		return d.ident(i)
 	}
 	if (p == '-' || p == '.') && (isLetter(d.at(i-2)) || d.at(i-2) == '_') {
@@ -363,6 +364,9 @@ func (d *doc) timeEnd(i int) int {
 }
 
 func isTimeWord(w string) bool {
+	if len(w) > 2 && w[len(w)-1] == '.' && w[len(w)-3] != '.' {
+		w = w[:len(w)-1] // "2 pm." ending a sentence
+	}
 	switch strings.ToLower(w) {
 	case "am", "pm", "a.m.", "p.m.", "a.m", "p.m", "utc", "gmt":
 		return true
@@ -507,7 +511,7 @@ func (d *doc) suffix(t *tok) {
 	end := k
 	if isLetter(d.at(k)) {
 		w, m := d.letters(k)
-		if isDigit(d.at(m)) || d.at(m) == '_' {
+		if isDigit(d.at(m)) || (d.at(m) == '_' && isWordRune(d.at(m+1))) {
 			*t = d.ident(t.cs)
 			return
 		}
@@ -603,7 +607,7 @@ func (d *doc) suffix(t *tok) {
 	}
 	t.end = end
 	// Glued on: "2023.csv", "42_x"; "the 1990's".
-	if (d.at(end) == '.' && isLetter(d.at(end+1))) || d.at(end) == '_' {
+	if (d.at(end) == '.' && isLetter(d.at(end+1))) || (d.at(end) == '_' && isWordRune(d.at(end+1))) {
 		*t = d.ident(t.cs)
 		return
 	}
