@@ -20,10 +20,10 @@ const (
 
 // ref locates an evidence value.
 type ref struct {
-	kind     int
-	idx      int // the result or the excerpt
-	row, col int
-	seq      int // order of the number within a text
+	kind     int32
+	idx      int32 // the result or the excerpt
+	row, col int32
+	seq      int32 // order of the number within a text
 }
 
 func (r ref) cmp(o ref) int {
@@ -40,7 +40,7 @@ func (r ref) cmp(o ref) int {
 	return cmpInt(r.seq, o.seq)
 }
 
-func cmpInt(a, b int) int {
+func cmpInt(a, b int32) int {
 	if a < b {
 		return -1
 	}
@@ -52,9 +52,9 @@ type val struct {
 	abs      float64
 	d        dec
 	ref      ref
-	gcol     int  // the column across all results, for its statistics; -1 for texts
-	pctUnits bool // written with a percent sign (in a text), or in a percent-named column
-	text     bool // read from a text: the question, an excerpt, a text cell
+	gcol     int32 // the column across all results, for its statistics; -1 for texts
+	pctUnits bool  // written with a percent sign (in a text), or in a percent-named column
+	text     bool  // read from a text: the question, an excerpt, a text cell
 }
 
 // window is a range of magnitudes an answer's numbers can match.
@@ -120,7 +120,7 @@ func buildIndex(ev *Evidence, windows []window) *index {
 				if c < len(r.Columns) {
 					g = offsets[i] + c
 				}
-				b.cell(v, ref{kind: kindCell, idx: i, row: row, col: c}, g, 0)
+				b.cell(v, ref{kind: kindCell, idx: int32(i), row: int32(row), col: int32(c)}, g, 0)
 			}
 		}
 		n := r.RowCount
@@ -130,11 +130,11 @@ func buildIndex(ev *Evidence, windows []window) *index {
 		// A result of one row (an aggregate) would vouch for every "1".
 		d := decOfInt(int64(n))
 		if n > 1 && b.keep(d.float()) {
-			ix.vals = append(ix.vals, val{abs: d.float(), d: d, ref: ref{kind: kindRowCount, idx: i, row: -1, col: -1}, gcol: -1})
+			ix.vals = append(ix.vals, val{abs: d.float(), d: d, ref: ref{kind: kindRowCount, idx: int32(i), row: -1, col: -1}, gcol: -1})
 		}
 	}
 	for i, e := range ev.Excerpts {
-		b.text(e.Text, ref{kind: kindExcerpt, idx: i, row: -1, col: -1}, -1)
+		b.text(e.Text, ref{kind: kindExcerpt, idx: int32(i), row: -1, col: -1}, -1)
 	}
 	b.text(ev.Question, ref{kind: kindQuestion, row: -1, col: -1}, -1)
 	ix.colFrac = make([]bool, ncol)
@@ -203,7 +203,7 @@ func (b *builder) num(f float64, d dec, s string, r ref, gcol int) {
 			return
 		}
 	}
-	b.ix.vals = append(b.ix.vals, val{abs: af, d: d, ref: r, gcol: gcol, pctUnits: gcol >= 0 && b.ix.colPct[gcol]})
+	b.ix.vals = append(b.ix.vals, val{abs: af, d: d, ref: r, gcol: int32(gcol), pctUnits: gcol >= 0 && b.ix.colPct[gcol]})
 }
 
 const maxDepth = 8

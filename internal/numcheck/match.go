@@ -362,7 +362,7 @@ func mergeWindows(ws []window) []window {
 func (ix *index) source(r ref) Source {
 	switch r.kind {
 	case kindCell:
-		row, col := r.row, r.col
+		row, col := int(r.row), int(r.col)
 		return Source{ToolCallID: ix.ev.Results[r.idx].ToolCallID, Row: &row, Column: &col}
 	case kindRowCount:
 		return Source{ToolCallID: ix.ev.Results[r.idx].ToolCallID}
@@ -416,7 +416,7 @@ func (ix *index) affinity(v *val, ctx sentenceCtx, prev choice, colPrev map[[2]i
 	}
 	s := 0
 	label := 0
-	for _, l := range ix.rowLabels(r.idx, r.row) {
+	for _, l := range ix.rowLabels(int(r.idx), int(r.row)) {
 		switch {
 		case containsWord(ctx.before, l):
 			label = max(label, 4)
