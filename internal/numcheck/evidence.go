@@ -67,7 +67,6 @@ type index struct {
 	colFrac []bool // every number of the column is in [-1, 1], one of them not an integer
 	colPct  []bool // the column's name says percent
 	ev      *Evidence
-	labels  map[[2]int][]string
 }
 
 type colStat struct{ any, outside, nonInt bool }
@@ -95,7 +94,7 @@ func (b *builder) keep(f float64) bool {
 // buildIndex reads the evidence, keeping only values inside windows (sorted,
 // disjoint).
 func buildIndex(ev *Evidence, windows []window) *index {
-	ix := &index{ev: ev, labels: map[[2]int][]string{}}
+	ix := &index{ev: ev}
 	b := &builder{ix: ix, windows: windows}
 	ncol := 0
 	offsets := make([]int, len(ev.Results))
@@ -540,32 +539,41 @@ func (b *builder) textVal(a dec, r ref, pctUnits bool) {
 	b.ix.vals = append(b.ix.vals, val{abs: af, d: a, ref: r, gcol: -1, pctUnits: pctUnits, text: true})
 }
 
-// rowLabels are the lower-case text cells of a result row (and its years),
-// which an answer names the row by.
-func (ix *index) rowLabels(res, row int) []string {
-	key := [2]int{res, row}
-	if ls, ok := ix.labels[key]; ok {
-		return ls
-	}
-	var ls []string
+// labelScore is how closely ctx names a result row: 4 when one of the row's
+// text cells (or its year, in a year column) is between the number before
+// and this one, 3 just after it, 1 elsewhere in the sentence, 0 if nowhere.
+func (ix *index) labelScore(res, row int, ctx *sentenceCtx) int {
 	r := ix.ev.Results[res]
-	if row < len(r.Rows) {
-		for c, v := range r.Rows[row] {
-			switch x := v.(type) {
-			case string:
-				s := strings.ToLower(strings.TrimSpace(x))
-				if len(s) >= 2 && len(s) <= 80 && hasLetter(s) && !numericString(s) {
-					ls = append(ls, s)
-				}
-			case int64:
-				if c < len(r.Columns) && x >= 1800 && x <= 2100 && strings.Contains(strings.ToLower(r.Columns[c]), "year") {
-					ls = append(ls, strconv.FormatInt(x, 10))
-				}
+	if row >= len(r.Rows) {
+		return 0
+	}
+	best := 0
+	for c, v := range r.Rows[row] {
+		var l string
+		switch x := v.(type) {
+		case string:
+			l = strings.TrimSpace(x)
+			if len(l) < 2 || len(l) > 80 || !hasLetter(l) || numericString(l) {
+				continue
 			}
+		case int64:
+			if c >= len(r.Columns) || x < 1800 || x > 2100 || !strings.Contains(strings.ToLower(r.Columns[c]), "year") {
+				continue
+			}
+			l = strconv.FormatInt(x, 10)
+		default:
+			continue
+		}
+		switch {
+		case containsWordFold(ctx.before, l):
+			return 4
+		case containsWordFold(ctx.after, l):
+			best = max(best, 3)
+		case best < 1 && containsWordFold(ctx.whole, l):
+			best = 1
 		}
 	}
-	ix.labels[key] = ls
-	return ls
+	return best
 }
 
 func hasLetter(s string) bool {
@@ -575,6 +583,37 @@ func hasLetter(s string) bool {
 		}
 	}
 	return false
+}
+
+// containsWordFold is containsWord for a lower-case hay and a needle in any
+// case.
+func containsWordFold(hay, needle string) bool {
+	for i := 0; i < len(needle); i++ {
+		if c := needle[i]; c >= 0x80 {
+			return containsWord(hay, strings.ToLower(needle))
+		}
+	}
+	n := len(needle)
+	for i := 0; i+n <= len(hay); i++ {
+		if hay[i] != lowerByte(needle[0]) || (i > 0 && isWordByte(hay[i-1])) || (i+n < len(hay) && isWordByte(hay[i+n])) {
+			continue
+		}
+		k := 1
+		for k < n && hay[i+k] == lowerByte(needle[k]) {
+			k++
+		}
+		if k == n {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // containsWord reports whether hay holds needle with no letter or digit

@@ -414,19 +414,7 @@ func (ix *index) affinity(v *val, ctx sentenceCtx, prev choice, colPrev map[[2]i
 	if r.kind != kindCell {
 		return 0
 	}
-	s := 0
-	label := 0
-	for _, l := range ix.rowLabels(int(r.idx), int(r.row)) {
-		switch {
-		case containsWord(ctx.before, l):
-			label = max(label, 4)
-		case containsWord(ctx.after, l):
-			label = max(label, 3)
-		case containsWord(ctx.whole, l):
-			label = max(label, 1)
-		}
-	}
-	s += label
+	s := ix.labelScore(int(r.idx), int(r.row), &ctx)
 	if prev.ok && prev.sentence == ctx.sentence && prev.ref.kind == kindCell && prev.ref.idx == r.idx {
 		if prev.ref.row == r.row {
 			s += 2
