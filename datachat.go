@@ -39,6 +39,9 @@ type Conversation struct {
 	Title     string    `json:"title"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Notes are the user's business rules for this conversation's data
+	// ("fiscal year starts in April"), given to the model with the schema.
+	Notes string `json:"notes"`
 }
 
 // Message roles.
@@ -149,6 +152,8 @@ type Column struct {
 	Type    string   `json:"type"`
 	SQLType string   `json:"sql_type"`
 	Samples []string `json:"samples,omitempty"` // a few distinct values, for the model's prompt
+	// Description is the user's, from the data dictionary (datasets only).
+	Description string `json:"description,omitempty"`
 }
 
 // QueryResult is the result of one SQL query: the shape shared by POST …/sql,
@@ -189,6 +194,9 @@ type Dataset struct {
 	// Notes say how the file was read when it matters (rows of a sheet
 	// skipped, formula errors dropped); given when it is added, not stored.
 	Notes []string `json:"notes,omitempty"`
+	// Description is the user's, from the data dictionary; its columns'
+	// are on Columns.
+	Description string `json:"description"`
 }
 
 // Document is an uploaded text document, split into chunks for retrieval.

@@ -44,6 +44,8 @@ type Store interface {
 	// records its use; EUNAUTHORIZED if there is none.
 	Authenticate(ctx context.Context, hash string) (*User, error)
 
+	// CreateConversation stores c; its Notes are set later, with
+	// UpdateDictionary.
 	CreateConversation(ctx context.Context, c *Conversation) error
 	Conversation(ctx context.Context, userID, id string) (*Conversation, error)
 	// Conversations lists a user's conversations, most recently updated first.
@@ -99,6 +101,28 @@ type Store interface {
 	// CreateToolCall stores one tool round of an assistant message.
 	CreateToolCall(ctx context.Context, tc *ToolCall) error
 
+	// UpdateDictionary changes the data dictionary of a user's conversation
+	// in one transaction: its notes when d.Notes is not nil, and for each
+	// dataset d names (by table name) its description when not nil and the
+	// descriptions of the columns given (an empty one removes it). Nothing
+	// else changes, UpdatedAt included. ENOTFOUND if the conversation is not
+	// the user's; EINVALID, changing nothing, when d names a table the
+	// conversation lacks or a column its table lacks (the message names them
+	// all).
+	UpdateDictionary(ctx context.Context, userID, conversationID string, d Dictionary) error
+
+	// SaveExample stores a verified example of e.UserID. An example of the
+	// same user for the same MessageID and CallID (when MessageID is set)
+	// is replaced, keeping its ID, which e then holds. ENOTFOUND if the user
+	// does not exist; EINVALID for a verdict other than correct or wrong.
+	SaveExample(ctx context.Context, e *Example) error
+	// Examples lists a user's verified examples, newest first.
+	Examples(ctx context.Context, userID string) ([]*Example, error)
+	// DeleteExample deletes a user's example; ENOTFOUND if there is none.
+	DeleteExample(ctx context.Context, userID, id string) error
+
+	// CreateDataset stores d; its descriptions (Description and the
+	// columns') are set later, with UpdateDictionary.
 	CreateDataset(ctx context.Context, d *Dataset) error
 	// Datasets lists a conversation's datasets in the order they were added.
 	Datasets(ctx context.Context, conversationID string) ([]*Dataset, error)

@@ -35,11 +35,11 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	return nil
 }
 
-const conversationColumns = `id, user_id, title, created_at, updated_at`
+const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
 
 func scanConversation(row pgx.Row) (*datachat.Conversation, error) {
 	var c datachat.Conversation
-	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.CreatedAt, &c.UpdatedAt); err != nil {
+	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.Notes); err != nil {
 		return nil, err
 	}
 	return &c, nil

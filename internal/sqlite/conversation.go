@@ -34,11 +34,11 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	return nil
 }
 
-const conversationColumns = `id, user_id, title, created_at, updated_at`
+const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
 
 func scanConversation(sc interface{ Scan(...any) error }) (*datachat.Conversation, error) {
 	var c datachat.Conversation
-	if err := sc.Scan(&c.ID, &c.UserID, &c.Title, scanTime{&c.CreatedAt}, scanTime{&c.UpdatedAt}); err != nil {
+	if err := sc.Scan(&c.ID, &c.UserID, &c.Title, scanTime{&c.CreatedAt}, scanTime{&c.UpdatedAt}, &c.Notes); err != nil {
 		return nil, err
 	}
 	return &c, nil

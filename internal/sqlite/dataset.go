@@ -15,7 +15,7 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 		d.ID = newID()
 	}
 	fillTime(&d.CreatedAt)
-	cols, err := marshalJSON(d.Columns)
+	cols, err := marshalJSON(withoutDescriptions(d.Columns))
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -34,14 +34,16 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 	return nil
 }
 
-const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at`
+const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at, description, column_descriptions`
 
 func scanDataset(sc interface{ Scan(...any) error }) (*datachat.Dataset, error) {
 	var d datachat.Dataset
+	var descs map[string]string
 	if err := sc.Scan(&d.ID, &d.ConversationID, &d.Name, &d.Source, &d.Format, &d.Path,
-		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, scanTime{&d.CreatedAt}); err != nil {
+		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, scanTime{&d.CreatedAt}, &d.Description, scanJSON{&descs}); err != nil {
 		return nil, err
 	}
+	d.SetColumnDescriptions(descs)
 	return &d, nil
 }
 

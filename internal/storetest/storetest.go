@@ -46,6 +46,8 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"TakeRequestConcurrent", testTakeRequestConcurrent},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"CascadeDelete", testCascadeDelete},
+		{"Dictionary", testDictionary},
+		{"Examples", testExamples},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

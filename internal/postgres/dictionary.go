@@ -1,0 +1,163 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"datachat"
+)
+
+// withoutDescriptions returns cols without their descriptions, which are
+// stored apart (column_descriptions), so that changing one rewrites only
+// them.
+func withoutDescriptions(cols []datachat.Column) []datachat.Column {
+	out := make([]datachat.Column, len(cols))
+	for i, c := range cols {
+		c.Description = ""
+		out[i] = c
+	}
+	return out
+}
+
+// descriptionsJSON binds column descriptions as a JSON object, NULL when
+// there are none.
+func descriptionsJSON(descs map[string]string) (any, error) {
+	if len(descs) == 0 {
+		return nil, nil
+	}
+	return marshalJSON(descs)
+}
+
+// UpdateDictionary changes the notes of a user's conversation and the
+// descriptions of its datasets in one transaction; ENOTFOUND if the
+// conversation is not the user's, EINVALID (changing nothing) when d names
+// tables or columns it lacks.
+func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID string, d datachat.Dictionary) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		// FOR UPDATE: two changes of one conversation's dictionary apply one
+		// after the other, each merging into what the other stored.
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2 FOR UPDATE`,
+			conversationID, userID).Scan(&one); err != nil {
+			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
+		}
+		if len(d.Datasets) > 0 {
+			rows, err := tx.Query(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE conversation_id = $1 FOR UPDATE`, conversationID)
+			if err != nil {
+				return err
+			}
+			datasets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
+				return scanDataset(row)
+			})
+			if err != nil {
+				return err
+			}
+			resolved, err := d.Resolve(datasets)
+			if err != nil {
+				return err
+			}
+			for _, ds := range datasets {
+				dd, ok := resolved.Datasets[ds.Name]
+				if !ok {
+					continue
+				}
+				desc, cols := dd.Apply(ds.Description, ds.ColumnDescriptions())
+				descs, err := descriptionsJSON(cols)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `UPDATE datasets SET description = $1, column_descriptions = $2 WHERE id = $3`,
+					desc, descs, ds.ID); err != nil {
+					return err
+				}
+			}
+		} else if _, err := d.Resolve(nil); err != nil {
+			return err // the notes' length
+		}
+		if d.Notes != nil {
+			if _, err := tx.Exec(ctx, `UPDATE conversations SET notes = $1 WHERE id = $2`,
+				strings.TrimSpace(*d.Notes), conversationID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	switch code := datachat.ErrorCode(err); {
+	case err == nil:
+		return nil
+	case code != datachat.EINTERNAL:
+		return err
+	default:
+		return fmt.Errorf("update dictionary: %w", err)
+	}
+}
+
+// SaveExample stores a user's verified example, replacing the one of the
+// same tool call; ENOTFOUND if the user does not exist.
+func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
+	if e.Verdict != datachat.VerdictCorrect && e.Verdict != datachat.VerdictWrong {
+		return datachat.Errorf(datachat.EINVALID, "verdict must be %q or %q, not %q", datachat.VerdictCorrect, datachat.VerdictWrong, e.Verdict)
+	}
+	if e.ID == "" {
+		e.ID = newID()
+	}
+	fillTime(&e.CreatedAt)
+	if e.Tables == nil {
+		e.Tables = []datachat.TableSignature{}
+	}
+	tables, err := marshalJSON(e.Tables)
+	if err != nil {
+		return fmt.Errorf("save example: %w", err)
+	}
+	// The partial index is the conflict target: an example marked outside
+	// an answer (no message) is always new.
+	err = s.pool.QueryRow(ctx, `
+		INSERT INTO examples (id, user_id, question, query, verdict, tables, conversation_id, message_id, call_id, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+		ON CONFLICT (user_id, message_id, call_id) WHERE message_id <> '' DO UPDATE SET
+			question = excluded.question, query = excluded.query, verdict = excluded.verdict,
+			tables = excluded.tables, conversation_id = excluded.conversation_id, created_at = excluded.created_at
+		RETURNING id`,
+		e.ID, e.UserID, e.Question, e.SQL, e.Verdict, tables, e.ConversationID, e.MessageID, e.CallID, e.CreatedAt).Scan(&e.ID)
+	switch {
+	case isForeignKey(err):
+		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
+	case isUnique(err):
+		return datachat.Errorf(datachat.ECONFLICT, "example already exists")
+	case err != nil:
+		return fmt.Errorf("save example: %w", err)
+	}
+	return nil
+}
+
+// Examples lists a user's verified examples, newest first.
+func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Example, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, user_id, question, query, verdict, tables, conversation_id, message_id, call_id, created_at
+		FROM examples WHERE user_id = $1 ORDER BY created_at DESC, row_seq DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list examples: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Example, error) {
+		var e datachat.Example
+		err := row.Scan(&e.ID, &e.UserID, &e.Question, &e.SQL, &e.Verdict, scanJSON{&e.Tables},
+			&e.ConversationID, &e.MessageID, &e.CallID, &e.CreatedAt)
+		return &e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list examples: %w", err)
+	}
+	return nonNil(list), nil
+}
+
+// DeleteExample deletes a user's example; ENOTFOUND if there is none.
+func (s *Store) DeleteExample(ctx context.Context, userID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM examples WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return fmt.Errorf("delete example: %w", err)
+	}
+	return mustAffect(tag, "example not found")
+}
