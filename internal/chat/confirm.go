@@ -53,9 +53,7 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 	if t.hasDocuments, err = r.Data.HasDocuments(ctx, conv.ID); err != nil {
 		return nil, err
 	}
-	t.system, err = SystemPrompt(r.Template, PromptData{
-		Datasets: datasets, Excerpts: t.initialExcerpts(), HasDocuments: t.hasDocuments, ConfirmAlways: r.ConfirmAlways,
-	})
+	t.system, err = SystemPrompt(r.Template, t.promptData(datasets, t.initialExcerpts()))
 	return t, err
 }
 

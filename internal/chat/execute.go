@@ -149,9 +149,7 @@ func (t *turn) refreshSystem(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if s, err := SystemPrompt(t.r.Template, PromptData{
-		Datasets: datasets, Excerpts: t.initialExcerpts(), HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
-	}); err == nil {
+	if s, err := SystemPrompt(t.r.Template, t.promptData(datasets, t.initialExcerpts())); err == nil {
 		t.system = s
 	}
 }

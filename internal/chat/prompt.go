@@ -15,11 +15,15 @@ type PromptData struct {
 	Excerpts      []datachat.Source   // relevant document chunks, cited as [n]
 	HasDocuments  bool
 	ConfirmAlways bool // DATACHAT_CONFIRM_SQL=always
+	// The data dictionary's notes (business rules), and the verified
+	// examples chosen for the question.
+	Notes    string
+	Examples []PromptExample
 }
 
 // DefaultTemplate is the built-in system prompt (spec 000 and 004). A file at
 // CHAT_DEFAULT_SYSTEM_PROMPT_PATH replaces it; it is a text/template over
-// PromptData with the functions schema and excerpts.
+// PromptData with the functions schema, excerpts, notes and examples.
 const DefaultTemplate = `You are a data analyst assistant. Help users understand and explore their data.
 
 {{if .Datasets -}}
@@ -30,6 +34,7 @@ These tables are loaded in this conversation (and only these):
 ## Datasets
 No datasets are loaded yet. If the user's message contains a URL of a Parquet or CSV file, load it with the load_dataset tool before answering. Otherwise, tell the user to add a dataset (upload a Parquet or CSV file, or paste its URL) and answer what you can without data.
 {{- end}}
+{{- notes .Notes}}{{examples .Examples}}
 
 ## How to query
 - Use the execute_sql tool. The SQL dialect is DuckDB: standard SQL plus DuckDB functions (date_trunc, strftime, regexp_matches, list and struct functions, QUALIFY, PIVOT, GROUP BY ALL). Quote identifiers that are not lower-case words with double quotes, strings with single quotes.
@@ -57,6 +62,8 @@ func ParseTemplate(text string) (*template.Template, error) {
 	return template.New("system").Funcs(template.FuncMap{
 		"schema":   schemaText,
 		"excerpts": excerptsText,
+		"notes":    notesText,
+		"examples": examplesText,
 	}).Option("missingkey=error").Parse(text)
 }
 
@@ -75,13 +82,21 @@ func SystemPrompt(t *template.Template, d PromptData) (string, error) {
 }
 
 // schemaText describes each dataset: table name, source, row count, and each
-// column with its friendly type and a few sample values.
+// column with its friendly type and a few sample values, with the
+// descriptions the user gave them.
 func schemaText(datasets []*datachat.Dataset) string {
 	var b strings.Builder
 	for _, d := range datasets {
-		fmt.Fprintf(&b, "\nTable %s (from %s, %d rows):\n", d.Name, d.Source, d.RowCount)
+		fmt.Fprintf(&b, "\nTable %s (from %s, %d rows):", d.Name, d.Source, d.RowCount)
+		if d.Description != "" {
+			fmt.Fprintf(&b, " %s", oneLine(d.Description))
+		}
+		b.WriteByte('\n')
 		for _, c := range d.Columns {
 			fmt.Fprintf(&b, "- %s: %s", quoteIdent(c.Name), c.Type)
+			if c.Description != "" {
+				fmt.Fprintf(&b, " — %s", oneLine(c.Description))
+			}
 			if len(c.Samples) > 0 {
 				fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
 			}

@@ -75,6 +75,12 @@ type Runner struct {
 	Now             func() time.Time
 	Observer        Observer // nil: nobody watches
 
+	// NoDictionary leaves the data dictionary (descriptions and notes) out
+	// of the prompt, and NoExamples the verified examples: levers that
+	// `datachat eval` turns off to measure them.
+	NoDictionary bool
+	NoExamples   bool
+
 	// LeaseOwner and LeaseNode identify this process to the others sharing the
 	// database (datachat.Lease); an empty LeaseOwner gets a random one. A
 	// turn's lease lasts LeaseTTL (default DefaultLeaseTTL) and is renewed

@@ -74,6 +74,8 @@ type turnState struct {
 	Excerpts       int                      `json:"excerpts"` // how many of Sources the prompt holds
 	Pending        *datachat.ModelToolCall  `json:"pending"`
 	Skipped        []datachat.ModelToolCall `json:"skipped"`
+	// Examples are the verified examples the prompt holds.
+	Examples []PromptExample `json:"examples,omitempty"`
 }
 
 // prepare prunes the history and builds the system prompt with the excerpts
@@ -97,9 +99,10 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 		t.state.Sources = excerpts
 		t.state.Excerpts = len(excerpts)
 	}
-	t.system, err = SystemPrompt(t.r.Template, PromptData{
-		Datasets: datasets, Excerpts: excerpts, HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
-	})
+	if t.state.Examples, err = t.examplesFor(ctx, question, datasets); err != nil {
+		return err
+	}
+	t.system, err = SystemPrompt(t.r.Template, t.promptData(datasets, excerpts))
 	if err != nil {
 		return err
 	}
