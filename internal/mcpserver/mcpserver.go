@@ -109,7 +109,7 @@ func New(o Options) *mcp.Server {
 	}, observed(t, ToolListDatasets, t.listDatasets))
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolDescribeDataset,
-		Description: fmt.Sprintf("Describe one dataset: its columns with types and its first %d rows.", sampleRows),
+		Description: fmt.Sprintf("Describe one dataset: its description and its columns with types and descriptions (the user's data dictionary), its first %d rows, and the conversation's business rules (notes).", sampleRows),
 		InputSchema: schema(fixed, ToolDescribeDataset, map[string]string{"name": "The dataset's table name (or its id)."}, "name"),
 		Annotations: readOnly,
 	}, observed(t, ToolDescribeDataset, t.describeDataset))
@@ -221,6 +221,9 @@ type (
 		// OtherTables names the other tables the same file gave (a JSON
 		// object's arrays of records each become one), for load_dataset.
 		OtherTables []string `json:"other_tables,omitempty"`
+		// Description is the user's, from the data dictionary; the
+		// columns' are on Columns.
+		Description string `json:"description,omitempty"`
 	}
 	DatasetList struct {
 		Datasets []DatasetInfo `json:"datasets"`
@@ -228,6 +231,9 @@ type (
 	DatasetDescription struct {
 		DatasetInfo
 		SampleRows [][]any `json:"sample_rows"`
+		// Notes are the conversation's business rules, from the data
+		// dictionary.
+		Notes string `json:"notes,omitempty"`
 	}
 	SearchResults struct {
 		Results []datachat.Source `json:"results"`
@@ -237,9 +243,10 @@ type (
 func info(d *datachat.Dataset) DatasetInfo {
 	cols := make([]datachat.Column, len(d.Columns))
 	for i, c := range d.Columns {
-		cols[i] = datachat.Column{Name: c.Name, Type: c.Type, SQLType: c.SQLType}
+		cols[i] = datachat.Column{Name: c.Name, Type: c.Type, SQLType: c.SQLType, Description: c.Description}
 	}
-	return DatasetInfo{ID: d.ID, Name: d.Name, Source: d.Source, Format: d.Format, RowCount: d.RowCount, Bytes: d.Bytes, Columns: cols}
+	return DatasetInfo{ID: d.ID, Name: d.Name, Source: d.Source, Format: d.Format, RowCount: d.RowCount, Bytes: d.Bytes, Columns: cols,
+		Description: d.Description}
 }
 
 type tools struct{ o Options }
@@ -343,6 +350,9 @@ func (t *tools) describeDataset(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if out.SampleRows == nil {
 		out.SampleRows = [][]any{}
 	}
+	if out.Notes, err = t.notes(ctx, conv); err != nil {
+		return nil, out, err
+	}
 	return nil, out, nil
 }
 
@@ -421,4 +431,17 @@ func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in 
 		out.Results = []datachat.Source{}
 	}
 	return nil, out, nil
+}
+
+// notes returns the conversation's notes (its business rules); none
+// without a Store (a fixed conversation needs none for the other tools).
+func (t *tools) notes(ctx context.Context, conversationID string) (string, error) {
+	if t.o.Store == nil {
+		return "", nil
+	}
+	c, err := t.o.Store.Conversation(ctx, t.o.User.ID, conversationID)
+	if err != nil {
+		return "", err
+	}
+	return c.Notes, nil
 }

@@ -96,27 +96,6 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Title string `json:"title"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	title, err := cleanTitle(req.Title)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	c, err := s.Store.RenameConversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id"), title)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
-}
-
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	if err := s.Workspace.DeleteConversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id")); err != nil {
 		s.error(w, r, err)
