@@ -4,6 +4,7 @@
 //	datachat sql --data FILE "SELECT …"    the sandboxed SQL engine, no LLM
 //	datachat ask --data FILE "question"    one chat turn in the terminal
 //	datachat mcp --data FILE               the data tools over MCP on stdio
+//	datachat eval SUITE                    measure the chat's accuracy
 //	datachat keys create --user NAME       API keys (also list, revoke)
 //	datachat migrate                       apply database migrations
 //	datachat help [COMMAND]                usage

@@ -184,6 +184,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runAsk(ctx)
 	case "mcp":
 		return m.runMCP(ctx)
+	case "eval":
+		return m.runEval(ctx)
 	}
 	return fmt.Errorf("unknown command %q", m.Command)
 }

@@ -22,6 +22,9 @@ Commands:
                                           one chat turn in the terminal
   mcp [--conversation ID | --data FILE_OR_URL]…
                                           the data tools as an MCP server on stdio
+  eval SUITE [--out FILE] [--no-dictionary] [--no-examples]
+                                          measure the chat's accuracy on a suite of questions
+  eval --compare A B                      compare two results of eval --out
   migrate                                 apply pending database migrations
   help [COMMAND]                          this text, or a command's
 
@@ -63,6 +66,20 @@ the --data files.
        datachat keys list                 list the API keys: id, user, created, last used
        datachat keys revoke ID            revoke an API key (its ID from keys list)
 `,
+	"eval": `Usage: datachat eval SUITE [--out FILE] [--no-dictionary] [--no-examples]
+       datachat eval --compare A B
+
+Runs each question of SUITE (a JSON or YAML file; see README.md) through one
+chat turn with the configured model, in a new conversation holding its
+datasets, and scores it: execution match (the turn's last successful SQL
+result against the expected rows, or the gold SQL's), answer match (the
+answer's text holds the expected numbers), tool calls, failed SQL, tokens and
+seconds. Prints a table (progress on stderr); --out writes the results as
+JSON, which --compare A B sets side by side. The suite's dictionary and
+verified examples are used unless --no-dictionary or --no-examples turn
+them off. Needs a model: GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST.
+Nothing is kept but --out.
+`,
 	"migrate": `Usage: datachat migrate
 
 Applies pending database migrations (serve also applies them when it starts).
@@ -76,6 +93,10 @@ type cmdFlags struct {
 	format       string
 	conversation string
 	user         string
+	// eval
+	out                      string
+	compare                  bool
+	noDictionary, noExamples bool
 }
 
 // usageError is a wrong command line: main prints it with the usage and
@@ -122,6 +143,11 @@ func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
 	case "mcp":
 		fs.StringVar(&f.conversation, "conversation", "", "the `ID` of a stored conversation of user "+localUser+" to work on")
 		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` to load into a new conversation (repeatable)")
+	case "eval":
+		fs.StringVar(&f.out, "out", "", "write the results as JSON to `FILE`")
+		fs.BoolVar(&f.compare, "compare", false, "compare two results written by --out: datachat eval --compare A B")
+		fs.BoolVar(&f.noDictionary, "no-dictionary", false, "leave the data dictionary (descriptions and notes) out of the prompt")
+		fs.BoolVar(&f.noExamples, "no-examples", false, "leave the verified examples out of the prompt")
 	case "keys":
 		if sub == "create" {
 			fs.StringVar(&f.user, "user", "", "the user's `NAME` (created if new)")
@@ -154,14 +180,20 @@ func (m *Main) parseCommand(args []string) error {
 		}
 	}
 	fs := commandFlags(name, f.sub, f)
-	if err := fs.Parse(args); err != nil {
+	var err error
+	if name == "eval" {
+		// datachat eval SUITE --out FILE: flags after the suite too.
+		m.Args, err = parseInterspersed(fs, args)
+	} else if err = fs.Parse(args); err == nil {
+		m.Args = fs.Args()
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			helpFor(m.Stdout, name, fs)
 			return err
 		}
 		return &usageError{fs.Name()[len("datachat "):] + ": " + err.Error(), helpText(name, fs)}
 	}
-	m.Args = fs.Args()
 	wrong := func(msg string) error { return &usageError{msg, helpText(name, fs)} }
 	switch name {
 	case "serve", "migrate":
@@ -178,6 +210,15 @@ func (m *Main) parseCommand(args []string) error {
 	case "ask":
 		if len(m.Args) != 1 {
 			return wrong(`ask: want the question as the last argument, after the flags: datachat ask --data FILE "question"`)
+		}
+	case "eval":
+		switch {
+		case f.compare && len(m.Args) != 2:
+			return wrong("eval --compare: want two results written by --out: datachat eval --compare A.json B.json")
+		case f.compare && (f.out != "" || f.noDictionary || f.noExamples):
+			return wrong("eval --compare takes no other flag")
+		case !f.compare && len(m.Args) != 1:
+			return wrong("eval: want one suite file: datachat eval SUITE [--out FILE]")
 		}
 	case "mcp":
 		if len(m.Args) > 0 {

@@ -181,8 +181,8 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 	}
 	r.Model = model
 	if model == nil {
-		if m.Command == "ask" {
-			return r, nil // ask says so itself, as its error
+		if m.Command == "ask" || m.Command == "eval" {
+			return r, nil // they say so themselves, as their error
 		}
 		m.Logger.Warn("no LLM provider configured: chat answers with an error until GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST is set")
 	} else {

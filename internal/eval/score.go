@@ -1,0 +1,163 @@
+package eval
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+
+	"datachat/internal/numcheck"
+)
+
+// Tolerance is the relative difference under which two numbers are equal.
+const Tolerance = 1e-6
+
+// RowsMatch reports whether got equals want: as lists when ordered, else as
+// multisets. Rows must have the same number of cells; cells compare with
+// [CellsEqual].
+func RowsMatch(got, want [][]any, ordered bool) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	if ordered {
+		for i := range got {
+			if !rowEqual(got[i], want[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	// A multiset: each wanted row takes an equal row not taken yet. Equality
+	// within a tolerance is not transitive, so a row is matched greedily in
+	// order; results compared are at most the engine's 1000 rows.
+	used := make([]bool, len(got))
+	for _, w := range want {
+		found := false
+		for i, g := range got {
+			if !used[i] && rowEqual(g, w) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func rowEqual(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !CellsEqual(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// CellsEqual compares two cells: numbers (Go numbers, json.Number, and
+// strings that are numbers, as DECIMAL and big integers come) to Tolerance
+// relative; nulls only to nulls; anything else by its text.
+func CellsEqual(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	x, xok := number(a)
+	y, yok := number(b)
+	if xok && yok {
+		return NumbersEqual(x, y)
+	}
+	return text(a) == text(b)
+}
+
+// NumbersEqual reports whether x and y differ by at most Tolerance of the
+// larger magnitude.
+func NumbersEqual(x, y float64) bool {
+	if x == y {
+		return true
+	}
+	return math.Abs(x-y) <= Tolerance*math.Max(math.Abs(x), math.Abs(y))
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n)
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case *big.Int:
+		f, _ := new(big.Float).SetInt(n).Float64()
+		return f, true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	return 0, false
+}
+
+func text(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []byte:
+		return string(t)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// NumbersFound reports whether every one of numbers is found in answer: one
+// of the numbers the checker of answers (numcheck.CheckAnswer, with the
+// turn's evidence) checks reads, by numcheck.Values, as that value to
+// Tolerance relative. It returns the numbers not found.
+func NumbersFound(answer string, numbers []float64, ev numcheck.Evidence) (bool, []float64) {
+	var read []float64
+	for _, c := range numcheck.CheckAnswer(answer, ev) {
+		read = append(read, numcheck.Values(c.Text)...)
+	}
+	var missing []float64
+	for _, want := range numbers {
+		found := false
+		for _, v := range read {
+			if NumbersEqual(v, want) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, want)
+		}
+	}
+	return len(missing) == 0, missing
+}

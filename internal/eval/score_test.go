@@ -1,0 +1,54 @@
+package eval
+
+import (
+	"encoding/json"
+	"testing"
+
+	"datachat/internal/numcheck"
+)
+
+func TestRowsMatch(t *testing.T) {
+	got := [][]any{{"Adelie", int64(152)}, {"Gentoo", json.Number("124")}, {"Chinstrap", "68.0000001"}, {nil, 1.5}}
+	for _, tc := range []struct {
+		name    string
+		want    [][]any
+		ordered bool
+		match   bool
+	}{
+		{"same rows in another order", [][]any{{"Gentoo", 124}, {nil, 1.5}, {"Adelie", uint64(152)}, {"Chinstrap", 68.0}}, false, true},
+		{"ordered, other order", [][]any{{"Gentoo", 124}, {nil, 1.5}, {"Adelie", 152}, {"Chinstrap", 68}}, true, false},
+		{"ordered, same order", [][]any{{"Adelie", 152}, {"Gentoo", 124}, {"Chinstrap", 68}, {nil, 1.5}}, true, true},
+		{"a number off by more than 1e-6", [][]any{{"Adelie", 152.001}, {"Gentoo", 124}, {"Chinstrap", 68}, {nil, 1.5}}, false, false},
+		{"a row missing", [][]any{{"Adelie", 152}, {"Gentoo", 124}, {"Chinstrap", 68}}, false, false},
+		{"a row twice", [][]any{{"Adelie", 152}, {"Adelie", 152}, {"Chinstrap", 68}, {nil, 1.5}}, false, false},
+		{"null is not an empty string", [][]any{{"Adelie", 152}, {"Gentoo", 124}, {"Chinstrap", 68}, {"", 1.5}}, false, false},
+		{"an extra column", [][]any{{"Adelie", 152, 1}, {"Gentoo", 124, 1}, {"Chinstrap", 68, 1}, {nil, 1.5, 1}}, false, false},
+	} {
+		if m := RowsMatch(got, tc.want, tc.ordered); m != tc.match {
+			t.Errorf("%s: got %v, want %v", tc.name, m, tc.match)
+		}
+	}
+	if !RowsMatch([][]any{}, [][]any{}, false) || !CellsEqual(true, true) || CellsEqual(true, "yes") || !CellsEqual("NaN", "NaN") || !CellsEqual("2024-01-02", "2024-01-02") {
+		t.Errorf("empty results, booleans, NaN or dates compare wrong")
+	}
+}
+
+func TestNumbersFound(t *testing.T) {
+	ev := numcheck.Evidence{Question: "How heavy in 2008?"}
+	for _, tc := range []struct {
+		answer  string
+		numbers []float64
+		ok      bool
+	}{
+		{"There are 76,165 of them, 44.2% Adelie.", []float64{76165, 44.2}, true},
+		{"There are 76,165 of them, 44.2% Adelie.", []float64{0.442}, true},
+		{"Revenue was $1.2M.", []float64{1200000}, true},
+		{"There are 76,166 of them.", []float64{76165}, false},
+		{"Step 3: nothing.", []float64{3}, false}, // not a checked number
+		{"```\n344\n```", []float64{344}, false},  // code is not checked
+	} {
+		if ok, _ := NumbersFound(tc.answer, tc.numbers, ev); ok != tc.ok {
+			t.Errorf("NumbersFound(%q, %v): got %v, want %v", tc.answer, tc.numbers, ok, tc.ok)
+		}
+	}
+}
