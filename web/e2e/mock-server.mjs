@@ -155,7 +155,8 @@ const server = http.createServer(async (req, res) => {
       conversations.set(c.id, c);
       return send(res, 201, { id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at });
     }
-    const m = /^\/api\/conversations\/([^/]+)(?:\/(datasets|documents)(?:\/([^/]+))?)?$/.exec(p);
+    if (p === '/api/examples' || p.startsWith('/api/examples/')) return examplesRoute(req, res, p);
+    const m = /^\/api\/conversations\/([^/]+)(?:\/(datasets|documents|dictionary)(?:\/([^/]+))?)?$/.exec(p);
     if (!m) return fail(res, 404, 'not_found', 'Not found.');
     const c = conversations.get(m[1]);
     if (!c) return fail(res, 404, 'not_found', 'Conversation not found.');
@@ -164,10 +165,14 @@ const server = http.createServer(async (req, res) => {
       if (req.method === 'GET') return send(res, 200, detail(c));
       if (req.method === 'PATCH') {
         const j = JSON.parse(await readBody(req));
-        if (!j.title || !String(j.title).trim()) return fail(res, 400, 'invalid_request', 'title must not be empty.');
-        c.title = String(j.title).trim();
-        c.updated_at = now();
-        return send(res, 200, { id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at });
+        if (j.title === undefined && j.notes === undefined) return fail(res, 400, 'invalid_request', 'Send {"title": "…"}, {"notes": "…"} or both.');
+        if (j.title !== undefined && !String(j.title).trim()) return fail(res, 400, 'invalid_request', 'title must not be empty.');
+        if (j.title !== undefined) {
+          c.title = String(j.title).trim();
+          c.updated_at = now();
+        }
+        if (j.notes !== undefined) c.notes = String(j.notes).trim();
+        return send(res, 200, { id: c.id, title: c.title, notes: c.notes || '', created_at: c.created_at, updated_at: c.updated_at });
       }
       if (req.method === 'DELETE') {
         conversations.delete(c.id);
@@ -175,8 +180,21 @@ const server = http.createServer(async (req, res) => {
         return res.end();
       }
     }
+    if (kind === 'dictionary' && req.method === 'GET') return send(res, 200, { notes: c.notes || '', datasets: {} });
     if (kind === 'datasets') {
       if (req.method === 'GET') return send(res, 200, { datasets: c.datasets.map(publicDataset) });
+      if (req.method === 'PATCH') {
+        const d = c.datasets.find((x) => x.id === itemId);
+        if (!d) return fail(res, 404, 'not_found', 'dataset not found');
+        const j = JSON.parse(await readBody(req));
+        if (j.description !== undefined) d.description = String(j.description).trim();
+        for (const [col, text] of Object.entries(j.columns || {})) {
+          const cd = d.columns.find((x) => x.name === col);
+          if (!cd) return fail(res, 400, 'invalid_request', `table ${d.name} has no column "${col}"`);
+          cd.description = String(text).trim() || undefined;
+        }
+        return send(res, 200, publicDataset(d));
+      }
       if (req.method === 'DELETE') {
         c.datasets = c.datasets.filter((d) => d.id !== itemId);
         res.writeHead(204);
@@ -224,6 +242,33 @@ const server = http.createServer(async (req, res) => {
     fail(res, 500, 'internal', 'Internal error.');
   }
 });
+
+// Verified examples: marks on answers' SQL cards, kept for the one user.
+const examples = [];
+async function examplesRoute(req, res, p) {
+  if (req.method === 'GET' && p === '/api/examples') return send(res, 200, { examples });
+  if (req.method === 'DELETE') {
+    const i = examples.findIndex((e) => `/api/examples/${e.id}` === p);
+    if (i < 0) return fail(res, 404, 'not_found', 'example not found');
+    examples.splice(i, 1);
+    res.writeHead(204);
+    return res.end();
+  }
+  if (req.method !== 'POST' || p !== '/api/examples') return fail(res, 404, 'not_found', 'Not found.');
+  const j = JSON.parse(await readBody(req));
+  const c = conversations.get(j.conversation_id);
+  if (!c) return fail(res, 404, 'not_found', 'conversation not found');
+  const at = c.messages.findIndex((m) => m.id === j.message_id);
+  const tc = at >= 0 && (c.messages[at].tool_calls || []).find((t) => t.call_id === j.call_id);
+  if (!tc) return fail(res, 404, 'not_found', 'The answer has no such SQL query.');
+  const question = (c.messages.slice(0, at).reverse().find((m) => m.role === 'user') || {}).content || '';
+  const ex = { id: id('ex'), question, sql: j.sql || tc.args.query, verdict: j.verdict, tables: c.datasets.map((d) => ({ name: d.name, columns: [] })),
+    conversation_id: c.id, message_id: j.message_id, call_id: j.call_id, created_at: now() };
+  const old = examples.findIndex((e) => e.message_id === ex.message_id && e.call_id === ex.call_id);
+  if (old >= 0) examples.splice(old, 1);
+  examples.unshift(ex);
+  return send(res, 201, ex);
+}
 
 // ---------- WebSocket ----------
 

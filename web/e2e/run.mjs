@@ -39,6 +39,8 @@ const Q_STOP = env.DATACHAT_E2E_Q_STOP || 'Write a long explanation of this data
 const Q_CONFIRM = env.DATACHAT_E2E_Q_CONFIRM || 'Show me every row; please confirm before running it.';
 const EXTRAS = env.DATACHAT_E2E_EXTRAS === '1';
 const DOC = env.DATACHAT_E2E_DOC || '';
+const COLUMN_NOTE = 'Described in the browser test.';
+const NOTES = 'Count every bird once (browser test).';
 
 function usage(msg) {
   console.error(`run.mjs: ${msg}\nSet DATACHAT_E2E_URL, DATACHAT_E2E_KEY and DATACHAT_E2E_CSV (see the top of web/e2e/run.mjs).`);
@@ -228,6 +230,23 @@ async function main() {
     await shot('03-dataset');
   });
 
+  await step('a column description and the conversation\'s notes are edited in the data panel', async () => {
+    const item = byTestId('dataset-item').filter({ hasText: table }).first();
+    const colDesc = item.getByTestId('column-description').first();
+    await colDesc.click();
+    const input = item.getByTestId('description-input');
+    await input.waitFor();
+    await input.fill(COLUMN_NOTE);
+    await input.press('Enter');
+    await item.getByTestId('column-description').filter({ hasText: COLUMN_NOTE }).waitFor();
+    expect(await item.getByTestId('description-input').count() === 0, 'the description input stayed open after Enter');
+    await byTestId('notes-input').fill(NOTES);
+    await byTestId('notes-save').click();
+    await page.locator('.notes-status.ok').waitFor();
+    expect(await byTestId('notes-save').isDisabled(), 'the notes still look unsaved');
+    await shot('03b-dictionary');
+  });
+
   await step('a question gets a streamed answer (tokens arrive in several steps)', async () => {
     await watchStreaming();
     await ask(Q_SQL);
@@ -291,6 +310,22 @@ async function main() {
     }, await canvas.elementHandle(), { timeout: TIMEOUT });
     await card.scrollIntoViewIfNeeded();
     await shot('05-chart');
+  });
+
+  await step('marking the answer\'s SQL correct keeps it as a verified example', async () => {
+    const card = lastAssistant().locator('[data-testid="sql-card"][data-state="ok"]').last();
+    const correct = card.getByTestId('sql-mark-correct');
+    await correct.waitFor();
+    const before = await byTestId('example-item').count();
+    await correct.click();
+    await card.getByTestId('sql-verdict').filter({ hasText: 'Marked correct' }).waitFor();
+    expect(await correct.getAttribute('aria-pressed') === 'true', 'the Correct button is not shown pressed');
+    await page.waitForFunction((n) => document.querySelectorAll('[data-testid="example-item"]').length === n + 1, before, { timeout: TIMEOUT });
+    const ex = byTestId('example-item').first();
+    expect((await ex.textContent()).includes(Q_SQL.slice(0, 20)), `the new example is not the question: ${await ex.textContent()}`);
+    expect(/select/i.test(await ex.locator('.example-sql').textContent()), 'the example shows no SQL');
+    await card.scrollIntoViewIfNeeded();
+    await shot('05b-verified');
   });
 
   await step('the answer shows its token usage', async () => {
@@ -439,6 +474,39 @@ async function main() {
       await pop.waitFor({ state: 'hidden' });
     }
     await shot('08-reloaded');
+  });
+
+  await step('after the reload the column description, the notes and the card\'s mark are still there', async () => {
+    const item = byTestId('dataset-item').filter({ hasText: table }).first();
+    await item.getByTestId('column-description').filter({ hasText: COLUMN_NOTE }).waitFor({ state: 'attached' });
+    await page.waitForFunction((notes) => document.querySelector('[data-testid="notes-input"]').value === notes, NOTES, { timeout: TIMEOUT });
+    const marked = page.locator('[data-testid="sql-card"][data-verdict="correct"]');
+    expect(await marked.count() === 1, `${await marked.count()} SQL cards are marked correct after the reload, want 1`);
+    expect(await byTestId('example-item').count() >= 1, 'the verified example is no longer listed');
+  });
+
+  await step('editing an answer\'s SQL runs it again; a failing edit is refused, a working one is kept as the example', async () => {
+    const card = page.locator('[data-testid="sql-card"][data-verdict="correct"]').first();
+    await card.scrollIntoViewIfNeeded();
+    await card.getByTestId('sql-edit').click();
+    const input = card.getByTestId('sql-edit-input');
+    await input.fill(`SELECT count(*) AS n FROM no_such_table_${table}`);
+    const logged = consoleErrors.length;
+    await card.getByTestId('sql-edit-save').click();
+    await card.locator('.verify-msg.error').waitFor();
+    // The browser logs the refusal (a 400) it was asked for: not an error of the page.
+    consoleErrors.push(...consoleErrors.splice(logged).filter((e) => !/status of 400/.test(e)));
+    expect(await input.isVisible(), 'a failing edit closed the editor');
+    const edited = `SELECT count(*) AS n FROM ${table}`;
+    await input.fill(edited);
+    await card.getByTestId('sql-edit-save').click();
+    await card.getByTestId('sql-verdict').filter({ hasText: 'Marked correct' }).waitFor();
+    expect((await card.locator('pre.sql').textContent()).includes(`FROM ${table}`) && (await card.locator('pre.sql').textContent()).includes('count'),
+      'the card does not show the edited query');
+    const cell = await card.getByTestId('result-table').locator('tbody td').first().textContent();
+    expect(/^\d[\d,]*$/.test(cell.trim()), `the edited query's result cell says ${JSON.stringify(cell)}`);
+    await page.locator('[data-testid="example-item"] .example-sql').filter({ hasText: edited }).first().waitFor();
+    await shot('08b-edited');
   });
 
   await step('on a phone-sized screen the data panel is a drawer', async () => {

@@ -5,6 +5,7 @@ import { h, icon, clear, renderTree, formatCount } from './dom.js';
 import { parseMarkdown, textOf } from './markdown.js';
 import { createToolCard, sourceLabel } from './cards.js';
 import { parseSourcesText } from './table.js';
+import { verifyAnswer } from './verify.js';
 
 const STATUS_LABELS = {
   cancelled: 'Stopped',
@@ -139,6 +140,7 @@ export class AssistantView {
     this.setUsage(ev.input_tokens, ev.output_tokens, ev.total_tokens);
     this.renderText();
     this.ensureNotEmpty();
+    verifyAnswer(this, ev.message_id);
   }
 
   error(ev) {
@@ -240,6 +242,7 @@ export class AssistantView {
     }
     v.setUsage(msg.input_tokens, msg.output_tokens);
     if (!msg.content && !(msg.tool_calls || []).length && status === 'complete') v.ensureNotEmpty();
+    verifyAnswer(v, msg.id);
     return v;
   }
 }

@@ -6,6 +6,7 @@ import { ChatSocket, socketURL, socketProtocols } from './socket.js';
 import { h, icon, clear } from './dom.js';
 import { AssistantView, userMessage, userSQL, errorBlock } from './chat.js';
 import { DataPanel } from './panel.js';
+import { Examples } from './verify.js';
 import { ConfirmDialog } from './confirm.js';
 import { sourceLabel } from './cards.js';
 
@@ -28,6 +29,7 @@ const state = {
 
 let panel;
 let dialog;
+let examples;
 
 // ---------- sign-in ----------
 
@@ -115,9 +117,11 @@ function startApp() {
   $('app').hidden = false;
   if (!started) {
     started = true;
+    examples = new Examples(() => state.api);
     panel = new DataPanel({
       api: () => state.api,
       ensureConversation,
+      examples,
       onChange: ({ datasets, documents }) => {
         const n = datasets + documents;
         const badge = $('data-count');
@@ -128,6 +132,7 @@ function startApp() {
     dialog = new ConfirmDialog(answerConfirmation);
     wireShell();
   }
+  examples.load();
   renderConversations();
   const id = new URLSearchParams(location.hash.replace(/^#/, '')).get('c');
   if (id && state.conversations.some((c) => c.id === id)) openConversation(id);
@@ -495,6 +500,7 @@ function viewContext() {
     showSource,
     onDatasetLoaded: () => panel.refresh(),
     onReview: () => state.pending && dialog.show(state.pending),
+    verify: { examples, conversationId: () => state.current && state.current.id },
   };
 }
 

@@ -3,6 +3,7 @@
 
 import { h, icon, clear, append, formatBytes, formatCount } from './dom.js';
 import { listOf } from './api.js';
+import { editableText, NotesBox, renderExamples } from './dictionary.js';
 
 const DATASET_EXT = /\.(csv|tsv|parquet|pq|json|jsonl|ndjson)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
 const DOCUMENT_EXT = /\.(pdf|docx|md|markdown|html?|txt|text)$/i;
@@ -20,8 +21,9 @@ export class DataPanel {
    * @param {() => import('./api.js').Api} o.api returns the signed-in API client
    * @param {() => Promise<string>} o.ensureConversation returns the open conversation's id, creating one if needed
    * @param {(counts: {datasets: number, documents: number}) => void} o.onChange
+   * @param {import('./verify.js').Examples} [o.examples] the user's verified examples, listed here
    */
-  constructor({ api, ensureConversation, onChange }) {
+  constructor({ api, ensureConversation, onChange, examples }) {
     this.getApi = api;
     this.ensureConversation = ensureConversation;
     this.onChange = onChange;
@@ -36,6 +38,13 @@ export class DataPanel {
     this.docStatus = document.getElementById('document-status');
     this.urlForm = document.getElementById('dataset-url-form');
     this.urlInput = document.getElementById('dataset-url');
+    this.notes = new NotesBox(document.getElementById('notes-box'), (notes) => this.saveNotes(notes));
+    if (examples) {
+      const list = document.getElementById('example-list');
+      const show = () => renderExamples(list, examples.list, (ex) => examples.remove(ex));
+      examples.subscribe(show);
+      show();
+    }
 
     this.urlForm.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -82,14 +91,17 @@ export class DataPanel {
     this.documents = [];
     this.setStatus(this.dsStatus, '');
     this.setStatus(this.docStatus, '');
+    this.notes.set('', !!convId);
     this.render();
     if (!convId) return;
     try {
-      const [ds, docs] = await Promise.all([
+      const [ds, docs, dict] = await Promise.all([
         this.api.get(`/api/conversations/${encodeURIComponent(convId)}/datasets`),
         this.api.get(`/api/conversations/${encodeURIComponent(convId)}/documents`),
+        this.api.get(`/api/conversations/${encodeURIComponent(convId)}/dictionary`).catch(() => null),
       ]);
       if (gen !== this.gen) return;
+      this.notes.set(dict && typeof dict.notes === 'string' ? dict.notes : '');
       this.datasets = listOf(ds, 'datasets');
       this.documents = listOf(docs, 'documents');
       this.render();
@@ -106,6 +118,23 @@ export class DataPanel {
 
   base() {
     return `/api/conversations/${encodeURIComponent(this.convId)}`;
+  }
+
+  /** saveNotes stores the open conversation's notes (creating it if needed). */
+  async saveNotes(notes) {
+    await this.ensureConversation();
+    const conv = await this.api.patch(this.base(), { notes });
+    return conv && typeof conv.notes === 'string' ? conv.notes : notes;
+  }
+
+  /** describe stores a dataset's description or a column's; returns the text stored. */
+  async describe(d, column, text) {
+    const body = column === null ? { description: text } : { columns: { [column]: text } };
+    const updated = await this.api.patch(`${this.base()}/datasets/${encodeURIComponent(d.id)}`, body);
+    this.datasets = this.datasets.map((x) => (x.id === updated.id ? updated : x));
+    if (column === null) return updated.description || '';
+    const col = (updated.columns || []).find((c) => c.name === column);
+    return (col && col.description) || '';
   }
 
   setStatus(el, text, kind = '') {
@@ -223,9 +252,18 @@ export class DataPanel {
             ].filter(Boolean).join(' · '))),
           h('button.icon-btn.small.remove', { type: 'button', title: `Remove ${d.name}`, 'aria-label': `Remove dataset ${d.name}`, onclick: () => this.remove('dataset', d, li) }, icon('trash', 15))),
         d.source && d.source !== d.name ? h('div.item-source', { title: d.source }, d.source) : null,
+        editableText({
+          value: d.description, placeholder: 'Describe this table…', label: `Description of ${d.name}`,
+          testid: 'dataset-description', multiline: true, onSave: (text) => this.describe(d, null, text),
+        }),
         h('details.columns', null,
           h('summary', null, 'Columns'),
-          h('ul.col-list', null, cols.map((c) => h('li', null, h('span.col-name', null, c.name), h('span.col-type', { title: c.sql_type || '' }, c.type))))),
+          h('ul.col-list', null, cols.map((c) => h('li.col-item', { dataset: { column: c.name } },
+            h('div.col-row', null, h('span.col-name', null, c.name), h('span.col-type', { title: c.sql_type || '' }, c.type)),
+            editableText({
+              value: c.description, placeholder: 'describe…', label: `Description of column ${c.name}`,
+              testid: 'column-description', onSave: (text) => this.describe(d, c.name, text),
+            }))))),
       ]);
       this.dsList.append(li);
     }
