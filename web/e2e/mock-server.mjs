@@ -181,6 +181,24 @@ const server = http.createServer(async (req, res) => {
       }
     }
     if (kind === 'dictionary' && req.method === 'GET') return send(res, 200, { notes: c.notes || '', datasets: {} });
+    if (kind === 'dictionary' && req.method === 'POST') {
+      const body = await readBody(req);
+      const f = /multipart/.test(req.headers['content-type'] || '') ? parseMultipart(body, req.headers['content-type']) : { data: body };
+      if (!f) return fail(res, 400, 'invalid_request', 'No file: upload it as multipart field "file".');
+      const d = parseSimpleYAML(f.data.toString('utf8'));
+      const unknown = Object.keys(d.datasets || {}).filter((n) => !c.datasets.some((x) => x.name === n));
+      if (unknown.length) return fail(res, 400, 'invalid_request', `The data dictionary does not fit this conversation: unknown table "${unknown[0]}".`);
+      if (typeof d.notes === 'string') c.notes = d.notes;
+      for (const [name, dd] of Object.entries(d.datasets || {})) {
+        const ds = c.datasets.find((x) => x.name === name);
+        if (typeof dd.description === 'string') ds.description = dd.description;
+        for (const [col, text] of Object.entries(dd.columns || {})) {
+          const cd = ds.columns.find((x) => x.name === col);
+          if (cd) cd.description = text;
+        }
+      }
+      return send(res, 200, { notes: c.notes || '', datasets: c.datasets.map(publicDataset) });
+    }
     if (kind === 'datasets') {
       if (req.method === 'GET') return send(res, 200, { datasets: c.datasets.map(publicDataset) });
       if (req.method === 'PATCH') {
@@ -242,6 +260,31 @@ const server = http.createServer(async (req, res) => {
     fail(res, 500, 'internal', 'Internal error.');
   }
 });
+
+// parseSimpleYAML reads the block maps of scalars a dictionary file is made
+// of (and one-line {k: v} maps): enough for the browser test's files.
+function parseSimpleYAML(text) {
+  const root = {};
+  const stack = [{ indent: -1, obj: root }];
+  for (const raw of text.split('\n')) {
+    if (!raw.trim() || raw.trim().startsWith('#')) continue;
+    const indent = raw.length - raw.trimStart().length;
+    const m = /^\s*("[^"]*"|[^:]+):\s*(.*)$/.exec(raw);
+    if (!m) continue;
+    const key = m[1].startsWith('"') ? JSON.parse(m[1]) : m[1].trim();
+    while (stack[stack.length - 1].indent >= indent) stack.pop();
+    const parent = stack[stack.length - 1].obj;
+    const value = m[2].trim();
+    const flow = /^\{\s*([^:]+):\s*(.*?)\s*\}$/.exec(value);
+    if (flow) parent[key] = { [flow[1].trim()]: flow[2] };
+    else if (value) parent[key] = value.replace(/^'(.*)'$/, '$1');
+    else {
+      parent[key] = {};
+      stack.push({ indent, obj: parent[key] });
+    }
+  }
+  return root;
+}
 
 // Verified examples: marks on answers' SQL cards, kept for the one user.
 const examples = [];

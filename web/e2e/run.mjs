@@ -41,6 +41,8 @@ const EXTRAS = env.DATACHAT_E2E_EXTRAS === '1';
 const DOC = env.DATACHAT_E2E_DOC || '';
 const COLUMN_NOTE = 'Described in the browser test.';
 const NOTES = 'Count every bird once (browser test).';
+const TABLE_NOTE = 'Imported from a dictionary file.';
+const IMPORTED_NOTE = 'A column described by the file.';
 
 function usage(msg) {
   console.error(`run.mjs: ${msg}\nSet DATACHAT_E2E_URL, DATACHAT_E2E_KEY and DATACHAT_E2E_CSV (see the top of web/e2e/run.mjs).`);
@@ -245,6 +247,25 @@ async function main() {
     await page.locator('.notes-status.ok').waitFor();
     expect(await byTestId('notes-save').isDisabled(), 'the notes still look unsaved');
     await shot('03b-dictionary');
+  });
+
+  await step('a dictionary file imported from the data panel describes the table and a column', async () => {
+    const item = byTestId('dataset-item').filter({ hasText: table }).first();
+    const column = (await item.locator('.col-name').nth(1).textContent()).trim();
+    const file = path.join(SHOTS, 'dictionary.yaml');
+    fs.writeFileSync(file, `datasets:\n  ${table}:\n    description: ${TABLE_NOTE}\n    columns:\n      ${JSON.stringify(column)}: ${IMPORTED_NOTE}\n`);
+    await byTestId('dictionary-upload').setInputFiles(file);
+    await page.locator('#dictionary-status.ok').waitFor();
+    const again = byTestId('dataset-item').filter({ hasText: table }).first();
+    await again.getByTestId('dataset-description').filter({ hasText: TABLE_NOTE }).waitFor();
+    await again.locator('details.columns summary').click();
+    await again.getByTestId('column-description').filter({ hasText: IMPORTED_NOTE }).waitFor();
+    await again.getByTestId('column-description').filter({ hasText: COLUMN_NOTE }).waitFor();
+    fs.writeFileSync(file, `datasets:\n  no_such_table: {description: x}\n`);
+    const logged = consoleErrors.length;
+    await byTestId('dictionary-upload').setInputFiles(file);
+    await page.locator('#dictionary-status.error').filter({ hasText: 'no_such_table' }).waitFor();
+    consoleErrors.push(...consoleErrors.splice(logged).filter((e) => !/status of 400/.test(e)));
   });
 
   await step('a question gets a streamed answer (tokens arrive in several steps)', async () => {

@@ -39,6 +39,13 @@ export class DataPanel {
     this.urlForm = document.getElementById('dataset-url-form');
     this.urlInput = document.getElementById('dataset-url');
     this.notes = new NotesBox(document.getElementById('notes-box'), (notes) => this.saveNotes(notes));
+    this.dictStatus = document.getElementById('dictionary-status');
+    const dictInput = document.getElementById('dictionary-upload');
+    dictInput.addEventListener('change', () => {
+      const file = dictInput.files[0];
+      dictInput.value = '';
+      if (file) this.importDictionary(file);
+    });
     if (examples) {
       const list = document.getElementById('example-list');
       const show = () => renderExamples(list, examples.list, (ex) => examples.remove(ex));
@@ -92,6 +99,7 @@ export class DataPanel {
     this.setStatus(this.dsStatus, '');
     this.setStatus(this.docStatus, '');
     this.notes.set('', !!convId);
+    if (this.dictStatus) this.setStatus(this.dictStatus, '');
     this.render();
     if (!convId) return;
     try {
@@ -125,6 +133,20 @@ export class DataPanel {
     await this.ensureConversation();
     const conv = await this.api.patch(this.base(), { notes });
     return conv && typeof conv.notes === 'string' ? conv.notes : notes;
+  }
+
+  /** importDictionary applies a dictionary file to the open conversation. */
+  async importDictionary(file) {
+    this.setStatus(this.dictStatus, `Importing ${file.name}…`, 'busy');
+    try {
+      await this.ensureConversation();
+      const res = await this.api.upload(`${this.base()}/dictionary`, file).promise;
+      const described = (res.datasets || []).filter((d) => d.description || (d.columns || []).some((c) => c.description)).length;
+      await this.load(this.convId);
+      this.setStatus(this.dictStatus, `Imported ${file.name}: ${described} table${described === 1 ? '' : 's'} described.`, 'ok');
+    } catch (err) {
+      this.setStatus(this.dictStatus, err.message, 'error');
+    }
   }
 
   /** describe stores a dataset's description or a column's; returns the text stored. */
