@@ -13,8 +13,9 @@ import (
 // in the order of tables. It reads DuckDB's own parse tree of the query
 // (json_serialize_sql, run in the conversation's sandboxed worker like any
 // query), never its text: a table name in a string, a comment or an alias is
-// not a read, and a common table expression of the same name hides the
-// table. Names compare without regard to case, as DuckDB's do.
+// not a read, and where a common table expression of the same name is in
+// scope it hides the table. Names compare without regard to case, as
+// DuckDB's do.
 //
 // Errors: *QueryError (EINVALID) when sql is not one SELECT that parses;
 // datachat.EINVALID when its parse tree is too large to read back; the
@@ -42,8 +43,10 @@ func (e *Engine) Relations(ctx context.Context, conversationID string, tables []
 }
 
 // relationsOf returns the lower-cased names of the base tables a parse tree
-// (json_serialize_sql's output) reads, leaving out the names its common table
-// expressions define.
+// (json_serialize_sql's output) reads. A name a common table expression
+// defines is that expression where it is in scope: in the query of its WITH
+// and in the expressions after it (in its own, when recursive); a reference
+// to the same name in an earlier expression, or outside, is the table.
 func relationsOf(text string) (map[string]bool, error) {
 	var tree any
 	if err := json.Unmarshal([]byte(text), &tree); err != nil {
@@ -57,26 +60,55 @@ func relationsOf(text string) (map[string]bool, error) {
 		return nil, &QueryError{Kind: KindSyntax, Message: msg}
 	}
 	read := map[string]bool{}
-	ctes := map[string]bool{}
-	walk(tree, func(m map[string]any) {
-		if typ, _ := m["type"].(string); typ == "BASE_TABLE" {
-			if name, _ := m["table_name"].(string); name != "" {
-				read[strings.ToLower(name)] = true
+	collectRelations(tree, map[string]bool{}, read)
+	return read, nil
+}
+
+// collectRelations adds to read the base tables v reads that are not a
+// common table expression in scope.
+func collectRelations(v any, scope, read map[string]bool) {
+	switch x := v.(type) {
+	case []any:
+		for _, c := range x {
+			collectRelations(c, scope, read)
+		}
+	case map[string]any:
+		typ, _ := x["type"].(string)
+		if typ == "RECURSIVE_CTE_NODE" {
+			if name, _ := x["cte_name"].(string); name != "" {
+				scope = with(scope, name)
 			}
 		}
-		if cm, ok := m["cte_map"].(map[string]any); ok {
+		if cm, ok := x["cte_map"].(map[string]any); ok {
 			entries, _ := cm["map"].([]any)
 			for _, en := range entries {
-				if e, ok := en.(map[string]any); ok {
-					if k, _ := e["key"].(string); k != "" {
-						ctes[strings.ToLower(k)] = true
-					}
+				e, _ := en.(map[string]any)
+				key, _ := e["key"].(string)
+				collectRelations(e["value"], scope, read) // sees the expressions before it
+				if key != "" {
+					scope = with(scope, key)
 				}
 			}
 		}
-	})
-	for name := range ctes {
-		delete(read, name)
+		if typ == "BASE_TABLE" {
+			if name, _ := x["table_name"].(string); name != "" && !scope[strings.ToLower(name)] {
+				read[strings.ToLower(name)] = true
+			}
+		}
+		for k, c := range x {
+			if k != "cte_map" {
+				collectRelations(c, scope, read)
+			}
+		}
 	}
-	return read, nil
+}
+
+// with returns scope and name, leaving scope as it was.
+func with(scope map[string]bool, name string) map[string]bool {
+	out := make(map[string]bool, len(scope)+1)
+	for k := range scope {
+		out[k] = true
+	}
+	out[strings.ToLower(name)] = true
+	return out
 }

@@ -25,6 +25,10 @@ func TestRelations(t *testing.T) {
 		{`SELECT x FROM "Weird Name"`, []string{"Weird Name"}},
 		{"SELECT 'penguins' AS islands -- FROM islands", nil},
 		{"WITH islands AS (SELECT 1) SELECT * FROM islands", nil},
+		{"WITH penguins AS (SELECT * FROM penguins WHERE body_mass_g > 3000) SELECT count(*) FROM penguins", []string{"penguins"}},
+		{"WITH a AS (SELECT 1 AS x), islands AS (SELECT * FROM a) SELECT * FROM islands", nil},
+		{"WITH RECURSIVE islands(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM islands WHERE n < 3) SELECT * FROM islands", nil},
+		{"SELECT (WITH islands AS (SELECT 2) SELECT * FROM islands), * FROM islands", []string{"islands"}},
 		{"SELECT * FROM penguins WHERE species IN (SELECT species FROM main.islands)", []string{"penguins", "islands"}},
 		{"SELECT 1 FROM range(3)", nil},
 	} {
