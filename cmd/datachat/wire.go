@@ -159,6 +159,7 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 		MaxContextDocs:  cfg.ChatMaxContextDocs,
 		MaxQueryChars:   cfg.MaxQueryChars,
 		ConfirmAlways:   cfg.ConfirmSQL == "always",
+		CheckNumbers:    cfg.CheckNumbers,
 		Streaming:       cfg.EnableStreaming,
 		RateLimitRPM:    cfg.RateLimitRPM,
 		TokensPerDay:    cfg.TokensPerDay,

@@ -48,12 +48,13 @@ type (
 		Explanation string          `json:"explanation"`
 	}
 	CompleteEvent struct {
-		MessageID    string            `json:"message_id"`
-		Status       string            `json:"status"`
-		InputTokens  int64             `json:"input_tokens"`
-		OutputTokens int64             `json:"output_tokens"`
-		TotalTokens  int64             `json:"total_tokens"`
-		Sources      []datachat.Source `json:"sources"`
+		MessageID    string                 `json:"message_id"`
+		Status       string                 `json:"status"`
+		InputTokens  int64                  `json:"input_tokens"`
+		OutputTokens int64                  `json:"output_tokens"`
+		TotalTokens  int64                  `json:"total_tokens"`
+		Sources      []datachat.Source      `json:"sources"`
+		NumberChecks []datachat.NumberCheck `json:"number_checks"`
 	}
 	ErrorEvent struct {
 		Message         string `json:"message"`

@@ -42,7 +42,7 @@ func newChatServer(t *testing.T, p llmtest.Protocol, script llmtest.Script, twea
 		Store: ts.Store, Data: ts.Workspace, Model: newModel(p, fake.URL),
 		Provider: string(p), ModelID: "test-model", Window: 1_000_000,
 		MaxOutputTokens: 1024, Temperature: 0.2, MaxContextDocs: 5, MaxQueryChars: 2000,
-		Streaming: true, Logger: slog.New(slog.DiscardHandler),
+		Streaming: true, CheckNumbers: true, Logger: slog.New(slog.DiscardHandler),
 	}
 	for _, f := range tweak {
 		f(r)
@@ -640,6 +640,12 @@ func TestChatQueryREST(t *testing.T) {
 	}
 	if _, ok := body["sources"].([]any); !ok {
 		t.Errorf("sources not a list: %v", body["sources"])
+	}
+	// The answer's number, checked against the result it came from.
+	checks, _ := body["number_checks"].([]any)
+	if len(checks) != 1 || checks[0].(map[string]any)["status"] != "matched" || checks[0].(map[string]any)["text"] != "344" ||
+		checks[0].(map[string]any)["start"] != float64(0) {
+		t.Errorf("number_checks %v", body["number_checks"])
 	}
 	req := cs.fake.ChatRequests()[0]
 	if !strings.Contains(string(req.Raw), "0.1") {
