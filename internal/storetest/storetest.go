@@ -619,7 +619,7 @@ func testFinishMessage(t *testing.T, s datachat.Store) {
 		t.Errorf("finished message: %+v", got)
 	}
 	var src struct {
-		ToolCallID string `json:"tool_call_id"`
+		ToolCallID  string `json:"tool_call_id"`
 		Row, Column int
 	}
 	if len(got.NumberChecks) != 2 || got.NumberChecks[0].Text != "42" || got.NumberChecks[1].Status != "unmatched" ||
