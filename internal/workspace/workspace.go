@@ -131,8 +131,19 @@ func (w *Workspace) register(ctx context.Context, conversationID string, sts []*
 		w.Logger.Info("dataset added", slog.String("conversation_id", conversationID), slog.String("dataset_id", d.ID),
 			slog.String("table", d.Name), slog.Int64("rows", d.RowCount), slog.Int64("bytes", d.Bytes))
 	}
-	w.Engine.Evict(conversationID)
+	w.prepare(conversationID)
 	return out, nil
+}
+
+// prepare starts, in the background, the conversation's SQL worker over its
+// tables as they now are, so that the next query finds it ready.
+func (w *Workspace) prepare(conversationID string) {
+	ts, err := w.tables(context.Background(), conversationID)
+	if err != nil {
+		w.Engine.Evict(conversationID)
+		return
+	}
+	w.Engine.Prepare(conversationID, ts)
 }
 
 // Datasets lists the conversation's datasets.
@@ -151,7 +162,7 @@ func (w *Workspace) DeleteDataset(ctx context.Context, conversationID, id string
 	if err := w.Store.DeleteDataset(ctx, conversationID, id); err != nil {
 		return err
 	}
-	w.Engine.Evict(conversationID)
+	w.prepare(conversationID)
 	if err := w.Loader.Remove(d.Path); err != nil {
 		w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
 	}
