@@ -28,7 +28,7 @@ type proc struct {
 	stop    sync.Once
 
 	mu     sync.Mutex
-	killed error // why the server killed it, if it did
+	killed error  // why the server killed it, if it did
 	seq    uint64 // numbers the requests, so a cancel names the one it means
 }
 
