@@ -90,8 +90,11 @@ type options struct {
 	bin       string
 	keep      bool
 	baseline  bool
-	env       map[string]string
-	envText   string
+	// baselinePerConv gives each conversation its own DuckDB instance in
+	// the baseline.
+	baselinePerConv bool
+	env             map[string]string
+	envText         string
 }
 
 func main() {
@@ -108,6 +111,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "datachat binary to run (default: go build ./cmd/datachat into a temp dir)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data dir, server log, CSVs)")
 	flag.BoolVar(&o.baseline, "baseline", true, "also run the GROUP BY through bare DuckDB in-process at the same concurrency and duration")
+	flag.BoolVar(&o.baselinePerConv, "baseline-per-conversation", false, "in the baseline, one DuckDB instance per conversation (as the server has) instead of one shared")
 	flag.StringVar(&o.envText, "server-env", "", "extra environment of the server, KEY=VALUE,… (e.g. DATACHAT_SQL_WORKERS=4)")
 	flag.Parse()
 	if o.n <= 0 || o.duration <= 0 || o.rows <= 0 || o.extraRows <= 0 || o.maxOps <= 0 || o.think < 0 {
@@ -1231,56 +1235,79 @@ func scrapeSQLMetrics(s *server) string {
 
 // baselineResult is the GROUP BY through bare DuckDB.
 type baselineResult struct {
-	lat     []time.Duration
-	errs    int
-	wall    time.Duration
-	threads int
-	version string
+	lat       []time.Duration
+	errs      int
+	wall      time.Duration
+	cpu       time.Duration // this process's, while the baseline ran
+	threads   int
+	instances int
+	version   string
 }
 
-// runBaseline runs the GROUP BY through bare DuckDB in this process: one
-// instance with the server's default threads (the cores) and memory limit,
-// a view per conversation over its CSV converted to Parquet, N goroutines
-// with the same think time, for the same duration.
+// runBaseline runs the GROUP BY through bare DuckDB in this process, with
+// each conversation's CSV converted to Parquet and the server's default
+// threads (the cores) and memory limit: N goroutines with the same think
+// time, for the same duration. By default one instance holds a view per
+// conversation; -baseline-per-conversation gives each its own instance, as
+// the server does (but in one process).
 func runBaseline(o options, work string, convs []*conv) *baselineResult {
-	log.Printf("baseline: bare DuckDB, %d goroutines for %v", len(convs), o.duration)
 	dir := filepath.Join(work, "baseline")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fatalf("%v", err)
 	}
-	connector, err := duckdbdriver.NewConnector("?temp_directory="+filepath.Join(dir, "spill"), nil)
-	if err != nil {
-		fatalf("baseline: %v", err)
-	}
-	db := sql.OpenDB(connector)
-	defer db.Close()
-	db.SetMaxOpenConns(len(convs))
-	db.SetMaxIdleConns(len(convs))
-	ctx := context.Background()
 	threads := runtime.NumCPU()
-	if _, err := db.ExecContext(ctx, fmt.Sprintf("SET threads = %d; SET memory_limit = '1GiB'; SET parquet_metadata_cache = true", threads)); err != nil {
-		fatalf("baseline: %v", err)
-	}
-	for _, c := range convs {
-		pq := filepath.Join(dir, fmt.Sprintf("sales-%03d.parquet", c.i))
-		q := fmt.Sprintf("COPY (SELECT * FROM read_csv('%s')) TO '%s' (FORMAT parquet); CREATE VIEW sales_%03d AS SELECT * FROM read_parquet('%s')", c.csvPath, pq, c.i, pq)
-		if _, err := db.ExecContext(ctx, q); err != nil {
+	ctx := context.Background()
+	open := func(name string, conns int) *sql.DB {
+		connector, err := duckdbdriver.NewConnector("?temp_directory="+filepath.Join(dir, "spill-"+name), nil)
+		if err != nil {
 			fatalf("baseline: %v", err)
 		}
+		db := sql.OpenDB(connector)
+		db.SetMaxOpenConns(conns)
+		db.SetMaxIdleConns(conns)
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("SET threads = %d; SET memory_limit = '1GiB'; SET parquet_metadata_cache = true", threads)); err != nil {
+			fatalf("baseline: %v", err)
+		}
+		return db
 	}
-	r := &baselineResult{threads: threads}
-	db.QueryRowContext(ctx, "SELECT version()").Scan(&r.version)
+	dbs := make([]*sql.DB, len(convs))
+	queries := make([]string, len(convs))
+	shared := open("shared", len(convs))
+	defer shared.Close()
+	for i, c := range convs {
+		pq := filepath.Join(dir, fmt.Sprintf("sales-%03d.parquet", c.i))
+		if _, err := shared.ExecContext(ctx, fmt.Sprintf("COPY (SELECT * FROM read_csv('%s')) TO '%s' (FORMAT parquet)", c.csvPath, pq)); err != nil {
+			fatalf("baseline: %v", err)
+		}
+		view := fmt.Sprintf("sales_%03d", c.i)
+		dbs[i] = shared
+		if o.baselinePerConv {
+			view = "sales"
+			dbs[i] = open(fmt.Sprint(c.i), 1)
+			defer dbs[i].Close()
+		}
+		if _, err := dbs[i].ExecContext(ctx, fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet('%s')", view, pq)); err != nil {
+			fatalf("baseline: %v", err)
+		}
+		queries[i] = strings.Replace(groupBy, "FROM sales", "FROM "+view, 1)
+	}
+	r := &baselineResult{threads: threads, instances: 1}
+	if o.baselinePerConv {
+		r.instances = len(convs)
+	}
+	shared.QueryRowContext(ctx, "SELECT version()").Scan(&r.version)
+	log.Printf("baseline: bare DuckDB (%d instances), %d goroutines for %v", r.instances, len(convs), o.duration)
 
 	lctx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs atomic.Int64
+	cpu0 := selfCPU()
 	start := time.Now()
-	for _, c := range convs {
+	for i, c := range convs {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(o.seed, uint64(c.i)+1<<32))
-			q := strings.Replace(groupBy, "FROM sales", fmt.Sprintf("FROM sales_%03d", c.i), 1)
 			if !sleep(lctx, time.Duration(c.i)*time.Second/time.Duration(o.n)) {
 				return
 			}
@@ -1293,7 +1320,7 @@ func runBaseline(o options, work string, convs []*conv) *baselineResult {
 					break
 				}
 				t0 := time.Now()
-				n, err := countRows(ctx, db, q)
+				n, err := countRows(ctx, dbs[i], queries[i])
 				if err != nil || n != len(regions) {
 					errs.Add(1)
 					continue
@@ -1307,6 +1334,7 @@ func runBaseline(o options, work string, convs []*conv) *baselineResult {
 	}
 	wg.Wait()
 	r.wall = time.Since(start)
+	r.cpu = selfCPU() - cpu0
 	r.errs = int(errs.Load())
 	slices.Sort(r.lat)
 	return r
@@ -1441,7 +1469,8 @@ func report(o options, cmdline string, m machine, r *loadResult, base *baselineR
 	fmt.Println(collect(r.samples, all(opDelete)).row("delete of a second dataset", r.wall))
 	if base != nil {
 		b := stats{n: len(base.lat) + base.errs, ok: len(base.lat), failed: base.errs, lat: base.lat}
-		fmt.Println(b.row(fmt.Sprintf("baseline: the GROUP BY through bare DuckDB in-process (%s, %d threads, %d connections)", base.version, base.threads, o.n), base.wall))
+		fmt.Println(b.row(fmt.Sprintf("baseline: the GROUP BY through bare DuckDB in-process (%s, %d threads, %d instance(s); %.2f cores)",
+			base.version, base.threads, base.instances, base.cpu.Seconds()/base.wall.Seconds()), base.wall))
 	}
 	var engine []time.Duration
 	for _, s := range r.samples {
