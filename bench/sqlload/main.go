@@ -259,15 +259,19 @@ type machine struct {
 	model     string
 	mem       string
 	loadStart string
+	nice      int
 }
 
 func (m machine) String() string {
-	return fmt.Sprintf("%d cores (%s), %s RAM, %s/%s, %s; load average at start %s",
-		m.cores, m.model, m.mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), m.loadStart)
+	return fmt.Sprintf("%d cores (%s), %s RAM, %s/%s, %s; harness, server and workers at nice %d; load average at start %s",
+		m.cores, m.model, m.mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), m.nice, m.loadStart)
 }
 
 func readMachine() machine {
 	m := machine{cores: runtime.NumCPU(), model: "?", mem: "?", loadStart: loadAvg()}
+	if prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+		m.nice = 20 - prio // the raw system call answers 20 - nice
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		if s := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); s != nil {
 			m.model = string(s[1])
