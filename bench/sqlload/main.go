@@ -90,6 +90,7 @@ type options struct {
 	bin       string
 	keep      bool
 	baseline  bool
+	warmup    bool
 	// baselinePerConv gives each conversation its own DuckDB instance in
 	// the baseline.
 	baselinePerConv bool
@@ -111,6 +112,7 @@ func main() {
 	flag.StringVar(&o.bin, "bin", "", "datachat binary to run (default: go build ./cmd/datachat into a temp dir)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (data dir, server log, CSVs)")
 	flag.BoolVar(&o.baseline, "baseline", true, "also run the GROUP BY through bare DuckDB in-process at the same concurrency and duration")
+	flag.BoolVar(&o.warmup, "warmup", true, "before the load, run one GROUP BY per conversation (8 at a time), reported apart: the load then starts with each conversation's worker open, as an active conversation has it")
 	flag.BoolVar(&o.baselinePerConv, "baseline-per-conversation", false, "in the baseline, one DuckDB instance per conversation (as the server has) instead of one shared")
 	flag.StringVar(&o.envText, "server-env", "", "extra environment of the server, KEY=VALUE,… (e.g. DATACHAT_SQL_WORKERS=4)")
 	flag.Parse()
@@ -725,11 +727,43 @@ func setup(s *server, convs []*conv) []time.Duration {
 	return lat
 }
 
+// warmup runs each conversation's first GROUP BY, 8 at a time, and returns
+// the latencies: each opens the conversation's worker.
+func warmup(s *server, convs []*conv) []time.Duration {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	errs := make(chan string, len(convs))
+	for _, c := range convs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sm := sqlOp(s, c)
+			if sm.outcome != outcomeOK {
+				errs <- fmt.Sprintf("warm-up query of %s: %s", c.user, sm.msg)
+				return
+			}
+			mu.Lock()
+			lat = append(lat, sm.took)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if msg, ok := <-errs; ok {
+		fatalf("%s", msg)
+	}
+	slices.Sort(lat)
+	return lat
+}
+
 // loadResult is what the load measured.
 type loadResult struct {
 	samples      []sample
 	wall         time.Duration
 	setupUploads []time.Duration
+	warmup       []time.Duration
 	serverCPU    time.Duration
 	workerCPU    time.Duration
 	harnessCPU   time.Duration
@@ -754,6 +788,10 @@ func runLoad(o options, work string, convs []*conv) *loadResult {
 	log.Printf("creating %d conversations and uploading a %d-row CSV to each", len(convs), o.rows)
 	r := &loadResult{serverEnv: s.env, serveLog: s.log.Name()}
 	r.setupUploads = setup(s, convs)
+	if o.warmup {
+		log.Printf("warm-up: one GROUP BY per conversation, 8 at a time")
+		r.warmup = warmup(s, convs)
+	}
 	extra := extraCSV(o)
 
 	mon := startMonitor(s)
@@ -1429,8 +1467,11 @@ func report(o options, cmdline string, m machine, r *loadResult, base *baselineR
 	fmt.Println("## datachat SQL load")
 	fmt.Println()
 	fmt.Printf("Command: `%s`\n\n", cmdline)
-	fmt.Printf("Machine: %s; at the end %s. The whole machine was %.2f cores busy on average during the load (server, workers, harness and everyone else's).\n\n",
-		m, r.loadEnd, r.machineBusy)
+	fmt.Printf("Machine: %s; at the end %s.", m, r.loadEnd)
+	if b, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		fmt.Print(" The kernel groups processes by session (sched_autogroup): the harness's session gets a fair share of the CPU against each other busy session, whatever its nice.")
+	}
+	fmt.Print("\n\n")
 	var extra []string
 	for _, kv := range r.serverEnv {
 		if strings.HasPrefix(kv, "DATACHAT_") && !strings.HasPrefix(kv, "DATACHAT_DATA_DIR=") && !strings.HasPrefix(kv, "DATACHAT_ADDR=") &&
@@ -1467,7 +1508,11 @@ func report(o options, cmdline string, m machine, r *loadResult, base *baselineR
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	fmt.Println(sqlAll.row("`/sql` GROUP BY, all", r.wall))
 	fmt.Println(collect(r.samples, func(s sample) bool { return s.kind == opSQL && !s.cold }).row("`/sql` GROUP BY, tables unchanged since the last query", r.wall))
-	fmt.Println(collect(r.samples, func(s sample) bool { return s.kind == opSQL && s.cold }).row("`/sql` GROUP BY, first after start, upload or delete", r.wall))
+	coldName := "`/sql` GROUP BY, first after an upload or delete (a new worker)"
+	if !o.warmup {
+		coldName = "`/sql` GROUP BY, first after the start, an upload or a delete (a new worker)"
+	}
+	fmt.Println(collect(r.samples, func(s sample) bool { return s.kind == opSQL && s.cold }).row(coldName, r.wall))
 	fmt.Println(chat.row("chat turn (`/chat/query`: 2 model calls + the GROUP BY)", r.wall))
 	fmt.Println(collect(r.samples, all(opUpload)).row(fmt.Sprintf("upload of a %d-row CSV", o.extraRows), r.wall))
 	fmt.Println(collect(r.samples, all(opDelete)).row("delete of a second dataset", r.wall))
@@ -1486,14 +1531,25 @@ func report(o options, cmdline string, m machine, r *loadResult, base *baselineR
 	fmt.Println()
 	fmt.Printf("Setup: %d uploads of the %d-row CSV, 8 at a time: p50 %s ms, max %s ms.\n",
 		len(r.setupUploads), o.rows, ms(percentile(r.setupUploads, .5)), ms(percentile(r.setupUploads, 1)))
+	if len(r.warmup) > 0 {
+		fmt.Printf("Warm-up, before the load: each conversation's first GROUP BY (it opens the conversation's worker), 8 at a time: p50 %s ms, max %s ms.\n",
+			ms(percentile(r.warmup, .5)), ms(percentile(r.warmup, 1)))
+	}
 	fmt.Printf("`/sql` elapsed_ms (DuckDB's execution and fetch inside the worker): p50 %s ms, p99 %s ms, max %s ms; the rest of the latency is HTTP, the store, the queue, the worker's start and the pipe.\n",
 		ms(percentile(engine, .5)), ms(percentile(engine, .99)), ms(percentile(engine, 1)))
 	if r.queue.samples > 0 {
 		fmt.Printf("SQL engine (from /metrics each second): queued max %d, mean %.1f; running max %d, mean %.1f.\n",
 			r.queue.maxQueued, float64(r.queue.sumQueued)/float64(r.queue.samples), r.queue.maxRun, float64(r.queue.sumRun)/float64(r.queue.samples))
 	}
-	fmt.Printf("Processes: server RSS peak %s MiB; worker processes at most %d at once (%d distinct over the run), their RSS summed at most %s MiB (%s MiB private), server + workers at most %s MiB. Harness (client, fake) CPU %.2f cores.\n",
-		mib(r.res.serverRSSPeak), r.res.workersPeak, r.res.workersSeen, mib(r.res.workersRSSPeak), mib(r.res.workersPrivPeak), mib(r.res.totalRSSPeak), r.harnessCPU.Seconds()/r.wall.Seconds())
+	fmt.Printf("Processes: server RSS peak %s MiB; worker processes at most %d at once (%d distinct over the run), their RSS summed at most %s MiB (%s MiB private), server + workers at most %s MiB.\n",
+		mib(r.res.serverRSSPeak), r.res.workersPeak, r.res.workersSeen, mib(r.res.workersRSSPeak), mib(r.res.workersPrivPeak), mib(r.res.totalRSSPeak))
+	ours := (r.serverCPU + r.workerCPU + r.harnessCPU).Seconds() / r.wall.Seconds()
+	fmt.Printf("CPU during the load, in cores: server %.2f, workers %.2f, harness (client, fake) %.2f; everything else on the machine %.2f (the machine was %.2f of %d busy).\n",
+		r.serverCPU.Seconds()/r.wall.Seconds(), r.workerCPU.Seconds()/r.wall.Seconds(), r.harnessCPU.Seconds()/r.wall.Seconds(),
+		max(0, r.machineBusy-ours), r.machineBusy, runtime.NumCPU())
+	if n := len(r.samples); n > 0 {
+		fmt.Printf("CPU per operation (server + workers over all %d operations): %.1f ms.\n", n, (r.serverCPU+r.workerCPU).Seconds()*1000/float64(n))
+	}
 
 	timeline(o, r)
 	errorList(r.samples)
