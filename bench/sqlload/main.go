@@ -17,6 +17,11 @@
 //	go run ./bench/sqlload                               # N = 50 for 2 minutes
 //	go run ./bench/sqlload -duration 10m
 //	go run ./bench/sqlload -server-env DATACHAT_SQL_WORKERS=4 -mix sql=50,chat=50
+//	go run ./bench/sqlload -n 1 -think 0 -mix sql=100     # one conversation's queries back to back
+//
+// Before the load, each conversation runs one GROUP BY, which opens its worker
+// (-warmup, reported apart), so the load starts as active conversations do.
+// BENCHMARKS.md ("SQL under load") has the figures and what they mean.
 //
 // Every loop is bounded by count and time, traffic goes to 127.0.0.1 only, and
 // the server and its workers are stopped at the end, on failure and on Ctrl-C.
@@ -588,7 +593,7 @@ func (s *server) stopOnce() {
 	defer s.seenMu.Unlock()
 	left := 0
 	for pid, start := range s.seen {
-		if st, ok := readProc(pid); ok && st.start == start {
+		if st, ok := readStat(pid); ok && st.start == start {
 			syscall.Kill(pid, syscall.SIGKILL)
 			left++
 		}
@@ -1008,7 +1013,17 @@ type procInfo struct {
 	private int64 // resident and not shared: its heap, DuckDB's buffers
 }
 
+// readProc reads a process's stat and memory.
 func readProc(pid int) (procInfo, bool) {
+	p, ok := readStat(pid)
+	if ok {
+		p.readMemory(pid)
+	}
+	return p, ok
+}
+
+// readStat reads /proc/PID/stat: parent, start time, CPU.
+func readStat(pid int) (procInfo, bool) {
 	var p procInfo
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -1030,15 +1045,21 @@ func readProc(pid int) (procInfo, bool) {
 	p.cpu = tick(num(14) + num(15))
 	p.ccpu = tick(num(16) + num(17))
 	p.start = uint64(num(22))
-	if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			page := int64(os.Getpagesize())
-			res, _ := strconv.ParseInt(f[1], 10, 64)
-			shared, _ := strconv.ParseInt(f[2], 10, 64)
-			p.rss, p.private = res*page, max(res-shared, 0)*page
-		}
-	}
 	return p, true
+}
+
+// readMemory reads /proc/PID/statm: resident and private memory.
+func (p *procInfo) readMemory(pid int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return
+	}
+	if f := strings.Fields(string(b)); len(f) >= 3 {
+		page := int64(os.Getpagesize())
+		res, _ := strconv.ParseInt(f[1], 10, 64)
+		shared, _ := strconv.ParseInt(f[2], 10, 64)
+		p.rss, p.private = res*page, max(res-shared, 0)*page
+	}
 }
 
 // children lists a process's children by scanning /proc.
@@ -1050,7 +1071,8 @@ func children(ppid int) map[int]procInfo {
 		if err != nil {
 			continue
 		}
-		if p, ok := readProc(pid); ok && p.ppid == ppid {
+		if p, ok := readStat(pid); ok && p.ppid == ppid {
+			p.readMemory(pid)
 			out[pid] = p
 		}
 	}
@@ -1555,7 +1577,7 @@ func report(o options, cmdline string, m machine, r *loadResult, base *baselineR
 	errorList(r.samples)
 
 	fmt.Println()
-	fmt.Println("Targets (50 active conversations, mixed load):")
+	fmt.Printf("Targets (%d active conversations, mixed load):\n", o.n)
 	totalBusy := 0
 	for _, s := range r.samples {
 		if s.outcome == outcomeBusy {
