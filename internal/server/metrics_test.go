@@ -105,6 +105,11 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	}
 	c.send("chat_send", map[string]string{"content": "How many Adelie penguins?"})
 	c.until("chat_complete")
+	// Queries sent to the API are timed too, under their own source.
+	sqlURL := "/api/conversations/" + conv + "/sql"
+	for _, body := range []string{`{"query":"SELECT count(*) FROM penguins"}`, `{"query":"SELECT count(*) FROM penguins","keep":true}`, `{"query":"SELECT nope FROM penguins"}`} {
+		cs.post(t, sqlURL, cs.alice, body)
+	}
 	m := cs.scrape(t)
 	for _, x := range []struct {
 		name   string
@@ -113,6 +118,8 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	}{
 		{"datachat_tool_calls_total", []string{`source="chat"`, `tool="execute_sql"`, `outcome="ok"`}, 1},
 		{"datachat_sql_query_duration_seconds_count", []string{`source="chat"`}, 1},
+		{"datachat_sql_query_duration_seconds_count", []string{`source="api"`, `outcome="ok"`}, 2},
+		{"datachat_sql_query_duration_seconds_count", []string{`source="api"`, `outcome="error"`}, 1},
 		{"datachat_chat_turn_duration_seconds_count", []string{`status="complete"`}, 1},
 		{"datachat_chat_time_to_first_token_seconds_count", nil, 1},
 		{"datachat_tokens_total", []string{`provider="ollama"`, `direction="input"`}, 300},
