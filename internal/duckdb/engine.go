@@ -236,6 +236,20 @@ func (e *Engine) Options() Options { return e.opts }
 // metrics.
 func (e *Engine) Load() (queued, running int) { return e.sched.load() }
 
+// WaitLoad returns once cond holds for the engine's load, checking it again
+// whenever a query waits, starts or ends; or with ctx's error when ctx ends
+// first. It is for tests, one waiter at a time.
+func (e *Engine) WaitLoad(ctx context.Context, cond func(queued, running int) bool) error {
+	for !cond(e.Load()) {
+		select {
+		case <-e.changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // Processes reports how many worker processes are up (idle ones included).
 func (e *Engine) Processes() int {
 	e.mu.Lock()

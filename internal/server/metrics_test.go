@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"datachat/internal/llmtest"
 )
@@ -96,10 +95,9 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	cs := newObservedChatServer(t, llmtest.Ollama, sqlTurns(1))
 	conv := cs.withPenguins(t)
 	c := cs.dial(t, conv, cs.alice)
-	deadline := time.Now().Add(5 * time.Second)
-	for metricValue(cs.scrape(t), "datachat_websocket_sessions") != 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// An answer from the session: it is counted by then.
+	c.send("hello", map[string]any{})
+	c.until("chat_error")
 	if m := cs.scrape(t); metricValue(m, "datachat_websocket_sessions") != 1 {
 		t.Errorf("open sessions: %s", grepLines(m, "websocket_sessions"))
 	}
@@ -131,9 +129,7 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 		}
 	}
 	c.conn.CloseNow()
-	for metricValue(cs.scrape(t), "datachat_websocket_sessions") != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	cs.wsWG.Wait() // the session has ended, and is no longer counted
 	m = cs.scrape(t)
 	if metricValue(m, "datachat_websocket_sessions") != 0 {
 		t.Errorf("sessions after close: %s", grepLines(m, "websocket_sessions"))
