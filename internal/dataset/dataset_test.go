@@ -596,3 +596,32 @@ func TestWorkbookValues(t *testing.T) {
 		t.Errorf("deaths_arts: %v", rows[0])
 	}
 }
+
+// TestInt96Overflow uploads Spark's INT96 file: the five timestamps DuckDB
+// converts come back as written, the one it would turn into a date before
+// year 1 is NULL, and a note says so.
+func TestInt96Overflow(t *testing.T) {
+	f, err := os.Open(sharedtest.Path(t, "data/parquet/int96_from_spark.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l := mustLoader(t, Options{})
+	sts, err := l.Ingest(context.Background(), f, "int96_from_spark.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || len(sts[0].Notes) != 1 || !strings.Contains(sts[0].Notes[0], "(BC)") {
+		t.Fatalf("notes: %+v", sts)
+	}
+	res, err := l.opts.Engine.Query(context.Background(), "", []duckdb.Table{{Name: "t", Path: filepath.Join(l.Dir(), sts[0].Path)}}, "SELECT a::VARCHAR FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{"2024-01-01 20:34:56.123456", "2024-01-01 01:00:00", "9999-12-31 03:00:00", "2024-12-30 23:00:00", nil, nil}
+	for i, w := range want {
+		if res.Rows[i][0] != w {
+			t.Errorf("row %d: got %v, want %v", i+1, res.Rows[i][0], w)
+		}
+	}
+}
