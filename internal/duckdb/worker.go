@@ -76,6 +76,9 @@ func workerMain() int {
 
 // reply writes one answer frame: the payload written by fn, or err.
 func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
+	if err == nil {
+		wroteNoSpace.Store(false) // a full disk the request got past
+	}
 	e := &enc{}
 	if err == nil {
 		e.byte(replyOK)
