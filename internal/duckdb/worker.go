@@ -98,7 +98,7 @@ func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
 // openRequest is what a query worker is given: its conversation's tables and
 // its limits.
 type openRequest struct {
-	Root         string // the worker's own directory (absolute): catalog, links to the datasets, spill files
+	Root         string // the worker's own directory (absolute): links to the datasets, spill files
 	Tables       []Table
 	MemoryLimit  int64
 	Threads      int
