@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,8 +261,9 @@ func tempEntries(t *testing.T, dataDir string) []string {
 
 // wantOnlyOwnTemp checks that the temporary directories hold nothing but the
 // directories of the process with pid, and in them only their lock, the
-// space reserved for deletes and its live SQL workers' directories.
-func wantOnlyOwnTemp(t *testing.T, what, dataDir string, pid int) {
+// space reserved for deletes and its live SQL workers' directories; and
+// whatever is in the directories of the other live processes.
+func wantOnlyOwnTemp(t *testing.T, what, dataDir string, pid int, others ...int) {
 	t.Helper()
 	own := fmt.Sprintf("proc-%d-", pid)
 	for _, e := range tempEntries(t, dataDir) {
@@ -270,8 +272,12 @@ func wantOnlyOwnTemp(t *testing.T, what, dataDir string, pid int) {
 		if parts[0] == "datasets" {
 			i = 2
 		}
+		other := false
+		for _, o := range others {
+			other = other || len(parts) > i && strings.HasPrefix(parts[i], fmt.Sprintf("proc-%d-", o))
+		}
 		switch {
-		case len(parts) <= i:
+		case len(parts) <= i || other:
 		case !strings.HasPrefix(parts[i], own):
 			t.Errorf("%s: %s left (not the running process's)", what, e)
 		case len(parts) == i+2 && (parts[i+1] == ".lock" || parts[i+1] == "reserve"):
@@ -386,11 +392,49 @@ func globOne(pattern string) string {
 	return m[0]
 }
 
+// endlessUpload posts to url a CSV upload whose body sends 8 MiB and then
+// nothing more (within the 30 s the server waits for more) until stop is
+// called.
+func endlessUpload(url, key string) (stop func()) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		fw, err := mw.CreateFormFile("file", "endless.csv")
+		if err != nil {
+			return
+		}
+		fw.Write([]byte("id,x\n"))
+		row := bytes.Repeat([]byte("1,2\n"), 16<<10)
+		for range 128 {
+			if _, err := fw.Write(row); err != nil {
+				return
+			}
+		}
+	}()
+	postInBackground(url, key, mw.FormDataContentType(), pr)
+	var once sync.Once
+	return func() { once.Do(func() { pw.CloseWithError(io.ErrClosedPipe) }) }
+}
+
+// spooled waits until a process (pid) spools an upload of more than 4 MiB in
+// dataDir, and returns its file.
+func spooled(t *testing.T, dataDir string, pid int) string {
+	t.Helper()
+	var f string
+	pgtest.WaitUntil(t, 30*time.Second, "the upload to be spooled", func() bool {
+		f = globOne(filepath.Join(dataDir, "datasets", ".tmp", fmt.Sprintf("proc-%d-*", pid), "upload-*"))
+		fi, err := os.Stat(f)
+		return f != "" && err == nil && fi.Size() > 4<<20
+	})
+	return f
+}
+
 // TestServeKilledMidUpload kills `datachat serve` with SIGKILL in the middle
 // of an upload and in the middle of a conversion (with a SQL worker up), and
 // starts it again: what the killed process left in the data directory's
 // temporary directories is gone once the new one serves (it sweeps at start),
-// and uploads work.
+// while the upload another live process on the same data directory is
+// spooling stays; and uploads work.
 func TestServeKilledMidUpload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test skipped in -short mode")
@@ -400,6 +444,7 @@ func TestServeKilledMidUpload(t *testing.T) {
 	p := startProc(t, vars)
 	key := p.Key
 	conv := newConversation(t, p.URL(), key)
+	var others []int // live processes on the same data directory
 	restart := func(what string) *serveProc {
 		t.Helper()
 		left := tempEntries(t, dataDir)
@@ -413,42 +458,36 @@ func TestServeKilledMidUpload(t *testing.T) {
 		if line := grepLog(p.Log(), "temporary files left by processes that are gone removed"); line != "" {
 			t.Logf("%s: %s", what, line)
 		}
-		wantOnlyOwnTemp(t, what+": after the restart", dataDir, p.cmd.Process.Pid)
+		wantOnlyOwnTemp(t, what+": after the restart", dataDir, p.cmd.Process.Pid, others...)
 		if st, res := upload(t, p.URL(), key, conv, "testdata/penguins.csv"); st != 201 {
 			t.Errorf("%s: upload after the restart: HTTP %d %v", what, st, res)
 		}
 		return p
 	}
 
-	// 1. Killed while an upload is spooled: the body never ends.
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		fw, err := mw.CreateFormFile("file", "endless.csv")
-		if err != nil {
-			return
-		}
-		fw.Write([]byte("id,x\n"))
-		row := bytes.Repeat([]byte("1,2\n"), 16<<10)
-		for {
-			if _, err := fw.Write(row); err != nil {
-				return
-			}
-		}
-	}()
-	postInBackground(p.URL()+"/api/conversations/"+conv+"/datasets", key, mw.FormDataContentType(), pr)
-	pgtest.WaitUntil(t, 30*time.Second, "the upload to be spooled", func() bool {
-		f := globOne(filepath.Join(dataDir, "datasets", ".tmp", "proc-*", "upload-*"))
-		fi, err := os.Stat(f)
-		return f != "" && err == nil && fi.Size() > 4<<20
-	})
+	// 1. Killed while an upload is spooled (its body never ends), while
+	// another process on the same data directory spools one too.
+	b := startProc(t, vars)
+	others = append(others, b.cmd.Process.Pid)
+	stopB := endlessUpload(b.URL()+"/api/conversations/"+conv+"/datasets", key)
+	defer stopB()
+	live := spooled(t, dataDir, b.cmd.Process.Pid)
+	stopA := endlessUpload(p.URL()+"/api/conversations/"+conv+"/datasets", key)
+	spooled(t, dataDir, p.cmd.Process.Pid)
 	p.Kill()
-	pw.CloseWithError(io.ErrClosedPipe)
+	stopA()
 	// Leftovers of an earlier release's layout, an hour old, go too.
 	legacy := filepath.Join(dataDir, "datasets", ".tmp", "upload-123456")
 	os.WriteFile(legacy, []byte("x"), 0o600)
 	os.Chtimes(legacy, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour))
+	before, _ := os.Stat(live)
 	p = restart("killed mid-upload")
+	if after, err := os.Stat(live); err != nil || after.Size() < before.Size() {
+		t.Errorf("the live process's upload was removed by the restart's sweep: %v", err)
+	}
+	stopB()
+	b.Kill()
+	others = nil
 
 	// 2. Killed while a large CSV is converted, with a SQL worker up.
 	if st, res := do(t, "POST", p.URL()+"/api/conversations/"+conv+"/sql", key, `{"query":"SELECT count(*) FROM penguins"}`); st != 200 {
