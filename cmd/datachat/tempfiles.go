@@ -61,8 +61,8 @@ func (m *Main) sweepTemp(parents []tempParent) {
 }
 
 // sweepTempEvery sweeps parents every tempSweepInterval, and holds the
-// reserve for deletes again once the disk has room; it returns the function
-// that stops it.
+// reserve for deletes (if any) again once the disk has room; it returns the
+// function that stops it.
 func (m *Main) sweepTempEvery(parents []tempParent, reserve *scratch.Reserve) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -76,6 +76,9 @@ func (m *Main) sweepTempEvery(parents []tempParent, reserve *scratch.Reserve) fu
 				return
 			case <-tick.C:
 				m.sweepTemp(parents)
+				if reserve == nil {
+					continue
+				}
 				if before := reserve.HeldBytes(); before < scratch.DefaultReserve {
 					if reserve.Hold(); reserve.HeldBytes() > before {
 						m.Logger.Info("disk space for deletes held again", slog.Int64("bytes", reserve.HeldBytes()))

@@ -44,9 +44,12 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 		return nil, fmt.Errorf("DATACHAT_DATA_DIR: %w", err)
 	}
 	m.closers = append(m.closers, uploads.Release)
-	reserve := tmp.Reserve(scratch.DefaultReserve)
-	if err := reserve.Hold(); err != nil {
-		m.Logger.Warn("the disk is full: no space is held back for deletes until space is freed", slog.String("error", err.Error()))
+	var reserve *scratch.Reserve
+	if m.Command == "serve" { // the one command whose users delete
+		reserve = tmp.Reserve(scratch.DefaultReserve)
+		if err := reserve.Hold(); err != nil {
+			m.Logger.Warn("the disk is full: no space is held back for deletes until space is freed", slog.String("error", err.Error()))
+		}
 	}
 	m.closers = append(m.closers, m.sweepTempEvery(parents, reserve))
 	extractor := extract.NewExtractor(extract.PDFOptions{})

@@ -98,7 +98,8 @@ func (w *Workspace) register(ctx context.Context, conversationID string, sts []*
 			return
 		}
 		for _, d := range out {
-			if derr := w.Store.DeleteDataset(context.WithoutCancel(ctx), conversationID, d.ID); derr != nil {
+			// On a full disk too: the upload may have failed for that.
+			if derr := w.freeing(func() error { return w.Store.DeleteDataset(context.WithoutCancel(ctx), conversationID, d.ID) }); derr != nil {
 				w.Logger.Error("remove dataset after a failed upload", slog.String("dataset_id", d.ID), slog.String("error", derr.Error()))
 			}
 		}
@@ -300,7 +301,8 @@ func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io
 		return nil, err
 	}
 	if err := w.Index.Add(ctx, conversationID, d, chunks); err != nil {
-		if derr := w.Store.DeleteDocument(context.WithoutCancel(ctx), conversationID, d.ID); derr != nil {
+		// On a full disk too: indexing may have failed for that.
+		if derr := w.freeing(func() error { return w.Store.DeleteDocument(context.WithoutCancel(ctx), conversationID, d.ID) }); derr != nil {
 			w.Logger.Error("remove document after failed indexing", slog.String("document_id", d.ID), slog.String("error", derr.Error()))
 		}
 		return nil, fmt.Errorf("index document %q: %w", d.Name, err)
