@@ -18,7 +18,8 @@ import (
 // tempSweepInterval, each process removes the directories of processes that
 // are gone (killed, crashed), never a live one's.
 
-// tempSweepInterval is how often a process sweeps what others left.
+// tempSweepInterval is how often a process sweeps what others left, and
+// marks its own directories in use (well within scratch.RemoteStale).
 const tempSweepInterval = 5 * time.Minute
 
 // tempParent is a directory where processes keep their temporary files, with
@@ -60,10 +61,11 @@ func (m *Main) sweepTemp(parents []tempParent) {
 	}
 }
 
-// sweepTempEvery sweeps parents every tempSweepInterval, and holds the
-// reserve for deletes (if any) again once the disk has room; it returns the
-// function that stops it.
-func (m *Main) sweepTempEvery(parents []tempParent, reserve *scratch.Reserve) func() error {
+// sweepTempEvery sweeps parents every tempSweepInterval, marks this
+// process's own directories as in use (for sweeps on other hosts sharing the
+// data directory), and holds the reserve for deletes (if any) again once the
+// disk has room; it returns the function that stops it.
+func (m *Main) sweepTempEvery(parents []tempParent, own []*scratch.Dir, reserve *scratch.Reserve) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -75,6 +77,11 @@ func (m *Main) sweepTempEvery(parents []tempParent, reserve *scratch.Reserve) fu
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+				for _, d := range own {
+					if err := d.Touch(); err != nil {
+						m.Logger.Warn("mark temporary directory in use", slog.String("dir", d.Path()), slog.String("error", err.Error()))
+					}
+				}
 				m.sweepTemp(parents)
 				if reserve == nil {
 					continue

@@ -51,7 +51,7 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 			m.Logger.Warn("the disk is full: no space is held back for deletes until space is freed", slog.String("error", err.Error()))
 		}
 	}
-	m.closers = append(m.closers, m.sweepTempEvery(parents, reserve))
+	m.closers = append(m.closers, m.sweepTempEvery(parents, []*scratch.Dir{tmp, uploads}, reserve))
 	extractor := extract.NewExtractor(extract.PDFOptions{})
 	extractor.TempDir = tmp.Path()
 	m.closers = append(m.closers, extractor.Close)

@@ -6,10 +6,13 @@
 //
 // A process holds its directory by an exclusive lock (flock) on a file in it,
 // for as long as it lives: the kernel releases the lock when the process
-// ends, SIGKILL included. [Sweep] removes every directory whose lock it can
-// take, so it never removes what a live process — this one or another, on
-// this machine or, where the shared file system supports flock, another —
-// is writing, and it removes what a killed one left, at once.
+// ends, SIGKILL included. [Sweep] removes a directory whose lock it can take,
+// so it never removes what a live process is writing, and it removes what a
+// killed one left at once. A directory of a process on another host (the
+// lock file names the host) is removed only once its lock file has not been
+// touched for [RemoteStale] as well: a shared file system may not carry
+// locks between hosts (NFS mounted with nolock), and the owner touches its
+// file ([Dir.Touch]) while it lives.
 package scratch
 
 import (
@@ -54,6 +57,11 @@ func Claim(parent string) (*Dir, error) {
 		}
 		d, err := hold(path)
 		if err == nil {
+			// Who holds it, for a sweep on another host.
+			if _, err := fmt.Fprintf(d.lock, "%s %d\n", hostname(), os.Getpid()); err != nil {
+				d.Release()
+				return nil, fmt.Errorf("create temporary directory: %w", err)
+			}
 			return d, nil
 		}
 		last = err
@@ -95,6 +103,26 @@ func hold(path string) (*Dir, error) {
 
 // Path is the directory.
 func (d *Dir) Path() string { return d.path }
+
+// Touch marks the directory as still in use, for sweeps on other hosts:
+// call it more often than RemoteStale.
+func (d *Dir) Touch() error {
+	now := time.Now()
+	return os.Chtimes(filepath.Join(d.path, lockName), now, now)
+}
+
+// RemoteStale is how long the lock file of a directory of a process on
+// another host must have gone untouched for a sweep to remove it.
+const RemoteStale = 15 * time.Minute
+
+// hostname names this host in lock files.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown"
+	}
+	return strings.Fields(h)[0]
+}
 
 // Release removes the directory with everything in it and gives up the lock.
 func (d *Dir) Release() error {
@@ -186,12 +214,36 @@ func sweepDir(path string) (bytes int64, removed bool, err error) {
 		if err != nil || !ok {
 			return 0, false, err // alive (or the lock cannot be told)
 		}
+		if !gone(f) {
+			return 0, false, nil
+		}
 	}
 	n := size(path)
 	if err := os.RemoveAll(path); err != nil {
 		return 0, false, err
 	}
 	return n, true, nil
+}
+
+// gone reports whether the process whose lock file f is (its lock just
+// taken) is gone: one of this host, whose lock the kernel released; one of
+// another host, whose file has not been touched for RemoteStale either; one
+// that died before it wrote its name, after lockGrace.
+func gone(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b := make([]byte, 512)
+	n, _ := f.ReadAt(b, 0)
+	fields := strings.Fields(string(b[:n]))
+	switch {
+	case len(fields) == 0:
+		return time.Since(fi.ModTime()) >= lockGrace
+	case fields[0] == hostname():
+		return true
+	}
+	return time.Since(fi.ModTime()) >= RemoteStale
 }
 
 func matchAny(patterns []string, name string) bool {
