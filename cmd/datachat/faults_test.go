@@ -162,9 +162,10 @@ func TestServeDatabaseOutage(t *testing.T) {
 		Turns:   []llmtest.Turn{{Match: &llmtest.Match{Contains: "slow question"}, Text: chunks, Delay: llmtest.Duration(50 * time.Millisecond)}},
 		Default: &llmtest.Turn{Text: []string{"back ", "again"}},
 	})
+	dataDir := t.TempDir()
 	vars := map[string]string{
 		"DATACHAT_DATABASE_URL": pg.URL,
-		"DATACHAT_DATA_DIR":     t.TempDir(),
+		"DATACHAT_DATA_DIR":     dataDir,
 		"LLM_PROVIDER":          "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
 	}
 	p := startProc(t, vars)
@@ -223,11 +224,27 @@ func TestServeDatabaseOutage(t *testing.T) {
 	if evs := turn(dialWS(t, base, key, conv2)); tokensText(evs) != "back again" {
 		t.Errorf("a turn once the database is back: %v", evs)
 	}
+	// The conversation whose turn the outage cut: its answer could not be
+	// stored as it ended, and stays streaming, its lease unrenewed, until the
+	// lease lapses; then the next turn marks it interrupted and goes on.
 	var statuses []string
 	for _, m := range conversationMessages(t, base, key, conv) {
 		statuses = append(statuses, m.Role+":"+m.Status)
 	}
-	t.Logf("the conversation whose turn the outage cut: %v (its answer stays streaming until its lease lapses, then becomes interrupted)", statuses)
+	var last []wsEvent
+	wait := pgtest.WaitUntil(t, 60*time.Second, "a turn in the conversation whose turn the outage cut", func() bool {
+		last = turn(c)
+		return tokensText(last) == "back again"
+	})
+	t.Logf("the conversation whose turn the outage cut was %v after the recovery; it took a turn again %s later (its lease lapsed)",
+		statuses, wait.Round(time.Millisecond))
+	statuses = statuses[:0]
+	for _, m := range conversationMessages(t, base, key, conv) {
+		statuses = append(statuses, m.Role+":"+m.Status)
+	}
+	if want := "user:complete assistant:interrupted user:complete assistant:complete"; !strings.HasSuffix(strings.Join(statuses, " "), want) {
+		t.Errorf("the conversation whose turn the outage cut: %v, want it to end with %s", statuses, want)
+	}
 
 	// 2. The database stops while nothing runs; a WebSocket stays open.
 	idle := dialWS(t, base, key, conv2)
@@ -240,6 +257,7 @@ func TestServeDatabaseOutage(t *testing.T) {
 	if st, _ := do(t, "POST", base+"/api/conversations/"+conv2+"/sql", key, `{"query":"SELECT 42 AS n"}`); st != 200 {
 		t.Errorf("/sql once the database is back: HTTP %d", st)
 	}
+	wantOnlyOwnTemp(t, "after the outages", dataDir, p.cmd.Process.Pid)
 }
 
 // tempEntries lists what is under the data directory's temporary
