@@ -270,7 +270,7 @@ func invalid(name string, cause error, format string, args ...any) error {
 
 // spool copies r into a temporary file, failing once more than maxBytes arrive.
 func spool(dir string, r io.Reader, name string, maxBytes int64) (*os.File, int64, error) {
-	f, err := os.CreateTemp(dir, "document-*")
+	f, err := os.CreateTemp(dir, "datachat-document-*")
 	if err != nil {
 		return nil, 0, datachat.ClassifyNoSpace(fmt.Errorf("extract %q: %w", name, err))
 	}
