@@ -381,6 +381,9 @@ func decodeReply(b []byte) (*dec, error) {
 		}
 		return nil, fmt.Errorf("sql worker: %s", msg)
 	case replyNoSpace:
+		// The one condition of the server a worker reports: its message
+		// is ours, nothing of the worker's. A worker that lies only gets
+		// its own request a 503.
 		return nil, datachat.NoSpace(errWorkerNoSpace)
 	}
 	return nil, errMalformed
