@@ -88,6 +88,12 @@ func ErrorEventFor(err error) ErrorEvent {
 	if errors.As(err, &rl) {
 		return ErrorEvent{Message: rl.Message, Reason: "rate_limited", SuggestedAction: fmt.Sprintf("Try again in %s.", rl.After.Round(time.Second))}
 	}
+	// A condition of the server (its database unavailable, its disk full),
+	// classified where it was recognised.
+	var c *datachat.Condition
+	if errors.As(err, &c) {
+		return ErrorEvent{Message: datachat.ErrorMessage(err), Reason: c.Reason, SuggestedAction: c.SuggestedAction}
+	}
 	return ErrorEvent{Message: datachat.ErrorMessage(err)}
 }
 

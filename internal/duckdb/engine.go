@@ -51,7 +51,7 @@ type Options struct {
 	IdleMemory   int64         // private memory idle workers may keep together; beyond it the least recently used stop; 1/8 of the machine's memory
 	MaxProcesses int           // worker processes at most, busy or idle; 256
 
-	TempDir      string // where workers keep their catalog and spill files; os.TempDir()
+	TempDir      string // where workers have their directories (links to the datasets, spill files); os.TempDir()
 	MaxTempBytes int64  // spill space per worker; 4 × MemoryLimit
 	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
 	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
