@@ -88,6 +88,8 @@ type Config struct {
 
 	ConfirmSQL string // unsure, always
 
+	CheckNumbers bool // DATACHAT_CHECK_NUMBERS: check an answer's numbers against its evidence
+
 	LogLevel     slog.Level
 	LogFormat    string // json, text
 	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
@@ -175,7 +177,8 @@ func Load(path string, env Lookup) (*Config, error) {
 		MaxDatasetBytes:  p.size("DATACHAT_MAX_DATASET_BYTES", 2<<30, 1),
 		MaxDocumentBytes: p.size("DATACHAT_MAX_DOCUMENT_BYTES", 100<<20, 1),
 
-		ConfirmSQL: p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
+		ConfirmSQL:   p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
+		CheckNumbers: p.oneOf("DATACHAT_CHECK_NUMBERS", "on", "on", "off") == "on",
 
 		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
@@ -620,7 +623,7 @@ func init() {
 		"CHAT_ENABLE_STREAMING", "CHAT_RESPONSE_FORMAT", "CHAT_MAX_QUERY_CHARS",
 		"DATACHAT_RATE_LIMIT_RPM", "DATACHAT_TOKENS_PER_DAY", "DATACHAT_QUERY_TIMEOUT",
 		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_SQL_WORKERS", "DATACHAT_INGEST_TIMEOUT", "DATACHAT_MAX_DATASET_BYTES",
-		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL",
+		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL", "DATACHAT_CHECK_NUMBERS",
 		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
 		"DATACHAT_SQL_RPM", "DATACHAT_SEARCH_RPM", "DATACHAT_UPLOADS_PER_HOUR",
 		"DATACHAT_MAX_WS_PER_USER", "DATACHAT_MAX_CONNECTIONS",

@@ -313,7 +313,7 @@ func fileNameOf(resp *http.Response, u *url.URL) string {
 func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 	f, err := os.CreateTemp(l.tmpDir, "upload-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("create temp file: %w", err)
+		return "", 0, datachat.ClassifyNoSpace(fmt.Errorf("create temp file: %w", err))
 	}
 	n, err := io.Copy(duckdb.LimitLines(f, l.opts.MaxLine, name), io.LimitReader(r, l.opts.MaxBytes+1))
 	if cerr := f.Close(); err == nil {
@@ -324,7 +324,9 @@ func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", 0, err
+		// A full disk is the server's condition, not the file's fault, and
+		// its message names no server path.
+		return "", 0, datachat.ClassifyNoSpace(err)
 	}
 	return f.Name(), n, nil
 }

@@ -33,6 +33,9 @@ type chatQueryResponse struct {
 	// Confirmation is set when the assistant waits for the user to approve an
 	// action; answer it over the WebSocket with confirm_action.
 	Confirmation *chat.ConfirmationEvent `json:"confirmation,omitempty"`
+	// NumberChecks are the answer's numbers checked against its evidence,
+	// their offsets counted in characters of Answer.
+	NumberChecks []datachat.NumberCheck `json:"number_checks"`
 }
 
 type usageMetrics struct {
@@ -87,9 +90,19 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	total := float64(time.Since(start).Microseconds()) / 1000
 	tokens := out.Usage.Input + out.Usage.Output
+	answer := strings.TrimSpace(out.Message.Content)
+	// The checks count characters of the stored text; the answer drops its
+	// leading white space.
+	shift := utf8.RuneCountInString(out.Message.Content) - utf8.RuneCountInString(strings.TrimLeft(out.Message.Content, " \t\r\n"))
+	checks := make([]datachat.NumberCheck, len(out.Message.NumberChecks))
+	for i, c := range out.Message.NumberChecks {
+		c.Start, c.End = c.Start-shift, c.End-shift
+		checks[i] = c
+	}
 	resp := chatQueryResponse{
 		ConversationID: convID,
-		Answer:         strings.TrimSpace(out.Message.Content),
+		Answer:         answer,
+		NumberChecks:   checks,
 		Sources:        out.Sources,
 		Usage: usageMetrics{
 			EmbeddingMS:  out.EmbeddingMS,
