@@ -137,10 +137,15 @@ func text(v any) string {
 	return string(b)
 }
 
-// NumbersFound reports whether every one of numbers is found in answer: one
-// of the numbers the checker of answers (numcheck.CheckAnswer, with the
-// turn's evidence) checks reads, by numcheck.Values, as that value to
-// Tolerance relative. It returns the numbers not found.
+// NumbersFound reports whether every one of numbers is found in answer, as
+// the checker of answers (numcheck.CheckAnswer) finds numbers: a number the
+// checker reads in the text (with the turn's evidence, so years, list
+// markers and code are left out as they are there) whose value is that
+// number to Tolerance relative, or one the checker matches to that number
+// when it is given as a result cell — so formatting and rounding to the
+// digits shown count as they do for checked numbers ("$15.8K" for 15823.75,
+// "31,386" for 31385.75, "15.3%" for 0.153). It returns the numbers not
+// found.
 func NumbersFound(answer string, numbers []float64, ev numcheck.Evidence) (bool, []float64) {
 	var read []float64
 	for _, c := range numcheck.CheckAnswer(answer, ev) {
@@ -156,8 +161,26 @@ func NumbersFound(answer string, numbers []float64, ev numcheck.Evidence) (bool,
 			}
 		}
 		if !found {
+			found = checkerMatches(answer, want)
+		}
+		if !found {
 			missing = append(missing, want)
 		}
 	}
 	return len(missing) == 0, missing
+}
+
+// expectedCall names the one-cell result checkerMatches gives the checker.
+const expectedCall = "eval-expected"
+
+// checkerMatches reports whether the checker matches a number of answer to
+// want, given want as the only evidence: one cell of a one-row result.
+func checkerMatches(answer string, want float64) bool {
+	ev := numcheck.Evidence{Results: []numcheck.Result{{ToolCallID: expectedCall, Columns: []string{"expected"}, Rows: [][]any{{want}}, RowCount: 1}}}
+	for _, c := range numcheck.CheckAnswer(answer, ev) {
+		if c.Status == numcheck.Matched && c.Source.ToolCallID == expectedCall && !c.Source.IsRowCount() {
+			return true
+		}
+	}
+	return false
 }

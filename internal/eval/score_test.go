@@ -46,6 +46,13 @@ func TestNumbersFound(t *testing.T) {
 		{"There are 76,166 of them.", []float64{76165}, false},
 		{"Step 3: nothing.", []float64{3}, false}, // not a checked number
 		{"```\n344\n```", []float64{344}, false},  // code is not checked
+		// Rounded to the digits shown, as the checker matches numbers.
+		{"West sold €15.8K, East 14,867.25.", []float64{15823.75, 14867.25}, true},
+		{"Fiscal 2023 brought in 31,386 euros.", []float64{31385.75}, true},
+		{"About $97.4k.", []float64{97354.24}, true},
+		{"The heaviest weighs 6,350 g.", []float64{6300}, false},
+		{"West sold €15.9K.", []float64{15823.75}, false},
+		{"In 2023 there were none.", []float64{2000}, false}, // a year is not checked
 	} {
 		if ok, _ := NumbersFound(tc.answer, tc.numbers, ev); ok != tc.ok {
 			t.Errorf("NumbersFound(%q, %v): got %v, want %v", tc.answer, tc.numbers, ok, tc.ok)
