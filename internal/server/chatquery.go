@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -182,23 +183,35 @@ func (s *Server) checkFilters(filters map[string]any) error {
 	return nil
 }
 
-// turnError maps errors of a turn to the HTTP error they answer with.
+// turnError maps errors of a turn to the HTTP error they answer with, found
+// anywhere in err's chain: the same classification as a chat_error
+// (chat.ErrorEventFor), rendered as one message.
 func turnError(err error) error {
-	switch e := err.(type) {
-	case *chat.RateLimitError:
-		return rateLimited{e}
-	case *datachat.ProviderError:
-		ev := chat.ErrorEventFor(e)
-		msg := ev.Message
-		if ev.Reason != "" {
-			msg += " " + ev.Reason
-		}
-		if ev.SuggestedAction != "" {
-			msg += " " + ev.SuggestedAction
-		}
-		return datachat.WrapError(datachat.EPROVIDER, msg, e)
+	var rl *chat.RateLimitError
+	var pe *datachat.ProviderError
+	var se *chat.SaveError
+	switch {
+	case errors.As(err, &rl):
+		return rateLimited{rl}
+	case errors.As(err, &pe):
+		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
+	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
+		// Not saved for a reason the store did not name: the answer is kept
+		// and saved when it can be, as the event says.
+		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
 	}
 	return err
+}
+
+// eventText is a chat_error as one sentence after another.
+func eventText(ev chat.ErrorEvent) string {
+	msg := ev.Message
+	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
+		if s != "" {
+			msg += " " + s
+		}
+	}
+	return msg
 }
 
 // rateLimited is a rate-limit refusal: 429 with Retry-After.
