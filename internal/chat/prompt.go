@@ -18,7 +18,7 @@ type PromptData struct {
 	ConfirmAlways bool // DATACHAT_CONFIRM_SQL=always
 }
 
-// DefaultTemplate is the built-in system prompt (spec 000 and 004). A file at
+// DefaultTemplate is the built-in system prompt. A file at
 // CHAT_DEFAULT_SYSTEM_PROMPT_PATH replaces it; it is a text/template over
 // PromptData with the functions schema and excerpts.
 const DefaultTemplate = `You are a data analyst assistant. Help users understand and explore their data.

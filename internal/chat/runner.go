@@ -44,7 +44,7 @@ type SearchResult struct {
 	RetrievalMS float64
 }
 
-// TurnOptions override the Runner's settings for one turn (spec 003's
+// TurnOptions override the Runner's settings for one turn (a request's
 // override, and its metadata filters).
 type TurnOptions struct {
 	Temperature     *float64

@@ -13,7 +13,8 @@ import (
 	"datachat"
 )
 
-// Limits of one turn (spec 000, DESIGN.md §4).
+// Limits of one turn: tool calls, and failed SQL statements before the turn
+// gives up.
 const (
 	MaxToolCalls     = 5
 	MaxSQLFailures   = 3

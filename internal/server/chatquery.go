@@ -11,7 +11,7 @@ import (
 	"datachat/internal/chat"
 )
 
-// chatQueryRequest is spec 003's ChatQueryRequest.
+// chatQueryRequest is the body of POST /chat/query.
 type chatQueryRequest struct {
 	Query           string         `json:"query"`
 	ConversationID  *string        `json:"conversation_id"`
@@ -24,7 +24,7 @@ type chatQueryRequest struct {
 	} `json:"override"`
 }
 
-// chatQueryResponse is spec 003's ChatQueryResponse.
+// chatQueryResponse is the answer of POST /chat/query.
 type chatQueryResponse struct {
 	ConversationID string            `json:"conversation_id"`
 	Answer         string            `json:"answer"`
@@ -47,7 +47,7 @@ type usageMetrics struct {
 	TotalTokens  *int64  `json:"total_tokens"`
 }
 
-// chatQuery answers one question in one request (spec 003), running the same
+// chatQuery answers one question in one request, running the same
 // turn as the WebSocket.
 func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -123,7 +123,8 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// turnOptions validates spec 003's override against its ranges and the
+// turnOptions validates a request's override (temperature, top_k, max tokens, model)
+// against its ranges and the
 // metadata filters against CHAT_ALLOWED_METADATA_KEYS.
 func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 	var opts chat.TurnOptions
