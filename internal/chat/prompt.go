@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"datachat/internal/duckdb"
 	"fmt"
 	"strings"
 	"text/template"
@@ -21,7 +22,7 @@ type PromptData struct {
 	Examples []PromptExample
 }
 
-// DefaultTemplate is the built-in system prompt (spec 000 and 004). A file at
+// DefaultTemplate is the built-in system prompt. A file at
 // CHAT_DEFAULT_SYSTEM_PROMPT_PATH replaces it; it is a text/template over
 // PromptData with the functions schema, excerpts, notes and examples.
 const DefaultTemplate = `You are a data analyst assistant. Help users understand and explore their data.
@@ -93,7 +94,7 @@ func schemaText(datasets []*datachat.Dataset) string {
 		}
 		b.WriteByte('\n')
 		for _, c := range d.Columns {
-			fmt.Fprintf(&b, "- %s: %s", quoteIdent(c.Name), c.Type)
+			fmt.Fprintf(&b, "- %s: %s", duckdb.Ident(c.Name), c.Type)
 			if c.Description != "" {
 				fmt.Fprintf(&b, " — %s", oneLine(c.Description))
 			}
@@ -104,22 +105,6 @@ func schemaText(datasets []*datachat.Dataset) string {
 		}
 	}
 	return b.String()
-}
-
-// quoteIdent quotes a column name the way SQL needs it when it is not a plain
-// lower-case identifier.
-func quoteIdent(name string) string {
-	plain := name != ""
-	for i, r := range name {
-		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return name
-	}
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 func excerptsText(sources []datachat.Source) string {

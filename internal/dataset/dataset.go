@@ -38,7 +38,7 @@ type Options struct {
 	MaxBytes int64 // largest download or upload, and largest decompressed CSV ×4; 2 GiB
 	// AllowPrivate allows URLs on any address; AllowNets allows only these
 	// networks besides public addresses (tests: 127.0.0.1/32). See
-	// [ParseAllowPrivate].
+	// config.ParseAllowPrivate, which reads DATACHAT_ALLOW_PRIVATE_URLS.
 	AllowPrivate   bool
 	AllowNets      []netip.Prefix
 	ConnectTimeout time.Duration // TCP connect and TLS handshake; 10s

@@ -20,34 +20,6 @@ import (
 	"datachat/internal/duckdb"
 )
 
-// ParseAllowPrivate parses DATACHAT_ALLOW_PRIVATE_URLS: "true"/"1" allows every
-// address, "false"/"0"/"" none, anything else is a comma-separated list of CIDRs
-// (a bare IP counts as a /32 or /128).
-func ParseAllowPrivate(s string) (all bool, nets []netip.Prefix, err error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "true", "1":
-		return true, nil, nil
-	case "false", "0", "":
-		return false, nil, nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			a, aerr := netip.ParseAddr(f)
-			if aerr != nil {
-				return false, nil, fmt.Errorf("%q is neither true, false nor a CIDR like 127.0.0.1/32", f)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		nets = append(nets, p.Masked())
-	}
-	return false, nets, nil
-}
-
 // blockedNets are refused besides what netip's predicates catch (loopback,
 // private, link-local, multicast, unspecified).
 var blockedNets = func() []netip.Prefix {

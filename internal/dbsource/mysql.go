@@ -560,24 +560,24 @@ func myFriendly(t string) string {
 	t = strings.TrimPrefix(t, "UNSIGNED ")
 	switch t {
 	case "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "YEAR", "BIT":
-		return TypeInteger
+		return datachat.TypeInteger
 	case "FLOAT", "DOUBLE", "REAL":
-		return TypeFloat
+		return datachat.TypeFloat
 	case "DECIMAL", "NUMERIC":
-		return TypeDecimal
+		return datachat.TypeDecimal
 	case "DATE":
-		return TypeDate
+		return datachat.TypeDate
 	case "TIME":
-		return TypeTime
+		return datachat.TypeTime
 	case "DATETIME", "TIMESTAMP":
-		return TypeTimestamp
+		return datachat.TypeTimestamp
 	case "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "BINARY", "VARBINARY", "GEOMETRY",
 		"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION":
-		return TypeBlob
+		return datachat.TypeBlob
 	case "UUID":
-		return TypeUUID
+		return datachat.TypeUUID
 	}
-	return TypeText
+	return datachat.TypeText
 }
 
 // myValue converts one value of the text protocol.

@@ -523,38 +523,38 @@ var pgTypeNames = map[uint32]string{
 func pgFriendly(t string) string {
 	t = strings.ToLower(strings.TrimSpace(t))
 	if strings.HasSuffix(t, "]") {
-		return TypeList
+		return datachat.TypeList
 	}
 	if i := strings.IndexByte(t, '('); i > 0 {
 		t = strings.TrimSpace(t[:i]) + t[strings.IndexByte(t, ')')+1:]
 	}
 	switch t {
 	case "smallint", "integer", "bigint", "oid", "xid", "int2", "int4", "int8", "smallserial", "serial", "bigserial":
-		return TypeInteger
+		return datachat.TypeInteger
 	case "real", "double precision", "float4", "float8":
-		return TypeFloat
+		return datachat.TypeFloat
 	case "numeric", "decimal":
-		return TypeDecimal
+		return datachat.TypeDecimal
 	case "boolean", "bool":
-		return TypeBoolean
+		return datachat.TypeBoolean
 	case "date":
-		return TypeDate
+		return datachat.TypeDate
 	case "time without time zone", "time with time zone", "time", "timetz":
-		return TypeTime
+		return datachat.TypeTime
 	case "timestamp without time zone", "timestamp with time zone", "timestamp", "timestamptz":
-		return TypeTimestamp
+		return datachat.TypeTimestamp
 	case "interval":
-		return TypeInterval
+		return datachat.TypeInterval
 	case "bytea":
-		return TypeBlob
+		return datachat.TypeBlob
 	case "uuid":
-		return TypeUUID
+		return datachat.TypeUUID
 	case "record":
-		return TypeStruct
+		return datachat.TypeStruct
 	case "hstore":
-		return TypeMap
+		return datachat.TypeMap
 	}
-	return TypeText
+	return datachat.TypeText
 }
 
 // converter returns the function turning one column's values, as pgx decodes

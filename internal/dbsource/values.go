@@ -11,27 +11,10 @@ import (
 	"unicode/utf8"
 )
 
-// Friendly type names of DESIGN.md §3, the Type of a datachat.Column.
-const (
-	TypeInteger   = "integer"
-	TypeFloat     = "float"
-	TypeDecimal   = "decimal"
-	TypeText      = "text"
-	TypeBoolean   = "boolean"
-	TypeDate      = "date"
-	TypeTime      = "time"
-	TypeTimestamp = "timestamp"
-	TypeInterval  = "interval"
-	TypeBlob      = "blob"
-	TypeUUID      = "uuid"
-	TypeList      = "list"
-	TypeStruct    = "struct"
-	TypeMap       = "map"
-)
-
 const maxSafeInt = 1 << 53
 
-// cells turns engine values into the JSON-ready values of DESIGN.md §3 within
+// cells turns engine values into the JSON-ready values (nil, bool, int64 within
+// ±2^53, json.Number, string) within
 // a result's limits.
 type cells struct {
 	maxCell int  // bytes of one text or blob value

@@ -17,8 +17,8 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
 
-// A decoder turns the values of one DuckDB vector into JSON-ready Go values, by the
-// rules of DESIGN.md §3: nil, bool, int64 (|v| ≤ 2^53), json.Number (finite
+// A decoder turns the values of one DuckDB vector into JSON-ready Go values, :
+// nil, bool, int64 (|v| ≤ 2^53), json.Number (finite
 // floats), string (DECIMAL, large integers, NaN/±Inf, text, dates and times,
 // base64 BLOBs, UUIDs), []any (LIST, ARRAY) and Object (STRUCT, MAP, UNION).
 //
