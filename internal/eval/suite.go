@@ -13,7 +13,8 @@
 //   - answer match: every one of the question's numbers is found in the
 //     answer's text by internal/numcheck, the checker of the answers' numbers:
 //     one of the numbers it checks reads (numcheck.Values) as that value, to
-//     1e-6 relative.
+//     1e-6 relative, or matches it as the checker matches a result cell
+//     (formatting, and rounding to the digits shown: "$15.8K" for 15823.75).
 //
 // A match that does not apply (no expected rows, no numbers) is null and left
 // out of the accuracy. Tool calls, failed SQL, tokens and seconds are counted
