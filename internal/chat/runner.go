@@ -206,13 +206,6 @@ func (r *Runner) end(conversationID string) {
 	r.mu.Unlock()
 }
 
-// Busy reports whether a turn is running in the conversation.
-func (r *Runner) Busy(conversationID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.active[conversationID]
-}
-
 // checkLimits applies the per-user request and token limits before a model call.
 func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 	now := r.now()
