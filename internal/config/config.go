@@ -94,6 +94,11 @@ type Config struct {
 	LogFormat    string // json, text
 	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
 	LogFormatSet bool   // DATACHAT_LOG_FORMAT was given (else LogFormat is the default, json)
+
+	// ProfileDir, when set, makes serve write an execution trace and CPU,
+	// heap, mutex and block profiles of its run there (DATACHAT_PROFILE_DIR;
+	// off by default: it slows serve down).
+	ProfileDir string
 }
 
 // Provider names.
@@ -153,6 +158,7 @@ func Load(path string, env Lookup) (*Config, error) {
 		ChatMaxContextDocs:  p.integer("CHAT_MAX_CONTEXT_DOCS", 5, 0),
 		AllowedMetadataKeys: p.list("CHAT_ALLOWED_METADATA_KEYS"),
 		SystemPromptPath:    p.str("CHAT_DEFAULT_SYSTEM_PROMPT_PATH", ""),
+		ProfileDir:          p.str("DATACHAT_PROFILE_DIR", ""),
 		EnableStreaming:     p.boolean("CHAT_ENABLE_STREAMING", true),
 		ResponseFormat:      p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text"),
 		MaxQueryChars:       p.integer("CHAT_MAX_QUERY_CHARS", 2000, 1),
@@ -633,7 +639,7 @@ func init() {
 		"DATACHAT_RATE_LIMIT_RPM", "DATACHAT_TOKENS_PER_DAY", "DATACHAT_QUERY_TIMEOUT",
 		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_SQL_WORKERS", "DATACHAT_INGEST_TIMEOUT", "DATACHAT_MAX_DATASET_BYTES",
 		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL", "DATACHAT_CHECK_NUMBERS",
-		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
+		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT", "DATACHAT_PROFILE_DIR",
 		"DATACHAT_SQL_RPM", "DATACHAT_SEARCH_RPM", "DATACHAT_UPLOADS_PER_HOUR",
 		"DATACHAT_MAX_WS_PER_USER", "DATACHAT_MAX_CONNECTIONS",
 		"DATACHAT_BODY_READ_TIMEOUT", "DATACHAT_BODY_MIN_BYTES",
