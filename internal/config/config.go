@@ -97,6 +97,11 @@ type Config struct {
 	LogFormat    string // json, text
 	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
 	LogFormatSet bool   // DATACHAT_LOG_FORMAT was given (else LogFormat is the default, json)
+
+	// ProfileDir, when set, makes serve write an execution trace and CPU,
+	// heap, mutex and block profiles of its run there (DATACHAT_PROFILE_DIR;
+	// off by default: it slows serve down).
+	ProfileDir string
 }
 
 // Provider names.
@@ -156,6 +161,7 @@ func Load(path string, env Lookup) (*Config, error) {
 		ChatMaxContextDocs:  p.integer("CHAT_MAX_CONTEXT_DOCS", 5, 0),
 		AllowedMetadataKeys: p.list("CHAT_ALLOWED_METADATA_KEYS"),
 		SystemPromptPath:    p.str("CHAT_DEFAULT_SYSTEM_PROMPT_PATH", ""),
+		ProfileDir:          p.str("DATACHAT_PROFILE_DIR", ""),
 		EnableStreaming:     p.boolean("CHAT_ENABLE_STREAMING", true),
 		MaxQueryChars:       p.integer("CHAT_MAX_QUERY_CHARS", 2000, 1),
 
