@@ -136,8 +136,8 @@ func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 			opts.Temperature = t
 		}
 		if k := o.TopK; k != nil {
-			if *k <= 0 || *k > 50 {
-				return opts, datachat.Errorf(datachat.EINVALID, "override.top_k must be from 1 to 50, got %d.", *k)
+			if *k <= 0 || *k > datachat.MaxTopK {
+				return opts, datachat.Errorf(datachat.EINVALID, "override.top_k must be from 1 to %d, got %d.", datachat.MaxTopK, *k)
 			}
 			opts.TopK = *k
 		}
