@@ -255,7 +255,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 		return nil, NotConfiguredError()
 	}
 	if !r.begin(conv.ID) {
-		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+		return nil, datachat.ErrReplyInProgress
 	}
 	defer r.end(conv.ID)
 	if _, err := r.Store.PendingConfirmation(ctx, conv.ID); err == nil {
@@ -278,7 +278,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	// The store refuses when another process runs a turn in the conversation.
 	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), r.now()); err != nil {
 		if datachat.ErrorCode(err) == datachat.ECONFLICT {
-			return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+			return nil, datachat.ErrReplyInProgress
 		}
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationI
 		return nil, err
 	}
 	if !r.begin(conv.ID) {
-		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+		return nil, datachat.ErrReplyInProgress
 	}
 	defer r.end(conv.ID)
 	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
@@ -341,7 +341,7 @@ func (r *Runner) CancelPending(ctx context.Context, user *datachat.User, convers
 		return nil, err
 	}
 	if !r.begin(conv.ID) {
-		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+		return nil, datachat.ErrReplyInProgress
 	}
 	defer r.end(conv.ID)
 	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
