@@ -319,16 +319,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // completionConversation returns the conversation a request continues, or a
 // new one holding the request's earlier messages.
 func (s *Server) completionConversation(ctx context.Context, user *datachat.User, id string, ct *completionTurn) (string, bool, error) {
-	if id = strings.TrimSpace(id); id != "" {
-		c, err := s.Store.Conversation(ctx, user.ID, id)
-		if err != nil {
-			return "", false, err
-		}
-		return c.ID, false, nil
-	}
-	c := &datachat.Conversation{UserID: user.ID, Title: titleFrom(ct.content)}
-	if err := s.Store.CreateConversation(ctx, c); err != nil {
+	c, created, err := s.conversationFor(ctx, user, id, ct.content)
+	if err != nil {
 		return "", false, err
+	}
+	if !created {
+		return c.ID, false, nil
 	}
 	for _, m := range ct.history {
 		m.ConversationID = c.ID
