@@ -205,6 +205,16 @@ type QueryResult struct {
 	ElapsedMS float64  `json:"elapsed_ms"`
 }
 
+// How many excerpts a search returns: DefaultTopK unless asked for more or
+// fewer; a request (the search API, a question's override) may ask for up to
+// MaxTopK; the model's search_documents call for up to MaxToolTopK, since its
+// excerpts fill the model's context.
+const (
+	DefaultTopK = 5
+	MaxTopK     = 50
+	MaxToolTopK = 20
+)
+
 // Source is a retrieved document chunk, as cited by an answer. Metadata holds document, document_id, page and the
 // document's own metadata.
 type Source struct {

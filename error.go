@@ -74,6 +74,12 @@ func ErrorMessage(err error) string {
 	}
 }
 
+// ErrReplyInProgress refuses a turn in a conversation where another reply is
+// still being written: one turn at a time per conversation, held across
+// processes by the store's lease (Store.BeginTurn) and within one by the chat
+// Runner. It is the only message for it, wherever it is found.
+var ErrReplyInProgress = &Error{Code: ECONFLICT, Message: "A reply is still being written in this conversation; wait for it or stop it first."}
+
 // Conditions of the server itself — its database cannot be reached, its disk
 // is full — are not the request's fault, nor a bug. They are classified once,
 // where the failure is recognised (each store package classifies its own

@@ -154,7 +154,7 @@ func redactURL(u string) string {
 
 // newEmbedder returns the client of EMBEDDING_PROVIDER, or nil (full-text
 // retrieval only) when it is not set.
-func (m *Main) newEmbedder() (chat.Embedder, error) {
+func (m *Main) newEmbedder() (retrieval.Embedder, error) {
 	cfg := m.Config
 	if cfg.EmbeddingProvider == "" {
 		return nil, nil
@@ -218,7 +218,7 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 // chatModel is a provider client: a model that can also embed.
 type chatModel interface {
 	chat.Model
-	chat.Embedder
+	retrieval.Embedder
 }
 
 func (m *Main) newModel(provider string) (chatModel, error) {

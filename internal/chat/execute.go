@@ -118,11 +118,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
 			return fail("search_documents needs {\"query\": \"…\"}.")
 		}
-		k := a.TopK
-		if k <= 0 {
-			k = 5
-		}
-		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: min(k, 20), Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}

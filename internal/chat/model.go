@@ -16,8 +16,3 @@ type Model interface {
 	// Failures are *datachat.ProviderError.
 	Stream(ctx context.Context, req *datachat.ModelRequest, emit func(datachat.ModelEvent) error) error
 }
-
-// Embedder turns texts into vectors, for retrieval.
-type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}

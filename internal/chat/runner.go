@@ -212,13 +212,6 @@ func (r *Runner) end(conversationID string) {
 	r.mu.Unlock()
 }
 
-// Busy reports whether a turn is running in the conversation.
-func (r *Runner) Busy(conversationID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.active[conversationID]
-}
-
 // checkLimits applies the per-user request and token limits before a model call.
 func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 	now := r.now()
@@ -268,7 +261,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 		return nil, NotConfiguredError()
 	}
 	if !r.begin(conv.ID) {
-		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+		return nil, datachat.ErrReplyInProgress
 	}
 	defer r.end(conv.ID)
 	if _, err := r.Store.PendingConfirmation(ctx, conv.ID); err == nil {
@@ -291,7 +284,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	// The store refuses when another process runs a turn in the conversation.
 	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), r.now()); err != nil {
 		if datachat.ErrorCode(err) == datachat.ECONFLICT {
-			return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
+			return nil, datachat.ErrReplyInProgress
 		}
 		return nil, err
 	}
@@ -311,7 +304,7 @@ func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationI
 		return nil, err
 	}
 	if !r.begin(conv.ID) {
-		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+		return nil, datachat.ErrReplyInProgress
 	}
 	defer r.end(conv.ID)
 	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
@@ -354,7 +347,7 @@ func (r *Runner) CancelPending(ctx context.Context, user *datachat.User, convers
 		return nil, err
 	}
 	if !r.begin(conv.ID) {
-		return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+		return nil, datachat.ErrReplyInProgress
 	}
 	defer r.end(conv.ID)
 	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)

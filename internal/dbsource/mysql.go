@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"datachat/internal/sqlvalue"
 	"errors"
 	"fmt"
 	"io"
@@ -598,7 +599,7 @@ func myValue(b sql.RawBytes, typ string, cl *cells) any {
 		if err != nil {
 			return s
 		}
-		return floatValue(f, bits)
+		return sqlvalue.Float(f, bits)
 	case "DECIMAL":
 		return s
 	case "BIT":
@@ -606,7 +607,7 @@ func myValue(b sql.RawBytes, typ string, cl *cells) any {
 		for _, c := range []byte(b) {
 			v = v<<8 | uint64(c)
 		}
-		return uintValue(v)
+		return sqlvalue.Uint(v)
 	case "DATETIME":
 		return strings.Replace(s, " ", "T", 1)
 	case "TIMESTAMP":

@@ -2,6 +2,7 @@ package dbsource
 
 import (
 	"context"
+	"datachat/internal/sqlvalue"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -590,15 +591,15 @@ func pgValue(v any, oid uint32, cl *cells) any {
 	case int32:
 		return int64(x)
 	case int64:
-		return intValue(x)
+		return sqlvalue.Int(x)
 	case uint32:
 		return int64(x)
 	case uint64:
-		return uintValue(x)
+		return sqlvalue.Uint(x)
 	case float32:
-		return floatValue(float64(x), 32)
+		return sqlvalue.Float(float64(x), 32)
 	case float64:
-		return floatValue(x, 64)
+		return sqlvalue.Float(x, 64)
 	case pgtype.Numeric:
 		s, err := x.Value()
 		if err != nil || s == nil {
@@ -626,7 +627,7 @@ func pgValue(v any, oid uint32, cl *cells) any {
 	case pgtype.Time:
 		return formatClock(x.Microseconds)
 	case pgtype.Interval:
-		return formatInterval(x.Months, x.Days, x.Microseconds)
+		return sqlvalue.Interval(x.Months, x.Days, x.Microseconds)
 	case [16]byte:
 		return formatUUID(x)
 	case netip.Prefix:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,14 @@ func TestSandbox(t *testing.T) {
 		{"CREATE MACRO m() AS 1", KindRefused},
 		{"DROP VIEW t", KindRefused},
 		{"ALTER VIEW t RENAME TO u", KindRefused},
-		{"INSERT INTO t VALUES (1, 'x')", ""}, // fails binding: t is a view
+		{"INSERT INTO t VALUES (1, 'x')", KindRefused}, // t is a view: refused as a write, not "not an table"
+		{"insert into t select * from t", KindRefused},
+		{"UPDATE t SET label = 'x'", KindRefused},
+		{"DELETE FROM t", KindRefused},
+		{"/* c */ DELETE FROM t WHERE id = 1", KindRefused},
+		{"TRUNCATE t", KindRefused},
+		{"MERGE INTO t USING t AS s ON t.id = s.id WHEN MATCHED THEN DELETE", KindRefused},
+		{"INSERT INTO nowhere VALUES (1)", KindRefused},
 		{"EXPLAIN ANALYZE CREATE TEMP VIEW t AS SELECT 1 AS id, 'hijacked' AS label", KindRefused},
 		{"EXPLAIN ANALYZE SELECT * FROM enable_logging()", KindRefused},
 		{"PREPARE p AS SELECT 1", KindRefused},
@@ -150,6 +158,10 @@ func TestSandbox(t *testing.T) {
 			}
 			if strings.TrimSpace(qe.Message) == "" {
 				t.Error("empty message")
+			}
+			// A write refused says so, whether DuckDB could bind it or not.
+			if w, _ := firstWord(c.sql); c.kind == KindRefused && slices.Contains([]string{"INSERT", "UPDATE", "DELETE", "CREATE", "DROP"}, w) && !strings.Contains(qe.Message, "not allowed") {
+				t.Errorf("%s: %q, want the read-only refusal", w, qe.Message)
 			}
 			t.Logf("%s", firstLine(qe.Error()))
 			check(t)

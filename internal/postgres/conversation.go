@@ -390,7 +390,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			return err
 		}
 		if live > 0 {
-			return datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation.")
+			return datachat.ErrReplyInProgress
 		}
 		if streaming > 0 { // left behind by a process that is gone
 			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`

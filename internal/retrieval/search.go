@@ -49,8 +49,8 @@ func ReservedKey(k string) bool {
 
 // Search limits.
 const (
-	DefaultTopK = 5
-	MaxTopK     = 50
+	DefaultTopK = datachat.DefaultTopK
+	MaxTopK     = datachat.MaxTopK
 	// MaxQueryTerms caps the words of a query that are searched for.
 	MaxQueryTerms = 64
 	// rrfK is the constant of reciprocal rank fusion.

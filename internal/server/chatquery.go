@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -68,22 +69,16 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	var convID string
-	if req.ConversationID != nil && *req.ConversationID != "" {
-		c, err := s.Store.Conversation(ctx, user.ID, *req.ConversationID)
-		if err != nil {
-			s.error(w, r, err)
-			return
-		}
-		convID = c.ID
-	} else {
-		c := &datachat.Conversation{UserID: user.ID, Title: titleFrom(query)}
-		if err := s.Store.CreateConversation(ctx, c); err != nil {
-			s.error(w, r, err)
-			return
-		}
-		convID = c.ID
+	var id string
+	if req.ConversationID != nil {
+		id = *req.ConversationID
 	}
+	conv, _, err := s.conversationFor(ctx, user, id, query)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	convID := conv.ID
 	out, err := s.Chat.Send(ctx, user, convID, query, opts, nil)
 	if err != nil {
 		s.error(w, r, turnError(err))
@@ -136,8 +131,8 @@ func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 			opts.Temperature = t
 		}
 		if k := o.TopK; k != nil {
-			if *k <= 0 || *k > 50 {
-				return opts, datachat.Errorf(datachat.EINVALID, "override.top_k must be from 1 to 50, got %d.", *k)
+			if *k <= 0 || *k > datachat.MaxTopK {
+				return opts, datachat.Errorf(datachat.EINVALID, "override.top_k must be from 1 to %d, got %d.", datachat.MaxTopK, *k)
 			}
 			opts.TopK = *k
 		}
@@ -220,6 +215,21 @@ type rateLimited struct{ *chat.RateLimitError }
 
 func (e rateLimited) Unwrap() error {
 	return &datachat.Error{Code: datachat.ERATELIMIT, Message: e.Message}
+}
+
+// conversationFor is the user's conversation id (surrounding space ignored),
+// or, when id is empty, a new conversation titled from its first question;
+// created tells which.
+func (s *Server) conversationFor(ctx context.Context, user *datachat.User, id, question string) (c *datachat.Conversation, created bool, err error) {
+	if id = strings.TrimSpace(id); id != "" {
+		c, err = s.Store.Conversation(ctx, user.ID, id)
+		return c, false, err
+	}
+	c = &datachat.Conversation{UserID: user.ID, Title: titleFrom(question)}
+	if err := s.Store.CreateConversation(ctx, c); err != nil {
+		return nil, false, err
+	}
+	return c, true, nil
 }
 
 // titleFrom makes a conversation title from its first question.

@@ -287,28 +287,38 @@ const (
 // WebSocket only, the subprotocol wsKeyProtocol+KEY or (kept for existing
 // clients) the api_key query parameter.
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
+	missing := func(r *http.Request) string {
+		if r.URL.Path == "/ws" {
+			return "Missing API key: send it in the X-API-Key header, as Authorization: Bearer KEY, or (from a browser) as the WebSocket subprotocol " + wsKeyProtocol + "KEY offered with " + wsSubprotocol + "."
+		}
+		return "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."
+	}
+	return s.authenticated(h, s.error, missing, "Invalid or revoked API key.")
+}
+
+// authenticated runs h for the user of the request's API key, refusing a
+// request without one or with an unknown or revoked one (401, and the
+// connection closes without reading its body) in the words and shape of the
+// protocol: fail writes the error, missing and invalid are its messages. The
+// user goes in the context for the handlers, and by ID for the resources
+// shared fairly between users (the SQL engine).
+func (s *Server) authenticated(h http.HandlerFunc, fail func(http.ResponseWriter, *http.Request, error), missing func(*http.Request) string, invalid string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := apiKey(r)
 		if key == "" {
-			msg := "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."
-			if r.URL.Path == "/ws" {
-				msg = "Missing API key: send it in the X-API-Key header, as Authorization: Bearer KEY, or (from a browser) as the WebSocket subprotocol " + wsKeyProtocol + "KEY offered with " + wsSubprotocol + "."
-			}
-			w.Header().Set("Connection", "close") // and its body is not read
-			s.error(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "%s", msg))
+			w.Header().Set("Connection", "close")
+			fail(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "%s", missing(r)))
 			return
 		}
 		u, err := s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
 		if err != nil {
 			if datachat.ErrorCode(err) == datachat.EUNAUTHORIZED {
 				w.Header().Set("Connection", "close")
-				err = datachat.Errorf(datachat.EUNAUTHORIZED, "Invalid or revoked API key.")
+				err = datachat.Errorf(datachat.EUNAUTHORIZED, "%s", invalid)
 			}
-			s.error(w, r, err)
+			fail(w, r, err)
 			return
 		}
-		// The user goes in the context for the handlers, and by ID for the
-		// shared resources that share fairly between users (the SQL engine).
 		ctx := datachat.WithUserID(context.WithValue(r.Context(), userKey, u), u.ID)
 		h(w, r.WithContext(ctx))
 	})

@@ -172,24 +172,10 @@ func (s *Server) openaiError(w http.ResponseWriter, r *http.Request, err error) 
 
 // openaiAuth is auth answering in OpenAI's error shape.
 func (s *Server) openaiAuth(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := apiKey(r)
-		if key == "" {
-			w.Header().Set("Connection", "close") // and its body is not read
-			s.openaiError(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "You didn't provide an API key: send it as Authorization: Bearer KEY (or in the X-API-Key header)."))
-			return
-		}
-		u, err := s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
-		if err != nil {
-			if datachat.ErrorCode(err) == datachat.EUNAUTHORIZED {
-				w.Header().Set("Connection", "close")
-				err = datachat.Errorf(datachat.EUNAUTHORIZED, "Incorrect or revoked API key provided.")
-			}
-			s.openaiError(w, r, err)
-			return
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), userKey, u)))
-	})
+	missing := func(*http.Request) string {
+		return "You didn't provide an API key: send it as Authorization: Bearer KEY (or in the X-API-Key header)."
+	}
+	return s.authenticated(h, s.openaiError, missing, "Incorrect or revoked API key provided.")
 }
 
 // completionTurn is a validated completion request: what to send, with what
@@ -333,16 +319,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 // completionConversation returns the conversation a request continues, or a
 // new one holding the request's earlier messages.
 func (s *Server) completionConversation(ctx context.Context, user *datachat.User, id string, ct *completionTurn) (string, bool, error) {
-	if id = strings.TrimSpace(id); id != "" {
-		c, err := s.Store.Conversation(ctx, user.ID, id)
-		if err != nil {
-			return "", false, err
-		}
-		return c.ID, false, nil
-	}
-	c := &datachat.Conversation{UserID: user.ID, Title: titleFrom(ct.content)}
-	if err := s.Store.CreateConversation(ctx, c); err != nil {
+	c, created, err := s.conversationFor(ctx, user, id, ct.content)
+	if err != nil {
 		return "", false, err
+	}
+	if !created {
+		return c.ID, false, nil
 	}
 	for _, m := range ct.history {
 		m.ConversationID = c.ID

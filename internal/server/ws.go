@@ -314,7 +314,7 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	ss.mu.Lock()
 	if ss.turnCancel != nil {
 		ss.mu.Unlock()
-		ss.sendError(ctx, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written; wait for it or stop it first."))
+		ss.sendError(ctx, datachat.ErrReplyInProgress)
 		return
 	}
 	if !ss.s.beginTurn() {

@@ -47,23 +47,38 @@ type Workspace struct {
 	Reserve *scratch.Reserve
 
 	mu      sync.Mutex
-	locks   map[string]*sync.Mutex // per conversation, so table names don't race
-	indexed map[string]bool        // conversations whose documents were checked to be in the index
+	locks   map[string]*convLock // per conversation, so table names don't race; only while held or waited for
+	indexed map[string]bool      // conversations whose documents were checked to be in the index
+}
+
+// convLock is a conversation's lock and how many hold or wait for it: the
+// last to let go removes it, so the map holds only the conversations in use.
+type convLock struct {
+	sync.Mutex
+	users int
 }
 
 func (w *Workspace) lock(conversationID string) func() {
 	w.mu.Lock()
 	if w.locks == nil {
-		w.locks = map[string]*sync.Mutex{}
+		w.locks = map[string]*convLock{}
 	}
 	l := w.locks[conversationID]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = &convLock{}
 		w.locks[conversationID] = l
 	}
+	l.users++
 	w.mu.Unlock()
 	l.Lock()
-	return l.Unlock
+	return func() {
+		l.Unlock()
+		w.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(w.locks, conversationID)
+		}
+		w.mu.Unlock()
+	}
 }
 
 // AddUpload stores an uploaded file as datasets of the conversation: one, or
@@ -212,6 +227,9 @@ func (w *Workspace) deleteConversation(ctx context.Context, userID, conversation
 		return err
 	}
 	w.Engine.Evict(conversationID)
+	w.mu.Lock()
+	delete(w.indexed, conversationID)
+	w.mu.Unlock()
 	for _, d := range datasets {
 		if err := w.Loader.Remove(d.Path); err != nil {
 			w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
