@@ -1591,7 +1591,7 @@ func report(o options, cmdline string, m machine, r *loadResult, base *baselineR
 	fmt.Printf("- small GROUP BY p99 ≤ 1 s: %s ms — %s\n", ms(p99), verdict(len(sqlAll.lat) > 0 && p99 <= time.Second))
 	if r.sqlMetrics != "" {
 		fmt.Println()
-		fmt.Println("The server's own SQL histogram, datachat_sql_query_duration_seconds (queueing included; it records execute_sql in chat turns, not `/sql`):")
+		fmt.Println("The server's own SQL histogram, datachat_sql_query_duration_seconds (queueing included; source chat: execute_sql in chat turns, api: `/sql`):")
 		fmt.Println()
 		fmt.Println(r.sqlMetrics)
 	}

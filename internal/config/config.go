@@ -554,31 +554,40 @@ func (p *parser) allowPrivate(key string) (bool, []netip.Prefix) {
 	if !ok {
 		return false, nil
 	}
-	switch strings.ToLower(v) {
-	case "true", "1":
-		return true, nil
-	case "false", "0":
+	all, nets, err := ParseAllowPrivate(v)
+	if err != nil {
+		p.fail(key, v, "true, false, or a comma-separated list of CIDRs such as 127.0.0.1/32,10.0.0.0/8")
 		return false, nil
 	}
-	var prefixes []netip.Prefix
-	for _, s := range strings.Split(v, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
+	return all, nets
+}
+
+// ParseAllowPrivate parses DATACHAT_ALLOW_PRIVATE_URLS: "true"/"1" allows every
+// address, "false"/"0"/"" none, anything else is a comma-separated list of CIDRs
+// (a bare IP counts as a /32 or /128).
+func ParseAllowPrivate(s string) (all bool, nets []netip.Prefix, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1":
+		return true, nil, nil
+	case "false", "0", "":
+		return false, nil, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
 			continue
 		}
-		pfx, err := netip.ParsePrefix(s)
+		p, err := netip.ParsePrefix(f)
 		if err != nil {
-			if a, aerr := netip.ParseAddr(s); aerr == nil {
-				pfx, err = a.Prefix(a.BitLen())
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return false, nil, fmt.Errorf("%q is neither true, false nor a CIDR like 127.0.0.1/32", f)
 			}
+			p = netip.PrefixFrom(a, a.BitLen())
 		}
-		if err != nil {
-			p.fail(key, v, "true, false, or a comma-separated list of CIDRs such as 127.0.0.1/32,10.0.0.0/8")
-			return false, nil
-		}
-		prefixes = append(prefixes, pfx.Masked())
+		nets = append(nets, p.Masked())
 	}
-	return false, prefixes
+	return false, nets, nil
 }
 
 // ParseSize parses a byte size: a plain number of bytes, or a number with a unit

@@ -51,7 +51,7 @@ type Options struct {
 	IdleMemory   int64         // private memory idle workers may keep together; beyond it the least recently used stop; 1/8 of the machine's memory
 	MaxProcesses int           // worker processes at most, busy or idle; 256
 
-	TempDir      string // where workers keep their catalog and spill files; os.TempDir()
+	TempDir      string // where workers have their directories (links to the datasets, spill files); os.TempDir()
 	MaxTempBytes int64  // spill space per worker; 4 × MemoryLimit
 	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
 	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
@@ -235,6 +235,20 @@ func (e *Engine) Options() Options { return e.opts }
 // Load reports how many queries wait for their turn and how many run, for
 // metrics.
 func (e *Engine) Load() (queued, running int) { return e.sched.load() }
+
+// WaitLoad returns once cond holds for the engine's load, checking it again
+// whenever a query waits, starts or ends; or with ctx's error when ctx ends
+// first. It is for tests, one waiter at a time.
+func (e *Engine) WaitLoad(ctx context.Context, cond func(queued, running int) bool) error {
+	for !cond(e.Load()) {
+		select {
+		case <-e.changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
 
 // Processes reports how many worker processes are up (idle ones included).
 func (e *Engine) Processes() int {

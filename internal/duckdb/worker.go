@@ -77,6 +77,9 @@ func workerMain() int {
 
 // reply writes one answer frame: the payload written by fn, or err.
 func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
+	if err == nil {
+		wroteNoSpace.Store(false) // a full disk the request got past
+	}
 	e := &enc{}
 	if err == nil {
 		e.byte(replyOK)
@@ -96,7 +99,7 @@ func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
 // openRequest is what a query worker is given: its conversation's tables and
 // its limits.
 type openRequest struct {
-	Root         string // the worker's own directory (absolute): catalog, links to the datasets, spill files
+	Root         string // the worker's own directory (absolute): links to the datasets, spill files
 	Tables       []Table
 	MemoryLimit  int64
 	Threads      int

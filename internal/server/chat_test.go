@@ -435,12 +435,17 @@ func TestChatCancel(t *testing.T) {
 			if done.TotalTokens == 0 {
 				t.Errorf("cancelled turn has no usage")
 			}
-			deadline := time.Now().Add(3 * time.Second)
-			for !cs.fake.ChatRequests()[0].Disconnected && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if !cs.fake.ChatRequests()[0].Disconnected {
-				t.Errorf("the provider request was not aborted")
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool {
+				for _, r := range reqs {
+					if r.Kind == llmtest.KindChat {
+						return r.Disconnected
+					}
+				}
+				return false
+			}); err != nil {
+				t.Errorf("the provider request was not aborted: %v", err)
 			}
 		})
 	}
@@ -769,7 +774,11 @@ func TestChatCancelStopsRunningQuery(t *testing.T) {
 	c := cs.dial(t, conv, cs.alice)
 	c.send("chat_send", map[string]string{"content": "Sum a lot"})
 	c.until("tool_call_start")
-	time.Sleep(200 * time.Millisecond) // the query is running
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
+		t.Fatalf("the query never ran: %v", err)
+	}
 	start := time.Now()
 	c.send("chat_cancel", map[string]any{})
 	evs := c.until("chat_complete")
