@@ -19,17 +19,21 @@ const (
 	// AdelieBodyMass is sum(body_mass_g) over the Adelie penguins, one of
 	// which has no measurements.
 	AdelieBodyMass = 558800
-	FemaleCount    = 165
-	MaleCount      = 168
-	UnknownSex     = 11 // penguins with an empty sex
+	// MeanBodyMass is round(avg(body_mass_g)) over all penguins: the 342
+	// masses add up to 1,437,000 g.
+	MeanBodyMass = 4202
+	FemaleCount  = 165
+	MaleCount    = 168
+	UnknownSex   = 11 // penguins with an empty sex
 )
 
 // PenguinsCSV returns a CSV shaped like the Palmer penguins data set:
 // columns species, island, bill_length_mm, bill_depth_mm (one decimal),
 // flipper_length_mm, body_mass_g (integers) and sex (MALE, FEMALE or
 // empty); one Adelie and one Gentoo have only species and island. The
-// measurements are pseudo-random within each species' range, adjusted so
-// that the Adelie body masses add up to [AdelieBodyMass].
+// measurements are pseudo-random within each species' range, the body
+// masses adjusted so that each species' add up to the real data set's
+// (which gives [AdelieBodyMass] and [MeanBodyMass]).
 func PenguinsCSV() []byte { return bytes.Clone(penguinsCSV()) }
 
 // Penguins writes [PenguinsCSV] to dir/penguins.csv and returns the path.
@@ -46,7 +50,7 @@ type species struct {
 	blank         bool
 	bill, depth   [2]int // ranges in tenths of a millimetre
 	flipper, mass [2]int // ranges in millimetres and grams
-	massSum       int    // if not 0, what the masses must add up to
+	massSum       int    // what the masses add up to
 }
 
 type island struct {
@@ -61,10 +65,12 @@ var allSpecies = []species{
 		massSum: AdelieBodyMass},
 	{name: "Gentoo", islands: []island{{"Biscoe", 124}},
 		female: 58, male: 61, blank: true,
-		bill: [2]int{409, 596}, depth: [2]int{131, 173}, flipper: [2]int{203, 231}, mass: [2]int{3950, 6300}},
+		bill: [2]int{409, 596}, depth: [2]int{131, 173}, flipper: [2]int{203, 231}, mass: [2]int{3950, 6300},
+		massSum: 624350},
 	{name: "Chinstrap", islands: []island{{"Dream", 68}},
 		female: 34, male: 34,
-		bill: [2]int{409, 580}, depth: [2]int{164, 208}, flipper: [2]int{178, 212}, mass: [2]int{2700, 4800}},
+		bill: [2]int{409, 580}, depth: [2]int{164, 208}, flipper: [2]int{178, 212}, mass: [2]int{2700, 4800},
+		massSum: 253850},
 }
 
 // rng is splitmix64: a small generator whose sequence no library update
@@ -121,9 +127,7 @@ var penguinsCSV = sync.OnceValue(func() []byte {
 				sum += mass[i]
 			}
 		}
-		if sp.massSum != 0 {
-			adjust(mass, blank, sp.massSum-sum, sp.mass)
-		}
+		adjust(mass, blank, sp.massSum-sum, sp.mass)
 		row := 0
 		for _, is := range sp.islands {
 			for range is.n {

@@ -34,7 +34,7 @@ func TestPenguins(t *testing.T) {
 	}
 	count := map[string]int{}
 	sex := map[string]int{}
-	adelieMass, blank := 0, 0
+	adelieMass, mass, masses, blank := 0, 0, 0, 0
 	for i, r := range rows {
 		count[r[0]]++
 		sex[r[6]]++
@@ -55,8 +55,10 @@ func TestPenguins(t *testing.T) {
 				t.Errorf("row %d: %q is not an integer", i, f)
 			}
 		}
+		m, _ := strconv.Atoi(r[5])
+		mass += m
+		masses++
 		if r[0] == "Adelie" {
-			m, _ := strconv.Atoi(r[5])
 			adelieMass += m
 		}
 	}
@@ -70,6 +72,9 @@ func TestPenguins(t *testing.T) {
 	}
 	if adelieMass != testfiles.AdelieBodyMass {
 		t.Errorf("Adelie body mass %d, want %d", adelieMass, testfiles.AdelieBodyMass)
+	}
+	if mean := math.Round(float64(mass) / float64(masses)); mean != testfiles.MeanBodyMass {
+		t.Errorf("mean body mass %v, want %d", mean, testfiles.MeanBodyMass)
 	}
 	if sex["FEMALE"] != testfiles.FemaleCount || sex["MALE"] != testfiles.MaleCount || sex[""] != testfiles.UnknownSex || len(sex) != 3 {
 		t.Errorf("sexes %v", sex)
