@@ -47,7 +47,8 @@ const (
 	RoleAssistant = "assistant"
 )
 
-// Message statuses (DESIGN.md §4).
+// Message statuses: streaming while a turn writes it, awaiting_confirmation
+// while a turn waits for the user, then complete, error or interrupted.
 const (
 	StatusStreaming            = "streaming"
 	StatusAwaitingConfirmation = "awaiting_confirmation"
@@ -158,8 +159,28 @@ type ToolCall struct {
 	DurationMS int64           `json:"duration_ms"`
 }
 
+// Friendly type names, the Type of a [Column]: what a person calls a
+// column's type, one name for DuckDB's many (INTEGER, BIGINT, HUGEINT → integer).
+const (
+	TypeInteger   = "integer"
+	TypeFloat     = "float"
+	TypeDecimal   = "decimal"
+	TypeText      = "text"
+	TypeBoolean   = "boolean"
+	TypeDate      = "date"
+	TypeTime      = "time"
+	TypeTimestamp = "timestamp"
+	TypeInterval  = "interval"
+	TypeBlob      = "blob"
+	TypeUUID      = "uuid"
+	TypeList      = "list"
+	TypeStruct    = "struct"
+	TypeMap       = "map"
+)
+
 // Column describes a dataset or result column. Type is one of the friendly type
-// names of DESIGN.md §3; SQLType is DuckDB's.
+// names (integer, float, decimal, string, boolean, date, timestamp, …; see
+// datachat.TypeInteger and the rest); SQLType is the engine's own.
 type Column struct {
 	Name    string   `json:"name"`
 	Type    string   `json:"type"`
@@ -179,8 +200,17 @@ type QueryResult struct {
 	ElapsedMS float64  `json:"elapsed_ms"`
 }
 
-// Source is a retrieved document chunk, as cited by an answer (spec 003's
-// RetrievedDocument). Metadata holds document, document_id, page and the
+// How many excerpts a search returns: DefaultTopK unless asked for more or
+// fewer; a request (the search API, a question's override) may ask for up to
+// MaxTopK; the model's search_documents call for up to MaxToolTopK, since its
+// excerpts fill the model's context.
+const (
+	DefaultTopK = 5
+	MaxTopK     = 50
+	MaxToolTopK = 20
+)
+
+// Source is a retrieved document chunk, as cited by an answer. Metadata holds document, document_id, page and the
 // document's own metadata.
 type Source struct {
 	ID       string         `json:"id"`
@@ -239,7 +269,7 @@ const (
 	ConfirmDeclined = "declined"
 )
 
-// Confirmation is an action the model asked the user to approve (spec 004). It is
+// Confirmation is an action the model asked the user to approve. It is
 // stored so a reconnecting page can show it again.
 type Confirmation struct {
 	ID             string          `json:"id"`

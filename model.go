@@ -81,7 +81,7 @@ const (
 )
 
 // ProviderError is a failed model call, with a reason and a suggested action a
-// person can act on (spec 002).
+// person can act on.
 type ProviderError struct {
 	Provider        string
 	Kind            string

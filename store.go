@@ -6,8 +6,8 @@ import (
 )
 
 // Lease marks a streaming message as being written by a live process, so that
-// other processes sharing the database leave it alone: DESIGN.md §4's "on
-// start, messages left streaming become interrupted" must not interrupt the
+// other processes sharing the database leave it alone: the rule that messages
+// left streaming become interrupted when a process starts must not interrupt the
 // turns of another process behind the same load balancer. The writing process
 // renews the lease while the turn runs; once it lapses, the message is taken
 // for left behind.

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// TableName derives a dataset's table name from its file name, by DESIGN.md §3:
+// TableName derives a dataset's table name from its file name:
 // drop the format extension (.parquet, .csv, .tsv, .json, .jsonl, .ndjson,
 // .xlsx, with any compression suffix after it), lower-case, replace each run of characters outside [a-z0-9_] with
 // _, trim _, prefix t_ if it starts with a digit; "dataset" if nothing is left,

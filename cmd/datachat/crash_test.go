@@ -29,7 +29,7 @@ func integrityCheck(t *testing.T, path string) {
 }
 
 // TestCrashMidTurn kills `datachat serve` with SIGKILL in the middle of a
-// streamed answer and starts it again (DESIGN.md §4): the user's message is
+// streamed answer and starts it again: the user's message is
 // there, the partial answer is stored once, as interrupted, at most about a
 // second behind what the client had received, the database is intact, and
 // the conversation goes on.

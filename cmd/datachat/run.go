@@ -338,6 +338,14 @@ func shellQuote(s string) string {
 }
 
 func (m *Main) runServe(ctx context.Context) error {
+	if dir := m.Config.ProfileDir; dir != "" {
+		stop, err := startProfile(dir)
+		if err != nil {
+			return err
+		}
+		m.closers = append(m.closers, stop) // the first closer runs last: the profiles cover the shutdown
+		m.Logger.Warn("profiling: serve is slower until it stops", slog.String("dir", dir))
+	}
 	st, err := m.openStore(ctx)
 	if err != nil {
 		return err

@@ -119,7 +119,7 @@ func BenchmarkTurnAssembly(b *testing.B) {
 
 // TestTurnAssemblyBudget checks the benchmark's target, 5 ms per turn on a
 // 10,000-message conversation, with room for a loaded machine, and that the
-// result is pruned as spec 000 says.
+// result is pruned as Prune's rule says.
 func TestTurnAssemblyBudget(t *testing.T) {
 	history := longConversation(10_000)
 	r := &Runner{Data: newBenchData(), ModelID: "m", Window: 128_000, MaxContextDocs: 5, MaxOutputTokens: 2048}

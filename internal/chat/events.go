@@ -19,7 +19,7 @@ type Event struct {
 // must not keep the event's data.
 type Sink func(Event)
 
-// Event payloads (DESIGN.md §3, WebSocket).
+// Event payloads, as the WebSocket sends them.
 type (
 	TokenEvent struct {
 		Token string `json:"token"`

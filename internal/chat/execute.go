@@ -62,7 +62,7 @@ type toolResult struct {
 // runTool runs tool with args as the answer to call and records the round.
 func (t *turn) runTool(ctx context.Context, call datachat.ModelToolCall, tool string, args json.RawMessage) {
 	t.startTool(call.ID, tool, args)
-	started := time.Now()
+	started := t.r.now()
 	res := t.execute(ctx, tool, args)
 	t.recordAt(call, tool, args, res, started)
 }
@@ -118,11 +118,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
 			return fail("search_documents needs {\"query\": \"…\"}.")
 		}
-		k := a.TopK
-		if k <= 0 {
-			k = 5
-		}
-		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: min(k, 20), Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}
@@ -157,7 +153,7 @@ func (t *turn) refreshSystem(ctx context.Context) {
 }
 
 func (t *turn) record(call datachat.ModelToolCall, tool string, res toolResult) {
-	t.recordAt(call, tool, call.Args, res, time.Now())
+	t.recordAt(call, tool, call.Args, res, t.r.now())
 }
 
 // recordAt sends tool_call_result, gives the result to the model and stores
@@ -173,7 +169,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 	}
 	t.emit("tool_call_result", ev)
 	if o := t.r.Observer; o != nil {
-		o.ToolCalled(tool, ev.OK, time.Since(started))
+		o.ToolCalled(tool, ev.OK, t.r.now().Sub(started))
 	}
 	t.state.Transcript = append(t.state.Transcript, datachat.ModelMessage{
 		Role: datachat.ModelRoleTool, ToolCallID: call.ID, ToolName: call.Name, Content: res.content,
@@ -182,7 +178,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 	tc := &datachat.ToolCall{
 		MessageID: t.msg.ID, Seq: t.state.Seq, CallID: call.ID, Tool: tool, Args: args,
 		OK: res.err == "", Result: res.content, Error: res.err,
-		StartedAt: started, DurationMS: time.Since(started).Milliseconds(),
+		StartedAt: started, DurationMS: t.r.now().Sub(started).Milliseconds(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -5,11 +5,10 @@ import (
 )
 
 // MaxContextMessages is how many user and assistant messages a turn sends at
-// most (spec 000). Tool rounds ride free with their assistant message.
+// most. Tool rounds ride free with their assistant message.
 const MaxContextMessages = 50
 
-// Prune selects the history a turn sends to the model, exactly as spec 000
-// says: walk back from the newest message keeping up to MaxContextMessages user
+// Prune selects the history a turn sends to the model, like this: walk back from the newest message keeping up to MaxContextMessages user
 // and assistant messages (each assistant message with its tool rounds, which do
 // not count), then, while the estimate of everything sent (system prompt
 // included, chars/4) is over budgetTokens, drop the oldest kept message. The

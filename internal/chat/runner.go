@@ -44,7 +44,7 @@ type SearchResult struct {
 	RetrievalMS float64
 }
 
-// TurnOptions override the Runner's settings for one turn (spec 003's
+// TurnOptions override the Runner's settings for one turn (a request's
 // override, and its metadata filters).
 type TurnOptions struct {
 	Temperature     *float64
@@ -122,7 +122,7 @@ func (r *Runner) Lease() datachat.Lease {
 	}
 	owner := r.LeaseOwner
 	r.mu.Unlock()
-	return datachat.Lease{Owner: owner, Node: r.LeaseNode, Until: time.Now().Add(r.leaseTTL())}
+	return datachat.Lease{Owner: owner, Node: r.LeaseNode, Until: r.now().Add(r.leaseTTL())}
 }
 
 func (r *Runner) leaseTTL() time.Duration {
@@ -206,13 +206,6 @@ func (r *Runner) end(conversationID string) {
 	r.mu.Unlock()
 }
 
-// Busy reports whether a turn is running in the conversation.
-func (r *Runner) Busy(conversationID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.active[conversationID]
-}
-
 // checkLimits applies the per-user request and token limits before a model call.
 func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 	now := r.now()
@@ -283,7 +276,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	userMsg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleUser, Content: content, Status: datachat.StatusComplete}
 	msg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
 	// The store refuses when another process runs a turn in the conversation.
-	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), time.Now()); err != nil {
+	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), r.now()); err != nil {
 		if datachat.ErrorCode(err) == datachat.ECONFLICT {
 			return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
 		}

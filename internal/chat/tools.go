@@ -30,7 +30,8 @@ var (
 	specSearchDocuments = datachat.ToolSpec{
 		Name:        ToolSearchDocuments,
 		Description: "Search the conversation's documents and return the most relevant excerpts with their document and page.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"top_k":{"type":"integer","description":"How many excerpts, 1 to 20 (default 5)."}},"required":["query"]}`),
+		Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"top_k":{"type":"integer","description":"How many excerpts, 1 to %d (default %d)."}},"required":["query"]}`,
+			datachat.MaxToolTopK, datachat.DefaultTopK)),
 	}
 	specRequestConfirmation = datachat.ToolSpec{
 		Name:        ToolRequestConfirmation,
@@ -140,4 +141,14 @@ func sourcesText(sources []datachat.Source, first int) string {
 		fmt.Fprintf(&b, "[%d] %s\n%s\n\n", first+i, citation(s), strings.TrimSpace(s.Text))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// ToolTopK is how many excerpts a search_documents call gets for the top_k it
+// asked for: datachat.DefaultTopK when it did not ask, at most
+// datachat.MaxToolTopK.
+func ToolTopK(k int) int {
+	if k <= 0 {
+		return datachat.DefaultTopK
+	}
+	return min(k, datachat.MaxToolTopK)
 }

@@ -1,5 +1,5 @@
 // Package chroma is the [retrieval.Backend] that keeps documents in a Chroma
-// server (spec 003's store; DATACHAT_RETRIEVAL=chroma, CHROMA_URL). It
+// server (DATACHAT_RETRIEVAL=chroma, CHROMA_URL). It
 // talks to Chroma's REST API v2 with net/http and encoding/json; the server
 // tested is the one of npm chromadb 3.5.0 (server 1.0.0).
 //

@@ -3,6 +3,9 @@
 package config
 
 import (
+	"datachat/internal/gemini"
+	"datachat/internal/ollama"
+	"datachat/internal/openai"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +58,6 @@ type Config struct {
 	AllowedMetadataKeys []string
 	SystemPromptPath    string
 	EnableStreaming     bool
-	ResponseFormat      string
 	MaxQueryChars       int
 
 	RateLimitRPM int
@@ -94,6 +97,11 @@ type Config struct {
 	LogFormat    string // json, text
 	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
 	LogFormatSet bool   // DATACHAT_LOG_FORMAT was given (else LogFormat is the default, json)
+
+	// ProfileDir, when set, makes serve write an execution trace and CPU,
+	// heap, mutex and block profiles of its run there (DATACHAT_PROFILE_DIR;
+	// off by default: it slows serve down).
+	ProfileDir string
 }
 
 // Provider names.
@@ -124,7 +132,7 @@ func Load(path string, env Lookup) (*Config, error) {
 		v, ok := file[key]
 		return v, ok
 	}
-	p := &parser{get: get}
+	p := &parser{get: get, asked: map[string]bool{}}
 	c := &Config{
 		Addr:        p.addr("DATACHAT_ADDR", "127.0.0.1:8080"),
 		DataDir:     p.str("DATACHAT_DATA_DIR", ""),
@@ -153,8 +161,8 @@ func Load(path string, env Lookup) (*Config, error) {
 		ChatMaxContextDocs:  p.integer("CHAT_MAX_CONTEXT_DOCS", 5, 0),
 		AllowedMetadataKeys: p.list("CHAT_ALLOWED_METADATA_KEYS"),
 		SystemPromptPath:    p.str("CHAT_DEFAULT_SYSTEM_PROMPT_PATH", ""),
+		ProfileDir:          p.str("DATACHAT_PROFILE_DIR", ""),
 		EnableStreaming:     p.boolean("CHAT_ENABLE_STREAMING", true),
-		ResponseFormat:      p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text"),
 		MaxQueryChars:       p.integer("CHAT_MAX_QUERY_CHARS", 2000, 1),
 
 		RateLimitRPM: p.integer("DATACHAT_RATE_LIMIT_RPM", 60, 0),
@@ -183,6 +191,7 @@ func Load(path string, env Lookup) (*Config, error) {
 		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
 	}
+	p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text") // reserved: only text is accepted
 	_, c.OllamaHostSet = get("OLLAMA_HOST")
 	_, c.LogLevelSet = p.raw("DATACHAT_LOG_LEVEL")
 	_, c.LogFormatSet = p.raw("DATACHAT_LOG_FORMAT")
@@ -198,6 +207,18 @@ func Load(path string, env Lookup) (*Config, error) {
 		c.DataDir = abs
 	}
 	c.AllowPrivateAll, c.AllowPrivateCIDRs = p.allowPrivate("DATACHAT_ALLOW_PRIVATE_URLS")
+	// The variables are those Load reads: a key of the file it did not ask
+	// for is a typing mistake, or a setting this version does not have.
+	var unknown []string
+	for k := range file {
+		if !p.asked[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, fmt.Errorf("--config %s: unknown key %s (the variables are listed in the README)", path, strings.Join(unknown, ", "))
+	}
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
@@ -227,7 +248,7 @@ func (c *Config) Validate() error {
 	}
 	if c.EmbeddingProvider != "" && c.EmbeddingModel == "" {
 		c.EmbeddingModel = map[string]string{
-			Gemini: "text-embedding-004", OpenAI: "text-embedding-3-small", Ollama: "nomic-embed-text",
+			Gemini: gemini.DefaultEmbeddingModel, OpenAI: openai.DefaultEmbeddingModel, Ollama: ollama.DefaultEmbeddingModel,
 		}[c.EmbeddingProvider]
 	}
 	return errors.Join(errs...)
@@ -300,11 +321,11 @@ func (c *Config) Model(provider string) string {
 	}
 	switch provider {
 	case OpenAI:
-		return "gpt-4o-mini"
+		return openai.DefaultModel
 	case Ollama:
-		return "llama3.1"
+		return ollama.DefaultModel
 	}
-	return "gemini-2.5-flash"
+	return gemini.DefaultModel
 }
 
 // Window returns the model's context window in tokens (LLM_CONTEXT_WINDOW if set).
@@ -320,19 +341,6 @@ func (c *Config) Window(provider string) int {
 	return 128_000
 }
 
-// AllowsPrivate reports whether load_dataset may reach addr, a non-public address.
-func (c *Config) AllowsPrivate(addr netip.Addr) bool {
-	if c.AllowPrivateAll {
-		return true
-	}
-	for _, p := range c.AllowPrivateCIDRs {
-		if p.Contains(addr.Unmap()) {
-			return true
-		}
-	}
-	return false
-}
-
 func readFile(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -345,9 +353,6 @@ func readFile(path string) (map[string]string, error) {
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {
 		key := strings.ToUpper(k)
-		if !known[key] {
-			return nil, fmt.Errorf("--config %s: unknown key %q", path, k)
-		}
 		switch v := v.(type) {
 		case nil:
 			out[key] = ""
@@ -368,8 +373,9 @@ func readFile(path string) (map[string]string, error) {
 
 // parser reads typed values, collecting one error per bad variable.
 type parser struct {
-	get  Lookup
-	errs []error
+	get   Lookup
+	asked map[string]bool // every variable read: the configuration's keys
+	errs  []error
 }
 
 func (p *parser) fail(key, val, accepts string) {
@@ -377,6 +383,7 @@ func (p *parser) fail(key, val, accepts string) {
 }
 
 func (p *parser) raw(key string) (string, bool) {
+	p.asked[key] = true
 	v, ok := p.get(key)
 	v = strings.TrimSpace(v)
 	return v, ok && v != ""
@@ -616,28 +623,4 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: too large", s)
 	}
 	return int64(n), nil
-}
-
-var known = map[string]bool{}
-
-func init() {
-	for _, k := range []string{
-		"DATACHAT_ADDR", "DATACHAT_DATA_DIR", "DATACHAT_DATABASE_URL", "LLM_PROVIDER",
-		"GEMINI_API_KEY", "GEMINI_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-		"OLLAMA_HOST", "OLLAMA_NUM_CTX", "CHAT_MODEL", "LLM_CONTEXT_WINDOW",
-		"LLM_CONNECT_TIMEOUT", "LLM_STREAM_IDLE_TIMEOUT", "LLM_RETRY_DELAY",
-		"EMBEDDING_PROVIDER", "EMBEDDING_MODEL", "DATACHAT_RETRIEVAL", "CHROMA_URL",
-		"CHAT_MAX_TOKENS", "CHAT_TEMPERATURE", "CHAT_MAX_CONTEXT_DOCS",
-		"CHAT_ALLOWED_METADATA_KEYS", "CHAT_DEFAULT_SYSTEM_PROMPT_PATH",
-		"CHAT_ENABLE_STREAMING", "CHAT_RESPONSE_FORMAT", "CHAT_MAX_QUERY_CHARS",
-		"DATACHAT_RATE_LIMIT_RPM", "DATACHAT_TOKENS_PER_DAY", "DATACHAT_QUERY_TIMEOUT",
-		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_SQL_WORKERS", "DATACHAT_INGEST_TIMEOUT", "DATACHAT_MAX_DATASET_BYTES",
-		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL", "DATACHAT_CHECK_NUMBERS",
-		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
-		"DATACHAT_SQL_RPM", "DATACHAT_SEARCH_RPM", "DATACHAT_UPLOADS_PER_HOUR",
-		"DATACHAT_MAX_WS_PER_USER", "DATACHAT_MAX_CONNECTIONS",
-		"DATACHAT_BODY_READ_TIMEOUT", "DATACHAT_BODY_MIN_BYTES",
-	} {
-		known[k] = true
-	}
 }

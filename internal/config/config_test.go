@@ -1,10 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -182,8 +183,8 @@ func TestValues(t *testing.T) {
 	if c.QueryMemory != 512<<20 || c.MaxDatasetBytes != 1e9 {
 		t.Errorf("sizes: got %d %d", c.QueryMemory, c.MaxDatasetBytes)
 	}
-	if !c.AllowsPrivate(netip.MustParseAddr("127.0.0.1")) || c.AllowsPrivate(netip.MustParseAddr("127.0.0.2")) || !c.AllowsPrivate(netip.MustParseAddr("10.1.2.3")) {
-		t.Errorf("allow private: got %v", c.AllowPrivateCIDRs)
+	if c.AllowPrivateAll || fmt.Sprint(c.AllowPrivateCIDRs) != "[127.0.0.1/32 10.0.0.0/8]" {
+		t.Errorf("allow private: got %v %v", c.AllowPrivateAll, c.AllowPrivateCIDRs)
 	}
 	if got := strings.Join(c.AllowedMetadataKeys, "|"); got != "author|year" {
 		t.Errorf("metadata keys: got %q", got)
@@ -294,6 +295,49 @@ func TestParseAllowPrivate(t *testing.T) {
 		}
 		if all != c.all || strings.Join(got, " ") != c.nets || (err != nil) != c.bad {
 			t.Errorf("%q: got %v %v %v", c.in, all, got, err)
+		}
+	}
+}
+
+// TestREADMEListsEveryVariable: the variables are those Load reads, and the
+// README's table documents each of them, no more and no fewer.
+func TestREADMEListsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	row := regexp.MustCompile("^\\| (`[A-Z][A-Z0-9_]+`(?:, `[A-Z][A-Z0-9_]+`)*) \\|")
+	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := row.FindStringSubmatch(line); m != nil {
+			for _, n := range name.FindAllStringSubmatch(m[1], -1) {
+				documented[n[1]] = true
+			}
+		}
+	}
+	asked := map[string]bool{}
+	if _, err := Load("", func(k string) (string, bool) {
+		asked[k] = true
+		if k == "DATACHAT_DATA_DIR" {
+			return t.TempDir(), true
+		}
+		return "", false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Where the data directory defaults to, not datachat's own settings.
+	for _, k := range []string{"HOME", "XDG_DATA_HOME", "LocalAppData"} {
+		delete(asked, k)
+	}
+	for k := range asked {
+		if !documented[k] {
+			t.Errorf("%s is read by Load but not in the README's table of variables", k)
+		}
+	}
+	for k := range documented {
+		if !asked[k] {
+			t.Errorf("the README documents %s, which Load does not read", k)
 		}
 	}
 }

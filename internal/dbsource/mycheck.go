@@ -3,6 +3,7 @@ package dbsource
 import (
 	"context"
 	"database/sql"
+	"datachat"
 	"fmt"
 	"strconv"
 	"strings"
@@ -558,7 +559,7 @@ func (e *myEngine) samples(ctx context.Context, t *myTx, tb *Table) error {
 	}
 	exprs := make([]string, len(tb.Columns))
 	for i, c := range tb.Columns {
-		if c.Type == TypeBlob {
+		if c.Type == datachat.TypeBlob {
 			exprs[i] = "NULL"
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"datachat/internal/sqlvalue"
 	"errors"
 	"fmt"
 	"io"
@@ -560,24 +561,24 @@ func myFriendly(t string) string {
 	t = strings.TrimPrefix(t, "UNSIGNED ")
 	switch t {
 	case "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "YEAR", "BIT":
-		return TypeInteger
+		return datachat.TypeInteger
 	case "FLOAT", "DOUBLE", "REAL":
-		return TypeFloat
+		return datachat.TypeFloat
 	case "DECIMAL", "NUMERIC":
-		return TypeDecimal
+		return datachat.TypeDecimal
 	case "DATE":
-		return TypeDate
+		return datachat.TypeDate
 	case "TIME":
-		return TypeTime
+		return datachat.TypeTime
 	case "DATETIME", "TIMESTAMP":
-		return TypeTimestamp
+		return datachat.TypeTimestamp
 	case "BLOB", "TINYBLOB", "MEDIUMBLOB", "LONGBLOB", "BINARY", "VARBINARY", "GEOMETRY",
 		"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON", "GEOMETRYCOLLECTION":
-		return TypeBlob
+		return datachat.TypeBlob
 	case "UUID":
-		return TypeUUID
+		return datachat.TypeUUID
 	}
-	return TypeText
+	return datachat.TypeText
 }
 
 // myValue converts one value of the text protocol.
@@ -598,7 +599,7 @@ func myValue(b sql.RawBytes, typ string, cl *cells) any {
 		if err != nil {
 			return s
 		}
-		return floatValue(f, bits)
+		return sqlvalue.Float(f, bits)
 	case "DECIMAL":
 		return s
 	case "BIT":
@@ -606,7 +607,7 @@ func myValue(b sql.RawBytes, typ string, cl *cells) any {
 		for _, c := range []byte(b) {
 			v = v<<8 | uint64(c)
 		}
-		return uintValue(v)
+		return sqlvalue.Uint(v)
 	case "DATETIME":
 		return strings.Replace(s, " ", "T", 1)
 	case "TIMESTAMP":

@@ -2,6 +2,7 @@ package dbsource
 
 import (
 	"context"
+	"datachat"
 	"fmt"
 	"slices"
 	"strings"
@@ -414,9 +415,9 @@ func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
 		friendly := pgFriendly(typ)
 		switch {
 		case cat == "A":
-			friendly = TypeList
+			friendly = datachat.TypeList
 		case tt == "c":
-			friendly = TypeStruct
+			friendly = datachat.TypeStruct
 		}
 		i := byOID[rel]
 		tables[i].Columns = append(tables[i].Columns, dcColumn(name, friendly, typ))
@@ -442,7 +443,7 @@ func (e *pgEngine) samples(ctx context.Context, t *pgTx, tb *Table) error {
 	}
 	exprs := make([]string, len(tb.Columns))
 	for i, c := range tb.Columns {
-		if c.Type == TypeBlob {
+		if c.Type == datachat.TypeBlob {
 			exprs[i] = "NULL::text"
 			continue
 		}

@@ -2,6 +2,7 @@ package dbsource
 
 import (
 	"context"
+	"datachat/internal/sqlvalue"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -523,38 +524,38 @@ var pgTypeNames = map[uint32]string{
 func pgFriendly(t string) string {
 	t = strings.ToLower(strings.TrimSpace(t))
 	if strings.HasSuffix(t, "]") {
-		return TypeList
+		return datachat.TypeList
 	}
 	if i := strings.IndexByte(t, '('); i > 0 {
 		t = strings.TrimSpace(t[:i]) + t[strings.IndexByte(t, ')')+1:]
 	}
 	switch t {
 	case "smallint", "integer", "bigint", "oid", "xid", "int2", "int4", "int8", "smallserial", "serial", "bigserial":
-		return TypeInteger
+		return datachat.TypeInteger
 	case "real", "double precision", "float4", "float8":
-		return TypeFloat
+		return datachat.TypeFloat
 	case "numeric", "decimal":
-		return TypeDecimal
+		return datachat.TypeDecimal
 	case "boolean", "bool":
-		return TypeBoolean
+		return datachat.TypeBoolean
 	case "date":
-		return TypeDate
+		return datachat.TypeDate
 	case "time without time zone", "time with time zone", "time", "timetz":
-		return TypeTime
+		return datachat.TypeTime
 	case "timestamp without time zone", "timestamp with time zone", "timestamp", "timestamptz":
-		return TypeTimestamp
+		return datachat.TypeTimestamp
 	case "interval":
-		return TypeInterval
+		return datachat.TypeInterval
 	case "bytea":
-		return TypeBlob
+		return datachat.TypeBlob
 	case "uuid":
-		return TypeUUID
+		return datachat.TypeUUID
 	case "record":
-		return TypeStruct
+		return datachat.TypeStruct
 	case "hstore":
-		return TypeMap
+		return datachat.TypeMap
 	}
-	return TypeText
+	return datachat.TypeText
 }
 
 // converter returns the function turning one column's values, as pgx decodes
@@ -590,15 +591,15 @@ func pgValue(v any, oid uint32, cl *cells) any {
 	case int32:
 		return int64(x)
 	case int64:
-		return intValue(x)
+		return sqlvalue.Int(x)
 	case uint32:
 		return int64(x)
 	case uint64:
-		return uintValue(x)
+		return sqlvalue.Uint(x)
 	case float32:
-		return floatValue(float64(x), 32)
+		return sqlvalue.Float(float64(x), 32)
 	case float64:
-		return floatValue(x, 64)
+		return sqlvalue.Float(x, 64)
 	case pgtype.Numeric:
 		s, err := x.Value()
 		if err != nil || s == nil {
@@ -626,7 +627,7 @@ func pgValue(v any, oid uint32, cl *cells) any {
 	case pgtype.Time:
 		return formatClock(x.Microseconds)
 	case pgtype.Interval:
-		return formatInterval(x.Months, x.Days, x.Microseconds)
+		return sqlvalue.Interval(x.Months, x.Days, x.Microseconds)
 	case [16]byte:
 		return formatUUID(x)
 	case netip.Prefix:

@@ -2,6 +2,7 @@ package dbsource
 
 import (
 	"bytes"
+	"datachat/internal/sqlvalue"
 	"encoding/base64"
 	"log/slog"
 	"os"
@@ -174,7 +175,7 @@ func TestValues(t *testing.T) {
 		{myValue([]byte{0x01, 0x02}, "BIT", cl), int64(258)},
 		{myValue([]byte("2024-01-02 03:04:05"), "TIMESTAMP", cl), "2024-01-02T03:04:05Z"},
 		{myValue(nil, "INT", cl), nil},
-		{formatInterval(14, 3, -1_500_000), "P1Y2M3DT-1.5S"},
+		{sqlvalue.Interval(14, 3, -1_500_000), "P1Y2M3DT-1.5S"},
 		{formatClock(-(838*3600 + 59*60 + 59) * 1_000_000), "-838:59:59"},
 		{sample(strings.Repeat("x", 50)), strings.Repeat("x", 39) + "…"},
 		{sample("a\nb   c"), "a b c"},

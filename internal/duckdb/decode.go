@@ -1,10 +1,10 @@
 package duckdb
 
 import (
+	"datachat/internal/sqlvalue"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
@@ -17,8 +17,8 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
 
-// A decoder turns the values of one DuckDB vector into JSON-ready Go values, by the
-// rules of DESIGN.md §3: nil, bool, int64 (|v| ≤ 2^53), json.Number (finite
+// A decoder turns the values of one DuckDB vector into JSON-ready Go values, :
+// nil, bool, int64 (|v| ≤ 2^53), json.Number (finite
 // floats), string (DECIMAL, large integers, NaN/±Inf, text, dates and times,
 // base64 BLOBs, UUIDs), []any (LIST, ARRAY) and Object (STRUCT, MAP, UNION).
 //
@@ -200,52 +200,11 @@ func (h hugeint) ubig() *big.Int {
 	return b.Add(b, new(big.Int).SetUint64(h.lower))
 }
 
-const maxSafeInt = 1 << 53
-
-func intValue(v int64) any {
-	if v > maxSafeInt || v < -maxSafeInt {
-		return strconv.FormatInt(v, 10)
-	}
-	return v
-}
-
-func uintValue(v uint64) any {
-	if v > maxSafeInt {
-		return strconv.FormatUint(v, 10)
-	}
-	return int64(v)
-}
-
 func bigValue(b *big.Int) any {
 	if b.IsInt64() {
-		return intValue(b.Int64())
+		return sqlvalue.Int(b.Int64())
 	}
 	return b.String()
-}
-
-// floatValue formats a finite float as encoding/json would, and NaN and ±Inf as
-// strings.
-func floatValue(f float64, bits int) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
-		format = 'e'
-	}
-	s := strconv.FormatFloat(f, format, -1, bits)
-	if format == 'e' { // clean up e-09 to e-9, as encoding/json does
-		if n := len(s); n >= 4 && s[n-4] == 'e' && s[n-3] == '-' && s[n-2] == '0' {
-			s = s[:n-2] + s[n-1:]
-		}
-	}
-	return json.Number(s)
 }
 
 func decimalString(digits string, scale int) string {
@@ -316,7 +275,7 @@ func (v *view) value(row uint64, l *cellLimits) any {
 	case mapping.TypeInteger:
 		return int64(at[int32](v.data, row))
 	case mapping.TypeBigInt:
-		return intValue(at[int64](v.data, row))
+		return sqlvalue.Int(at[int64](v.data, row))
 	case mapping.TypeUTinyInt:
 		return int64(at[uint8](v.data, row))
 	case mapping.TypeUSmallInt:
@@ -324,15 +283,15 @@ func (v *view) value(row uint64, l *cellLimits) any {
 	case mapping.TypeUInteger:
 		return int64(at[uint32](v.data, row))
 	case mapping.TypeUBigInt:
-		return uintValue(at[uint64](v.data, row))
+		return sqlvalue.Uint(at[uint64](v.data, row))
 	case mapping.TypeHugeInt:
 		return bigValue(at[hugeint](v.data, row).big())
 	case mapping.TypeUHugeInt:
 		return bigValue(at[hugeint](v.data, row).ubig())
 	case mapping.TypeFloat:
-		return floatValue(float64(at[float32](v.data, row)), 32)
+		return sqlvalue.Float(float64(at[float32](v.data, row)), 32)
 	case mapping.TypeDouble:
-		return floatValue(at[float64](v.data, row), 64)
+		return sqlvalue.Float(at[float64](v.data, row), 64)
 	case mapping.TypeDecimal:
 		var digits string
 		switch v.d.internal {
@@ -382,7 +341,7 @@ func (v *view) value(row uint64, l *cellLimits) any {
 			micros       int64
 		}
 		iv := at[interval](v.data, row)
-		return formatInterval(iv.months, iv.days, iv.micros)
+		return sqlvalue.Interval(iv.months, iv.days, iv.micros)
 	case mapping.TypeUUID:
 		h := at[hugeint](v.data, row)
 		var b [16]byte
@@ -495,18 +454,6 @@ func formatUUID(b [16]byte) string {
 	return string(s[:])
 }
 
-// isoYear writes years outside 0000–9999 in ISO 8601's expanded form (±YYYYYY).
-func isoYear(y int) string {
-	switch {
-	case y >= 0 && y <= 9999:
-		return fmt.Sprintf("%04d", y)
-	case y < 0:
-		return fmt.Sprintf("-%06d", -y)
-	default:
-		return fmt.Sprintf("+%06d", y)
-	}
-}
-
 func formatDate(days int32) string {
 	switch days {
 	case math.MaxInt32:
@@ -516,7 +463,7 @@ func formatDate(days int32) string {
 	}
 	t := time.Unix(int64(days)*86400, 0).UTC()
 	y, m, d := t.Date()
-	return fmt.Sprintf("%s-%02d-%02d", isoYear(y), m, d)
+	return fmt.Sprintf("%s-%02d-%02d", sqlvalue.ISOYear(y), m, d)
 }
 
 // formatClock formats nanoseconds since midnight as hh:mm:ss[.fraction], with
@@ -529,19 +476,7 @@ func formatClock(nanos int64, digits int) string {
 	s := nanos / int64(time.Second)
 	nanos -= s * int64(time.Second)
 	out := fmt.Sprintf("%02d:%02d:%02d", h, m, s)
-	return out + fraction(nanos, digits)
-}
-
-func fraction(nanos int64, digits int) string {
-	if nanos == 0 {
-		return ""
-	}
-	f := fmt.Sprintf("%09d", nanos)[:digits]
-	f = strings.TrimRight(f, "0")
-	if f == "" {
-		return ""
-	}
-	return "." + f
+	return out + sqlvalue.Fraction(nanos, digits)
 }
 
 func formatOffset(seconds int) string {
@@ -578,52 +513,9 @@ func formatTimestamp(v int64, unit time.Duration, zone string) string {
 	}
 	t = t.UTC()
 	y, m, d := t.Date()
-	s := fmt.Sprintf("%s-%02d-%02dT%02d:%02d:%02d", isoYear(y), m, d, t.Hour(), t.Minute(), t.Second())
+	s := fmt.Sprintf("%s-%02d-%02dT%02d:%02d:%02d", sqlvalue.ISOYear(y), m, d, t.Hour(), t.Minute(), t.Second())
 	if digits > 0 {
-		s += fraction(int64(t.Nanosecond()), digits)
+		s += sqlvalue.Fraction(int64(t.Nanosecond()), digits)
 	}
 	return s + zone
-}
-
-// formatInterval writes an ISO 8601 duration, e.g. P1Y2M3DT4H5M6.5S.
-func formatInterval(months, days int32, micros int64) string {
-	var b strings.Builder
-	b.WriteString("P")
-	if y := months / 12; y != 0 {
-		fmt.Fprintf(&b, "%dY", y)
-	}
-	if m := months % 12; m != 0 {
-		fmt.Fprintf(&b, "%dM", m)
-	}
-	if days != 0 {
-		fmt.Fprintf(&b, "%dD", days)
-	}
-	if micros != 0 {
-		b.WriteString("T")
-		h := micros / 3_600_000_000
-		micros -= h * 3_600_000_000
-		m := micros / 60_000_000
-		micros -= m * 60_000_000
-		if h != 0 {
-			fmt.Fprintf(&b, "%dH", h)
-		}
-		if m != 0 {
-			fmt.Fprintf(&b, "%dM", m)
-		}
-		if micros != 0 {
-			neg := micros < 0
-			if neg {
-				micros = -micros
-			}
-			s := strconv.FormatInt(micros/1_000_000, 10) + fraction((micros%1_000_000)*1000, 6)
-			if neg {
-				s = "-" + s
-			}
-			fmt.Fprintf(&b, "%sS", s)
-		}
-	}
-	if b.Len() == 1 {
-		return "PT0S"
-	}
-	return b.String()
 }

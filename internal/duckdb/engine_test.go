@@ -3,6 +3,7 @@ package duckdb
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -509,5 +510,52 @@ func TestPrepare(t *testing.T) {
 	pid := workerPid(e, "d")
 	if _, err := e.Query(ctx, "d", both, "SELECT count(*) FROM b"); err != nil || workerPid(e, "d") != pid {
 		t.Errorf("query on a prepared worker: %v, worker %d (want %d)", err, workerPid(e, "d"), pid)
+	}
+}
+
+// TestKeywords checks Ident's keywords against the linked DuckDB: a word it
+// reserves or takes as a type or function name is quoted, and a name written
+// bare reads back as itself.
+func TestKeywords(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category IN ('reserved', 'type_function')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		want[w] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for w := range want {
+		if !keywords[w] {
+			t.Errorf("DuckDB keyword %q missing from keywords", w)
+		}
+	}
+	for w := range keywords {
+		if !want[w] {
+			t.Errorf("keywords lists %q, which this DuckDB does not reserve", w)
+		}
+	}
+	for _, name := range []string{"order", "species", "Species", "body mass", `a"b`, "2nd", "x2", "select", "join", "year", "value"} {
+		var got string
+		q := "SELECT * FROM (SELECT 1 AS " + QuoteIdent(name) + ") t(" + Ident(name) + ")"
+		if err := db.QueryRow("SELECT column_name FROM (DESCRIBE " + q + ")").Scan(&got); err != nil {
+			t.Errorf("%q written %s: %v", name, Ident(name), err)
+			continue
+		}
+		if got != name {
+			t.Errorf("%q written %s reads back as %q", name, Ident(name), got)
+		}
 	}
 }

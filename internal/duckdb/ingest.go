@@ -845,7 +845,7 @@ func (s *ingestSession) samples(src string, cols []datachat.Column) {
 	var idx []int
 	for i, c := range cols {
 		switch c.Type {
-		case TypeBlob, TypeList, TypeStruct, TypeMap:
+		case datachat.TypeBlob, datachat.TypeList, datachat.TypeStruct, datachat.TypeMap:
 			continue
 		}
 		exprs = append(exprs, fmt.Sprintf("list_filter(list(DISTINCT left(%s::VARCHAR, %d)), x -> x IS NOT NULL)[1:%d]::VARCHAR[]", QuoteIdent(c.Name), maxSampleChar+1, maxSamples))

@@ -14,7 +14,7 @@ import (
 	"datachat"
 )
 
-// Result is the result shape of DESIGN.md §3 (datachat.QueryResult), shared by
+// Result is the shape of a query result (datachat.QueryResult), shared by
 // POST …/sql, `sql --format json` and tool_call_result. Rows hold JSON-ready
 // values: nil, bool, int64, json.Number, string, []any and [Object].
 type Result = datachat.QueryResult

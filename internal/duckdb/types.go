@@ -1,28 +1,11 @@
 package duckdb
 
 import (
+	"datachat"
 	"fmt"
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2/mapping"
-)
-
-// Friendly type names of DESIGN.md §3, the Type of a [datachat.Column].
-const (
-	TypeInteger   = "integer"
-	TypeFloat     = "float"
-	TypeDecimal   = "decimal"
-	TypeText      = "text"
-	TypeBoolean   = "boolean"
-	TypeDate      = "date"
-	TypeTime      = "time"
-	TypeTimestamp = "timestamp"
-	TypeInterval  = "interval"
-	TypeBlob      = "blob"
-	TypeUUID      = "uuid"
-	TypeList      = "list"
-	TypeStruct    = "struct"
-	TypeMap       = "map"
 )
 
 // FriendlyType maps a DuckDB type as DuckDB spells it (DESCRIBE's column_type,
@@ -32,17 +15,17 @@ func FriendlyType(sqlType string) string {
 	t := strings.ToUpper(strings.TrimSpace(sqlType))
 	switch {
 	case t == "":
-		return TypeText
+		return datachat.TypeText
 	case strings.HasSuffix(t, "]"): // LIST T[] and ARRAY T[n]
-		return TypeList
+		return datachat.TypeList
 	case strings.HasPrefix(t, "STRUCT"), strings.HasPrefix(t, "UNION"), strings.HasPrefix(t, "ROW("):
-		return TypeStruct
+		return datachat.TypeStruct
 	case strings.HasPrefix(t, "MAP"):
-		return TypeMap
+		return datachat.TypeMap
 	case strings.HasPrefix(t, "DECIMAL"), strings.HasPrefix(t, "NUMERIC"):
-		return TypeDecimal
+		return datachat.TypeDecimal
 	case strings.HasPrefix(t, "ENUM"):
-		return TypeText
+		return datachat.TypeText
 	}
 	if i := strings.IndexByte(t, '('); i > 0 { // VARCHAR(10), TIMESTAMP(3)…
 		t = strings.TrimSpace(t[:i])
@@ -52,26 +35,26 @@ func FriendlyType(sqlType string) string {
 		"UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "INT16",
 		"INT32", "INT64", "INT128", "UINT8", "UINT16", "UINT32", "UINT64", "UINT128",
 		"SHORT", "LONG", "SIGNED", "BIGNUM", "VARINT":
-		return TypeInteger
+		return datachat.TypeInteger
 	case "FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8":
-		return TypeFloat
+		return datachat.TypeFloat
 	case "BOOLEAN", "BOOL", "LOGICAL":
-		return TypeBoolean
+		return datachat.TypeBoolean
 	case "DATE":
-		return TypeDate
+		return datachat.TypeDate
 	case "TIME", "TIME_NS", "TIMETZ", "TIME WITH TIME ZONE":
-		return TypeTime
+		return datachat.TypeTime
 	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP_US",
 		"TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "DATETIME":
-		return TypeTimestamp
+		return datachat.TypeTimestamp
 	case "INTERVAL":
-		return TypeInterval
+		return datachat.TypeInterval
 	case "BLOB", "BYTEA", "BINARY", "VARBINARY":
-		return TypeBlob
+		return datachat.TypeBlob
 	case "UUID":
-		return TypeUUID
+		return datachat.TypeUUID
 	}
-	return TypeText
+	return datachat.TypeText
 }
 
 // sqlType spells a logical type the way DuckDB's DESCRIBE does.
@@ -223,6 +206,47 @@ func quoteFieldName(s string) string {
 	}
 	return QuoteIdent(s)
 }
+
+// Ident writes an identifier as SQL text for a reader, a person or a model:
+// bare when DuckDB reads it back as the same name (lower-case letters, digits
+// and underscores, not starting with a digit, and not a keyword DuckDB
+// reserves), else quoted by [QuoteIdent]. SQL datachat runs quotes every
+// identifier with QuoteIdent.
+func Ident(s string) string {
+	plain := s != "" && !keywords[s]
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return QuoteIdent(s)
+}
+
+// keywords are the words DuckDB does not take as a bare column name: its
+// reserved and type_function keywords (duckdb_keywords(); TestKeywords checks
+// this list against the linked DuckDB).
+var keywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`
+		all analyse analyze and any array as asc asymmetric both case cast check
+		collate column constraint create default deferrable desc describe distinct
+		do else end except false fetch for foreign from group having in initially
+		intersect into lambda lateral leading limit not null offset on only or
+		order pivot pivot_longer pivot_wider placing primary qualify references
+		returning select show some summarize symmetric table then to trailing
+		true union unique unpivot using variadic when where window with
+		anti asof at authorization binary by collation columns concurrently cross
+		freeze full generated glob ilike inner is isnull join left like map
+		natural notnull outer overlaps positional right semi similar struct
+		tablesample try_cast unpack verbose`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // QuoteIdent quotes an SQL identifier for DuckDB.
 func QuoteIdent(s string) string {

@@ -33,7 +33,7 @@ const (
 var provider = llm.Provider{Name: "gemini", KeyVar: "GEMINI_API_KEY", URLVar: "GEMINI_BASE_URL"}
 
 // Options configure a [Client]. Zero values take the defaults; zero durations
-// take spec 002's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
+// take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
 // negative ones turn that timeout off.
 type Options struct {
 	APIKey            string

@@ -19,7 +19,7 @@ import (
 	"datachat"
 )
 
-// Config configures a [Client]. Zero durations take the spec 002 defaults; a
+// Config configures a [Client]. Zero durations take the package defaults; a
 // negative one turns that timeout (or the retry delay) off.
 type Config struct {
 	Provider Provider
@@ -38,7 +38,7 @@ type Config struct {
 	ErrorFromResponse func(status int, header http.Header, body []byte) *datachat.ProviderError
 }
 
-// Client sends requests to one provider with spec 002's timeouts, retry rule,
+// Client sends requests to one provider with its timeouts, the retry rule,
 // error mapping and logging. It is safe for concurrent use.
 type Client struct {
 	cfg     Config

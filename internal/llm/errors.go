@@ -188,8 +188,8 @@ func connectionProviderError(p Provider, err error, answered bool) *datachat.Pro
 	}
 }
 
-// retryable reports whether spec 002 allows retrying err: a connection error or
-// a timeout.
+// retryable reports whether err may be retried (once, after the retry
+// delay): a connection error or a timeout, never an answer of the provider.
 func retryable(err error) bool {
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) {

@@ -1,6 +1,6 @@
 // Package llm is what calling an LLM over HTTP needs, shared by the provider
 // packages (internal/gemini, internal/openai, internal/ollama): an HTTP client
-// with spec 002's connect, write and stream-idle timeouts, the retry-once rule,
+// with connect, write and stream-idle timeouts, the retry-once rule,
 // SSE and NDJSON readers, the mapping of failures to *datachat.ProviderError, and
 // the request log (llm_request_started, llm_response_chunk,
 // llm_request_completed).
@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// Defaults of spec 002 (DESIGN.md: LLM_CONNECT_TIMEOUT, LLM_STREAM_IDLE_TIMEOUT,
-// LLM_RETRY_DELAY).
+// Defaults of LLM_CONNECT_TIMEOUT, LLM_STREAM_IDLE_TIMEOUT and
+// LLM_RETRY_DELAY.
 const (
 	DefaultConnectTimeout    = 10 * time.Second
 	DefaultWriteTimeout      = 10 * time.Second

@@ -408,11 +408,7 @@ func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, SearchResults{}, datachat.Errorf(datachat.EINVALID, "query is required.")
 	}
-	k := in.TopK
-	if k <= 0 {
-		k = 5
-	}
-	res, err := t.o.Workspace.Search(ctx, conv, chat.SearchQuery{Text: in.Query, TopK: min(k, 20)})
+	res, err := t.o.Workspace.Search(ctx, conv, chat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
 	if err != nil {
 		return nil, SearchResults{}, err
 	}

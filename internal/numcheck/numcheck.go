@@ -102,7 +102,7 @@ type Result struct {
 	ToolCallID string
 	// Columns are the column names.
 	Columns []string
-	// Rows hold the JSON-ready values of DESIGN.md §3: nil, bool, int64,
+	// Rows hold the JSON-ready values of a query result: nil, bool, int64,
 	// json.Number, string, []any and ordered objects (any value JSON
 	// marshals); float64 and the other Go integer types are accepted too.
 	Rows [][]any

@@ -12,7 +12,7 @@ import (
 	"datachat"
 )
 
-// CheckFilters validates metadata filters from a user (spec 003's
+// CheckFilters validates metadata filters from a user (a request's
 // metadata_filters) against the allow-list (CHAT_ALLOWED_METADATA_KEYS): each
 // key must be in allowed — an empty list allows none — and each value a
 // string or a non-empty list of strings (numbers and booleans are taken as

@@ -13,8 +13,7 @@ import (
 	"datachat"
 )
 
-// Source is one retrieved chunk: spec 003's RetrievedDocument, the *source*
-// object of DESIGN.md §3.
+// Source is one retrieved chunk, as answers cite it (datachat.Source).
 //
 // Metadata holds "document" (the file name), "document_id", "page" (the PDF
 // page number, or null for formats without pages), "section" (the heading
@@ -50,8 +49,8 @@ func ReservedKey(k string) bool {
 
 // Search limits.
 const (
-	DefaultTopK = 5
-	MaxTopK     = 50
+	DefaultTopK = datachat.DefaultTopK
+	MaxTopK     = datachat.MaxTopK
 	// MaxQueryTerms caps the words of a query that are searched for.
 	MaxQueryTerms = 64
 	// rrfK is the constant of reciprocal rank fusion.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"datachat/internal/chat"
 )
 
-// chatQueryRequest is spec 003's ChatQueryRequest.
+// chatQueryRequest is the body of POST /chat/query.
 type chatQueryRequest struct {
 	Query           string         `json:"query"`
 	ConversationID  *string        `json:"conversation_id"`
@@ -23,7 +24,7 @@ type chatQueryRequest struct {
 	} `json:"override"`
 }
 
-// chatQueryResponse is spec 003's ChatQueryResponse.
+// chatQueryResponse is the answer of POST /chat/query.
 type chatQueryResponse struct {
 	ConversationID string            `json:"conversation_id"`
 	Answer         string            `json:"answer"`
@@ -46,7 +47,7 @@ type usageMetrics struct {
 	TotalTokens  *int64  `json:"total_tokens"`
 }
 
-// chatQuery answers one question in one request (spec 003), running the same
+// chatQuery answers one question in one request, running the same
 // turn as the WebSocket.
 func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -122,7 +123,8 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// turnOptions validates spec 003's override against its ranges and the
+// turnOptions validates a request's override (temperature, top_k, max tokens, model)
+// against its ranges and the
 // metadata filters against CHAT_ALLOWED_METADATA_KEYS.
 func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 	var opts chat.TurnOptions
@@ -134,8 +136,8 @@ func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 			opts.Temperature = t
 		}
 		if k := o.TopK; k != nil {
-			if *k <= 0 || *k > 50 {
-				return opts, datachat.Errorf(datachat.EINVALID, "override.top_k must be from 1 to 50, got %d.", *k)
+			if *k <= 0 || *k > datachat.MaxTopK {
+				return opts, datachat.Errorf(datachat.EINVALID, "override.top_k must be from 1 to %d, got %d.", datachat.MaxTopK, *k)
 			}
 			opts.TopK = *k
 		}
@@ -182,23 +184,35 @@ func (s *Server) checkFilters(filters map[string]any) error {
 	return nil
 }
 
-// turnError maps errors of a turn to the HTTP error they answer with.
+// turnError maps errors of a turn to the HTTP error they answer with, found
+// anywhere in err's chain: the same classification as a chat_error
+// (chat.ErrorEventFor), rendered as one message.
 func turnError(err error) error {
-	switch e := err.(type) {
-	case *chat.RateLimitError:
-		return rateLimited{e}
-	case *datachat.ProviderError:
-		ev := chat.ErrorEventFor(e)
-		msg := ev.Message
-		if ev.Reason != "" {
-			msg += " " + ev.Reason
-		}
-		if ev.SuggestedAction != "" {
-			msg += " " + ev.SuggestedAction
-		}
-		return datachat.WrapError(datachat.EPROVIDER, msg, e)
+	var rl *chat.RateLimitError
+	var pe *datachat.ProviderError
+	var se *chat.SaveError
+	switch {
+	case errors.As(err, &rl):
+		return rateLimited{rl}
+	case errors.As(err, &pe):
+		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
+	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
+		// Not saved for a reason the store did not name: the answer is kept
+		// and saved when it can be, as the event says.
+		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
 	}
 	return err
+}
+
+// eventText is a chat_error as one sentence after another.
+func eventText(ev chat.ErrorEvent) string {
+	msg := ev.Message
+	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
+		if s != "" {
+			msg += " " + s
+		}
+	}
+	return msg
 }
 
 // rateLimited is a rate-limit refusal: 429 with Retry-After.

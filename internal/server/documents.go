@@ -94,10 +94,10 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, datachat.Errorf(datachat.EINVALID, "Send {\"query\": \"…\"}."))
 		return
 	}
-	k := 5
+	k := datachat.DefaultTopK
 	if req.TopK != nil {
-		if *req.TopK <= 0 || *req.TopK > 50 {
-			s.error(w, r, datachat.Errorf(datachat.EINVALID, "top_k must be from 1 to 50, got %d.", *req.TopK))
+		if *req.TopK <= 0 || *req.TopK > datachat.MaxTopK {
+			s.error(w, r, datachat.Errorf(datachat.EINVALID, "top_k must be from 1 to %d, got %d.", datachat.MaxTopK, *req.TopK))
 			return
 		}
 		k = *req.TopK

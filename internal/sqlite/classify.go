@@ -66,7 +66,7 @@ func (c classifyingConnector) Connect(ctx context.Context) (driver.Conn, error) 
 		conn.Close()
 		return nil, errors.New("sqlite driver connection lacks an interface the store needs: " + reflect.TypeOf(conn).String())
 	}
-	return &classifyingConn{full}, nil
+	return &classifyingConn{c: full}, nil
 }
 
 // fullConn is what modernc.org/sqlite's connections implement and
@@ -82,7 +82,55 @@ type fullConn interface {
 	driver.Validator
 }
 
-type classifyingConn struct{ c fullConn }
+// classifyingConn classifies its connection's errors and keeps the
+// statements run on it prepared, by their text: the store runs the same few
+// dozen statements over and over, and preparing one costs more than running
+// it (BENCHMARKS.md, "Token latency").
+type classifyingConn struct {
+	c     fullConn
+	stmts map[string]*cachedStmt
+}
+
+// cachedStmt is a statement kept prepared on its connection; busy while rows
+// it returned are open (the statement cannot run again until they close).
+type cachedStmt struct {
+	s    fullStmt
+	busy bool
+}
+
+// maxCachedStmts bounds the statements kept prepared per connection; past it
+// a statement is prepared for each use, as without the cache.
+const maxCachedStmts = 128
+
+// cached returns the prepared statement for query, preparing it on first
+// use, or nil when it is busy or the cache is full. database/sql uses a
+// connection from one goroutine at a time, so no lock is needed.
+func (c *classifyingConn) cached(ctx context.Context, query string) (*cachedStmt, error) {
+	if cs, ok := c.stmts[query]; ok {
+		if cs.busy {
+			return nil, nil
+		}
+		return cs, nil
+	}
+	if len(c.stmts) >= maxCachedStmts {
+		return nil, nil
+	}
+	st, err := c.c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, classify(err)
+	}
+	fs, ok := st.(fullStmt)
+	if !ok {
+		st.Close()
+		return nil, nil
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*cachedStmt{}
+	}
+	cs := &cachedStmt{s: fs}
+	c.stmts[query] = cs
+	return cs, nil
+}
 
 func (c *classifyingConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
@@ -96,7 +144,15 @@ func (c *classifyingConn) PrepareContext(ctx context.Context, query string) (dri
 	return wrapStmt(s), nil
 }
 
-func (c *classifyingConn) Close() error { return classify(c.c.Close()) }
+func (c *classifyingConn) Close() error {
+	var errs []error
+	for q, cs := range c.stmts {
+		errs = append(errs, cs.s.Close())
+		delete(c.stmts, q)
+	}
+	errs = append(errs, c.c.Close())
+	return classify(errors.Join(errs...))
+}
 
 func (c *classifyingConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
@@ -111,16 +167,49 @@ func (c *classifyingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (d
 }
 
 func (c *classifyingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	r, err := c.c.ExecContext(ctx, query, args)
+	cs, err := c.cached(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	var r driver.Result
+	if cs != nil {
+		r, err = cs.s.ExecContext(ctx, args)
+	} else {
+		r, err = c.c.ExecContext(ctx, query, args)
+	}
 	return r, classify(err)
 }
 
 func (c *classifyingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	r, err := c.c.QueryContext(ctx, query, args)
+	cs, err := c.cached(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if cs == nil {
+		r, err := c.c.QueryContext(ctx, query, args)
+		if err != nil {
+			return nil, classify(err)
+		}
+		return wrapRows(r), nil
+	}
+	r, err := cs.s.QueryContext(ctx, args)
 	if err != nil {
 		return nil, classify(err)
 	}
-	return wrapRows(r), nil
+	cs.busy = true
+	return cachedRows{classifyingRows{r}, cs}, nil
+}
+
+// cachedRows frees its statement for the next use when closed.
+type cachedRows struct {
+	classifyingRows
+	cs *cachedStmt
+}
+
+func (r cachedRows) Close() error {
+	err := r.classifyingRows.Close()
+	r.cs.busy = false
+	return err
 }
 
 func (c *classifyingConn) Ping(ctx context.Context) error { return classify(c.c.Ping(ctx)) }

@@ -147,3 +147,51 @@ func TestClassifyCodes(t *testing.T) {
 		}
 	}
 }
+
+// A connection keeps its statements prepared; the same statement run while
+// its rows are still open (on the same connection, in one transaction) is
+// prepared apart, and both read what they should, then and on later uses.
+func TestCachedStatements(t *testing.T) {
+	db, err := openDB(filepath.Join(t.TempDir(), "cache.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	ctx := t.Context()
+	const q = `SELECT value FROM json_each(?) ORDER BY value`
+	for round := range 3 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer, err := tx.QueryContext(ctx, q, "[1,2,3]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for outer.Next() {
+			var v, w int
+			if err := outer.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.QueryRowContext(ctx, q, fmt.Sprintf("[%d]", 10*v)).Scan(&w); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS t (v INTEGER)`); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%d:%d", v, w))
+		}
+		if err := outer.Err(); err != nil {
+			t.Fatal(err)
+		}
+		outer.Close()
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if g, want := strings.Join(got, " "), "1:10 2:20 3:30"; g != want {
+			t.Fatalf("round %d: got %q, want %q", round, g, want)
+		}
+	}
+}

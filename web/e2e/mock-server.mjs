@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A stand-in for `datachat serve`, for working on the page and its browser test
-// without the Go server: it serves web/ from disk and fakes DESIGN.md §3's API
+// without the Go server: it serves web/ from disk and fakes the server's HTTP API
 // (conversations, datasets, documents) and WebSocket with a scripted assistant.
 // It is not the product and not what CI runs (CI runs run.mjs against the real
 // server with a scripted LLM fake); it only has to speak the same protocol.

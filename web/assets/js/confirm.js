@@ -1,4 +1,4 @@
-// The confirmation dialog (spec 004): the model asks before running an action;
+// The confirmation dialog: the model asks before running an action;
 // the user approves or declines, with an optional note.
 
 import { h, clear, formatCount } from './dom.js';

@@ -1,0 +1,659 @@
+// Command tokens measures the path a token takes through datachat, from the
+// provider's stream to the browser's WebSocket (BENCHMARKS.md, "Token
+// latency"): N conversations stream answers at once from an in-process fake
+// of the OpenAI protocol (internal/llmtest, each chunk stamped with the time
+// it was written) through `datachat serve` to WebSocket clients, and the
+// latency of every token is the client's read minus the fake's stamp. The
+// baseline, run in the same invocation, reads the same fake's streams
+// directly over HTTP: the floor the fake, the clients and loopback set on
+// this machine.
+//
+// Several builds can be compared in one run (before and after a change),
+// each against a fresh server, in rounds that alternate them with the
+// baseline, so that all see the same machine:
+//
+//	go run ./bench/tokens                                  # this tree, N = 100 and 500
+//	go run ./bench/tokens -bin before=/tmp/old,after=/tmp/new -rounds 2
+//	go run ./bench/tokens -n 500 -profile /tmp/prof        # DATACHAT_PROFILE_DIR for each server
+//
+// Every loop is bounded by count and time; traffic goes to 127.0.0.1 only.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"datachat/internal/llm"
+	"datachat/internal/llmtest"
+)
+
+type options struct {
+	levels   []int
+	turns    int
+	tokens   int
+	rate     float64
+	think    time.Duration
+	duration time.Duration
+	tool     string
+	rounds   int
+	bins     []build
+	profile  string
+	keep     bool
+}
+
+type build struct{ name, path string }
+
+func main() {
+	log.SetFlags(0)
+	debug.SetGCPercent(400) // the harness shares the cores with the server
+	var o options
+	levels := flag.String("n", "100,500", "comma-separated numbers of concurrent conversations")
+	flag.IntVar(&o.turns, "turns", 3, "turns per conversation")
+	flag.IntVar(&o.tokens, "tokens", 40, "streamed chunks (tokens) per answer")
+	flag.Float64Var(&o.rate, "rate", 20, "tokens per second each answer streams at")
+	flag.DurationVar(&o.think, "think", time.Second, "longest pause between a conversation's turns (random, uniform)")
+	flag.DurationVar(&o.duration, "duration", 60*time.Second, "per run: no turn starts after this, and each turn must end within it")
+	flag.StringVar(&o.tool, "tool", "search_documents", "the tool the fake calls before each answer (search_documents, or none)")
+	flag.IntVar(&o.rounds, "rounds", 1, "times each level runs the baseline and every build, alternating")
+	bins := flag.String("bin", "", "builds to compare, name=path,… (default: go build ./cmd/datachat, named head)")
+	flag.StringVar(&o.profile, "profile", "", "directory: each server runs with DATACHAT_PROFILE_DIR=DIR/NAME-nN-rR")
+	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
+	flag.Parse()
+	for _, s := range strings.Split(*levels, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			log.Fatalf("-n: %q is not a positive number", s)
+		}
+		o.levels = append(o.levels, n)
+	}
+	if o.tool != "search_documents" && o.tool != "none" {
+		log.Fatalf("-tool: want search_documents or none, got %q", o.tool)
+	}
+	work, err := os.MkdirTemp("", "datachat-tokens-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !o.keep {
+		defer os.RemoveAll(work)
+	}
+	for _, kv := range strings.Split(*bins, ",") {
+		if name, path, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			o.bins = append(o.bins, build{name, path})
+		}
+	}
+	if len(o.bins) == 0 {
+		path := filepath.Join(work, "datachat")
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/datachat")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			log.Fatalf("go build: %v (run from the repository root)", err)
+		}
+		o.bins = []build{{"head", path}}
+	}
+	printMachine()
+
+	var rows []result
+	for _, n := range o.levels {
+		for round := 1; round <= o.rounds; round++ {
+			// The baseline between the builds, in a rotating order.
+			runs := append([]string{"baseline"}, names(o.bins)...)
+			k := (round - 1) % len(runs)
+			runs = append(runs[k:], runs[:k]...)
+			for _, what := range runs {
+				var r result
+				if what == "baseline" {
+					r = runBaseline(o, n)
+				} else {
+					r = runServer(o, work, n, round, binNamed(o.bins, what))
+				}
+				r.n, r.round, r.what = n, round, what
+				fmt.Println(r.line())
+				rows = append(rows, r)
+			}
+		}
+	}
+	fmt.Println()
+	fmt.Println("| N | round | run | turns | tokens | latency p50 / p90 / p99 / max (ms) | server CPU per token (µs) | harness CPU per token (µs) | server CPU (cores) | errors | lost |")
+	fmt.Println("|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Println(r.row())
+	}
+}
+
+func names(bins []build) []string {
+	var s []string
+	for _, b := range bins {
+		s = append(s, b.name)
+	}
+	return s
+}
+
+func binNamed(bins []build, name string) build {
+	for _, b := range bins {
+		if b.name == name {
+			return b
+		}
+	}
+	panic(name)
+}
+
+func printMachine() {
+	model, mem := "?", "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); m != nil {
+			model = string(m[1])
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.Atoi(string(m[1]))
+			mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("machine: %d cores (%s), %s RAM, %s/%s, %s; load average %s",
+		runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+}
+
+// result is one run: the baseline or one build at one N.
+type result struct {
+	n, round    int
+	what        string
+	lat         []time.Duration // sorted
+	turns       int
+	tokens      int // stamped tokens received
+	lost        int // stamped tokens sent in completed turns but not received
+	serverCPU   time.Duration
+	harnessCPU  time.Duration
+	wall        time.Duration
+	errs        map[string]int
+	loadAverage string
+}
+
+func (r result) errCount() int {
+	n := 0
+	for _, v := range r.errs {
+		n += v
+	}
+	return n
+}
+
+func (r result) perToken(d time.Duration) string {
+	if r.tokens == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(d.Nanoseconds())/1e3/float64(r.tokens))
+}
+
+func (r result) line() string {
+	var kinds []string
+	for k, v := range r.errs {
+		kinds = append(kinds, fmt.Sprintf("%d× %s", v, k))
+	}
+	slices.Sort(kinds)
+	return fmt.Sprintf("N=%d round %d %s: %d turns, %d tokens in %.1fs; latency p50 %s p90 %s p99 %s max %s ms; CPU per token: server %s µs, harness %s µs; errors %v; lost %d; load %s",
+		r.n, r.round, r.what, r.turns, r.tokens, r.wall.Seconds(),
+		ms(pct(r.lat, .5)), ms(pct(r.lat, .9)), ms(pct(r.lat, .99)), ms(pct(r.lat, 1)),
+		r.perToken(r.serverCPU), r.perToken(r.harnessCPU), kinds, r.lost, r.loadAverage)
+}
+
+func (r result) row() string {
+	server, cores := "-", "-"
+	if r.what != "baseline" {
+		server, cores = r.perToken(r.serverCPU), fmt.Sprintf("%.2f", r.serverCPU.Seconds()/r.wall.Seconds())
+	}
+	return fmt.Sprintf("| %d | %d | %s | %d | %d | %s / %s / **%s** / %s | %s | %s | %s | %d | %d |",
+		r.n, r.round, r.what, r.turns, r.tokens,
+		ms(pct(r.lat, .5)), ms(pct(r.lat, .9)), ms(pct(r.lat, .99)), ms(pct(r.lat, 1)),
+		server, r.perToken(r.harnessCPU), cores, r.errCount(), r.lost)
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(float64(len(sorted)-1)*p)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+
+func loadAverage() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// chunks is the answer every turn streams.
+func chunks(o options) []string {
+	c := make([]string, o.tokens)
+	for i := range c {
+		c[i] = fmt.Sprintf("tok%02d ", i)
+	}
+	return c
+}
+
+func delay(o options) llmtest.Duration {
+	return llmtest.Duration(time.Duration(float64(time.Second) / o.rate))
+}
+
+// conversation is what one client saw.
+type conversation struct {
+	lat    []time.Duration
+	tokens int
+	lost   int
+	turns  int
+	errs   map[string]int
+}
+
+func (c *conversation) fail(kind string) {
+	if c.errs == nil {
+		c.errs = map[string]int{}
+	}
+	c.errs[kind]++
+}
+
+// drive runs n clients, the i-th starting i/n of a second in, each running
+// its turns through one with a pause of up to o.think between them. No turn
+// starts after o.duration, and each ends by then plus o.duration.
+func drive(o options, n int, turn func(ctx context.Context, i, t int, c *conversation) error) (results []*conversation, wall time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.duration)
+	defer cancel()
+	results = make([]*conversation, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		results[i] = &conversation{}
+		wg.Go(func() {
+			c := results[i]
+			time.Sleep(time.Duration(i) * time.Second / time.Duration(n))
+			for t := range o.turns {
+				if t > 0 && o.think > 0 {
+					time.Sleep(time.Duration(rand.Int64N(int64(o.think))))
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				tctx, tcancel := context.WithTimeout(context.Background(), o.duration)
+				err := turn(tctx, i, t, c)
+				tcancel()
+				if err != nil {
+					c.fail(err.Error())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return results, time.Since(start)
+}
+
+func collect(r *result, convs []*conversation) {
+	for _, c := range convs {
+		r.lat = append(r.lat, c.lat...)
+		r.tokens += c.tokens
+		r.lost += c.lost
+		r.turns += c.turns
+		for k, v := range c.errs {
+			if r.errs == nil {
+				r.errs = map[string]int{}
+			}
+			r.errs[k] += v
+		}
+	}
+	slices.Sort(r.lat)
+}
+
+// runBaseline streams the answers from a fake straight to n HTTP clients.
+func runBaseline(o options, n int) result {
+	fake, err := llmtest.Start(llmtest.OpenAI, llmtest.Script{StampTime: true,
+		Default: &llmtest.Turn{Text: chunks(o), Delay: delay(o)}}, "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fake.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	r := result{loadAverage: loadAverage()}
+	self0 := selfCPU()
+	convs, wall := drive(o, n, func(ctx context.Context, _, _ int, c *conversation) error {
+		body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+		req, _ := http.NewRequestWithContext(ctx, "POST", fake.URL+"/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return errors.New("baseline request failed")
+		}
+		defer resp.Body.Close()
+		sse := llm.NewSSEReader(resp.Body)
+		got := 0
+		for {
+			ev, err := sse.Next()
+			at := time.Now()
+			if err != nil {
+				break
+			}
+			var chunk struct {
+				Choices []struct {
+					Delta struct {
+						Content string `json:"content"`
+					} `json:"delta"`
+				} `json:"choices"`
+			}
+			if json.Unmarshal([]byte(ev.Data), &chunk) != nil || len(chunk.Choices) == 0 {
+				continue
+			}
+			stamps, _ := llmtest.Stamps(chunk.Choices[0].Delta.Content)
+			for _, st := range stamps {
+				c.lat = append(c.lat, at.Sub(st))
+			}
+			got += len(stamps)
+		}
+		c.turns++
+		c.tokens += got
+		c.lost += o.tokens - got
+		return nil
+	})
+	r.wall, r.harnessCPU = wall, selfCPU()-self0
+	collect(&r, convs)
+	return r
+}
+
+// runServer runs n conversations through a fresh `datachat serve` of b.
+func runServer(o options, work string, n, round int, b build) result {
+	turns := n * o.turns
+	s := llmtest.Script{StampTime: true, Default: &llmtest.Turn{Text: []string{"(script exhausted)"}}}
+	for range turns {
+		answer := llmtest.Turn{Text: chunks(o), Delay: delay(o)}
+		if o.tool == "none" {
+			s.Turns = append(s.Turns, answer)
+			continue
+		}
+		answer.Match = &llmtest.Match{LastRole: "tool"}
+		s.Turns = append(s.Turns,
+			llmtest.Turn{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call(o.tool, `{"query":"regional revenue"}`)}},
+			answer)
+	}
+	fake, err := llmtest.Start(llmtest.OpenAI, s, "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer fake.Close()
+	env := map[string]string{"LLM_PROVIDER": "openai", "OPENAI_API_KEY": "tokens", "OPENAI_BASE_URL": fake.URL}
+	if o.profile != "" {
+		env["DATACHAT_PROFILE_DIR"] = filepath.Join(o.profile, fmt.Sprintf("%s-n%d-r%d", b.name, n, round))
+	}
+	srv := startServer(work, fmt.Sprintf("%s-n%d-r%d", b.name, n, round), b.path, env)
+	defer srv.stop()
+	ids := createConversations(srv, n)
+	// serve compiles PDFium in the background after it starts (a few seconds
+	// of one core): the load starts once that is done.
+	waitIdle(srv.pid)
+
+	r := result{loadAverage: loadAverage()}
+	cpu0, self0 := procCPU(srv.pid), selfCPU()
+	conns := make([]*websocket.Conn, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.CloseNow()
+			}
+		}
+	}()
+	convs, wall := drive(o, n, func(ctx context.Context, i, t int, c *conversation) error {
+		if conns[i] == nil {
+			conn, _, err := websocket.Dial(ctx, "ws://"+srv.addr+"/ws?conversation_id="+ids[i], &websocket.DialOptions{
+				Subprotocols: []string{"datachat.v1", "datachat.key." + srv.key},
+			})
+			if err != nil {
+				return errors.New("dial failed")
+			}
+			conn.SetReadLimit(1 << 20)
+			conns[i] = conn
+		}
+		conn := conns[i]
+		msg, _ := json.Marshal(map[string]any{"type": "chat_send", "data": map[string]string{"content": fmt.Sprintf("Question %d: revenue by region?", t+1)}})
+		if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
+			return errors.New("write failed")
+		}
+		got := 0
+		for {
+			_, data, err := conn.Read(ctx)
+			at := time.Now()
+			if err != nil {
+				return errors.New("read failed or timed out")
+			}
+			var ev struct {
+				Type string `json:"type"`
+				Data struct {
+					Token, Status, Message string
+				} `json:"data"`
+			}
+			if json.Unmarshal(data, &ev) != nil {
+				return errors.New("bad event")
+			}
+			switch ev.Type {
+			case "chat_token":
+				stamps, _ := llmtest.Stamps(ev.Data.Token)
+				for _, st := range stamps {
+					c.lat = append(c.lat, at.Sub(st))
+				}
+				got += len(stamps)
+			case "chat_complete":
+				c.tokens += got
+				if ev.Data.Status != "complete" {
+					c.fail("chat_complete " + ev.Data.Status)
+					return nil
+				}
+				c.turns++
+				c.lost += o.tokens - got
+				return nil
+			case "chat_error":
+				c.tokens += got
+				c.fail("chat_error: " + ev.Data.Message)
+				return nil
+			}
+		}
+	})
+	r.wall = wall
+	r.serverCPU, r.harnessCPU = procCPU(srv.pid)-cpu0, selfCPU()-self0
+	collect(&r, convs)
+	return r
+}
+
+// server is a `datachat serve` process.
+type server struct {
+	cmd       *exec.Cmd
+	pid       int
+	addr, key string
+	log       *os.File
+}
+
+var (
+	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
+	keyRE     = regexp.MustCompile(`#key=(\S+)`)
+)
+
+// startServer starts serve on a fresh data directory (SQLite) and waits for
+// /healthz.
+func startServer(work, name, bin string, env map[string]string) *server {
+	dir, err := os.MkdirTemp(work, name+"-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	vars := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
+		"DATACHAT_DATA_DIR": filepath.Join(dir, "data"), "DATACHAT_ADDR": "127.0.0.1:0",
+		"DATACHAT_LOG_FORMAT": "json", "DATACHAT_LOG_LEVEL": "info",
+		"DATACHAT_RATE_LIMIT_RPM": "0", "DATACHAT_TOKENS_PER_DAY": "0",
+		"DATACHAT_MAX_WS_PER_USER": "0", "DATACHAT_MAX_CONNECTIONS": "0",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	s := &server{log: logf, cmd: exec.Command(bin, "serve")}
+	for k, v := range vars {
+		s.cmd.Env = append(s.cmd.Env, k+"="+v)
+	}
+	stdout, _ := s.cmd.StdoutPipe()
+	stderr, _ := s.cmd.StderrPipe()
+	if err := s.cmd.Start(); err != nil {
+		log.Fatalf("start serve: %v", err)
+	}
+	s.pid = s.cmd.Process.Pid
+	addr, key := make(chan string, 1), make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
+				key <- m[1]
+			}
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case s.addr = <-addr:
+	case <-time.After(30 * time.Second):
+		log.Fatalf("serve did not start; see %s", logf.Name())
+	}
+	select {
+	case s.key = <-key:
+	case <-time.After(5 * time.Second):
+		log.Fatal("no login URL from serve")
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			log.Fatalf("/healthz never answered; see %s", logf.Name())
+		}
+	}
+	return s
+}
+
+// stop ends the server with SIGTERM, as an operator would (the profiles of
+// DATACHAT_PROFILE_DIR are written then).
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.log.Close()
+}
+
+// createConversations creates n conversations, 16 at a time.
+func createConversations(s *server, n int) []string {
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			req, _ := http.NewRequest("POST", "http://"+s.addr+"/api/conversations", strings.NewReader(fmt.Sprintf(`{"title":"tokens %d"}`, i)))
+			req.Header.Set("X-API-Key", s.key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				log.Fatalf("create conversation: %v", err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var c struct {
+				ID string `json:"id"`
+			}
+			if resp.StatusCode != 201 || json.Unmarshal(b, &c) != nil {
+				log.Fatalf("create conversation: HTTP %d %s", resp.StatusCode, b)
+			}
+			ids[i] = c.ID
+		})
+	}
+	wg.Wait()
+	return ids
+}
+
+// waitIdle waits, for at most 30 s, until the process used under 5 % of a
+// core over half a second.
+func waitIdle(pid int) {
+	const every = 500 * time.Millisecond
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		c0 := procCPU(pid)
+		time.Sleep(every)
+		if procCPU(pid)-c0 < every/20 {
+			return
+		}
+	}
+	log.Printf("server %d still busy after 30 s; measuring anyway", pid)
+}
+
+// procCPU is the CPU time (user + system) a process used so far.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): utime and stime
+	// are the 12th and 13th.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
