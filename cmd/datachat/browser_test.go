@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 // needTool skips when a tool the test needs is missing, except in CI, which
@@ -59,8 +60,8 @@ func TestBrowser(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	csv, _ := filepath.Abs("testdata/penguins.csv")
-	doc, _ := filepath.Abs("testdata/dmca.pdf")
+	files := t.TempDir()
+	csv, doc := testfiles.Penguins(t, files), testfiles.DMCA(t, files)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

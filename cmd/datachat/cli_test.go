@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 // TestHelpAndUsage runs the built command: help goes to stdout with status
@@ -88,7 +89,7 @@ func TestOneShotCommandsLogQuietly(t *testing.T) {
 		{Match: &llmtest.Match{LastRole: "tool"}, Reply: "344."},
 	}})
 	unset := map[string]string{"DATACHAT_LOG_LEVEL": "", "DATACHAT_LOG_FORMAT": "", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"}
-	_, stderr, err := runMain(t, testEnv(t, unset), "ask", "--data", "testdata/penguins.csv", "How many penguins?")
+	_, stderr, err := runMain(t, testEnv(t, unset), "ask", "--data", testfiles.Penguins(t, t.TempDir()), "How many penguins?")
 	if err != nil {
 		t.Fatal(err)
 	}
