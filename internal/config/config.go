@@ -92,6 +92,15 @@ type Config struct {
 	LogFormat    string // json, text
 	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
 	LogFormatSet bool   // DATACHAT_LOG_FORMAT was given (else LogFormat is the default, json)
+
+	// SecretKey is DATACHAT_SECRET_KEY, the key that seals database sources'
+	// credentials (32 bytes in standard base64); "" means the key file
+	// secret.key in DataDir, made on first use.
+	SecretKey string
+	// Sources is DATACHAT_SOURCES: the database sources serve applies when
+	// it starts (a list in the --config file). nil when not set; an empty
+	// list when set to none.
+	Sources []SourceConfig
 }
 
 // Provider names.
@@ -179,6 +188,9 @@ func Load(path string, env Lookup) (*Config, error) {
 
 		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
+
+		SecretKey: p.secretKey("DATACHAT_SECRET_KEY"),
+		Sources:   p.sources("DATACHAT_SOURCES"),
 	}
 	_, c.OllamaHostSet = get("OLLAMA_HOST")
 	_, c.LogLevelSet = p.raw("DATACHAT_LOG_LEVEL")
@@ -344,6 +356,14 @@ func readFile(path string) (map[string]string, error) {
 		key := strings.ToUpper(k)
 		if !known[key] {
 			return nil, fmt.Errorf("--config %s: unknown key %q", path, k)
+		}
+		if key == "DATACHAT_SOURCES" { // a list of mappings, parsed as such
+			text, err := yamlText(v)
+			if err != nil {
+				return nil, fmt.Errorf("--config %s: DATACHAT_SOURCES: want a list of sources", path)
+			}
+			out[key] = text
+			continue
 		}
 		switch v := v.(type) {
 		case nil:
@@ -625,6 +645,7 @@ func init() {
 		"DATACHAT_SQL_RPM", "DATACHAT_SEARCH_RPM", "DATACHAT_UPLOADS_PER_HOUR",
 		"DATACHAT_MAX_WS_PER_USER", "DATACHAT_MAX_CONNECTIONS",
 		"DATACHAT_BODY_READ_TIMEOUT", "DATACHAT_BODY_MIN_BYTES",
+		"DATACHAT_SECRET_KEY", "DATACHAT_SOURCES",
 	} {
 		known[k] = true
 	}
