@@ -183,7 +183,7 @@ func databasesText(sources []SourceInfo) string {
 			}
 		}
 	}
-	return b.String()
+	return strings.TrimRight(b.String(), "\n")
 }
 
 // quoteIdentFor quotes a column name as a source's SQL needs it: double
