@@ -668,3 +668,11 @@ func closedPort(t *testing.T) string {
 	ln.Close()
 	return addr
 }
+
+// runMainOut runs one command and returns what it printed on stdout and
+// stderr together.
+func runMainOut(t *testing.T, env func(string) (string, bool), args ...string) (string, error) {
+	t.Helper()
+	stdout, stderr, err := runMain(t, env, args...)
+	return stdout + stderr, err
+}
