@@ -19,7 +19,8 @@ import (
 // so a source removed or changed with `datachat sources` while serve runs is
 // refused, or reopened, on its next use. Each source's connections are a pool
 // (dbsource.DB) opened on first use and kept for the process; a pool whose
-// source is gone or changed is closed.
+// source is gone or changed is closed when the user lists sources or a turn
+// describes them, and every pool when the process stops.
 //
 // A source not granted to the user answers ENOTFOUND, as an unknown one does,
 // so the names of other users' sources do not leak. Credentials never leave
@@ -209,6 +210,13 @@ func (s *Sources) Describe(ctx context.Context, user *datachat.User, conversatio
 	if err != nil {
 		return nil, err
 	}
+	if len(list) > 0 { // a turn on sources: close the pools of those removed meanwhile
+		all, err := s.Store.DBSources(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.prune(all)
+	}
 	out := make([]chat.SourceInfo, 0, len(list))
 	for _, src := range list {
 		info := chat.SourceInfo{Name: src.Name, Kind: src.Kind}
@@ -313,13 +321,6 @@ func (s *Sources) prune(all []*datachat.DBSource) {
 			s.closeLocked(name)
 		}
 	}
-}
-
-// Forget closes the pool of a source, if open (after `sources remove`).
-func (s *Sources) Forget(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closeLocked(name)
 }
 
 // closeLocked closes a pool in the background: closing waits for the
