@@ -465,12 +465,19 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 		t.Errorf("after the write attempt the table has %d rows, want %d", n, len(rows))
 	}
 
-	// Removed while serve runs: no longer listed, attached or queried.
+	// Removed while serve runs: no longer listed, attached or queried, and
+	// its connections closed.
+	if got := m.Server.Sources.Open(); len(got) != 1 || got[0] != "warehouse" {
+		t.Errorf("pools open before remove: %q, want warehouse's", got)
+	}
 	if _, err := run("sources", "remove", "warehouse"); err != nil {
 		t.Fatal(err)
 	}
 	if st, body := call("GET", "/api/sources", alice, ""); st != 200 || body != "{\"sources\":[]}\n" {
 		t.Errorf("GET /api/sources after remove: %d %s", st, body)
+	}
+	if got := m.Server.Sources.Open(); len(got) != 0 {
+		t.Errorf("pools open after remove: %q, want none", got)
 	}
 	if got := ask("Count them again please"); !strings.Contains(got, `no database named "warehouse" is attached`) {
 		t.Errorf("a query on a removed source: answer %q, want it refused", got)
