@@ -83,6 +83,22 @@ type Message struct {
 	// streamed, so a reopened answer reads as it did live. Content is the
 	// text of its text parts, joined.
 	Parts []Part `json:"parts,omitempty"`
+	// NumberChecks are the numbers of an answer's text checked against what
+	// it was built from (internal/numcheck): stored when it ends.
+	NumberChecks []NumberCheck `json:"number_checks,omitempty"`
+}
+
+// NumberCheck is one number of an answer and whether it was found in the
+// answer's evidence. Start and End count characters (runes) of the answer's
+// text. Source is where it was found — {"tool_call_id","row","column"} (a
+// result cell, or with null row and column the result's row count),
+// {"question": true}, {"source_id"} of an excerpt — or null when unmatched.
+type NumberCheck struct {
+	Text   string          `json:"text"`
+	Start  int             `json:"start"`
+	End    int             `json:"end"`
+	Status string          `json:"status"`
+	Source json.RawMessage `json:"source"`
 }
 
 // Part types.

@@ -3,6 +3,8 @@ package datachat
 import (
 	"errors"
 	"fmt"
+	"syscall"
+	"time"
 )
 
 // Error codes. Each maps to one HTTP status in internal/server and nowhere else.
@@ -70,4 +72,109 @@ func ErrorMessage(err error) string {
 	default:
 		return "Internal error."
 	}
+}
+
+// Conditions of the server itself — its database cannot be reached, its disk
+// is full — are not the request's fault, nor a bug. They are classified once,
+// where the failure is recognised (each store package classifies its own
+// errors; whatever writes files classifies a full disk), as an EBUSY *Error
+// (503) with a fixed message and a *Condition as its cause: the Condition says
+// when to try again, which the server sends as Retry-After, and, for a
+// chat_error, what is wrong and what to do.
+var (
+	// ErrStoreUnavailable is in the chain of a store error that means the
+	// database cannot be reached or cannot answer now (see StoreUnavailable).
+	ErrStoreUnavailable = errors.New("database unavailable")
+	// ErrNoSpace is in the chain of an error caused by a full disk (see
+	// NoSpace).
+	ErrNoSpace = errors.New("no space left on the server's disk")
+)
+
+// How long clients are asked to wait (Retry-After) in each condition: a
+// database outage usually ends in seconds (a restart, a failover), a full
+// disk needs someone to free space.
+const (
+	StoreRetryAfter   = 5 * time.Second
+	NoSpaceRetryAfter = time.Minute
+)
+
+// Condition is the cause of the EBUSY error of a condition of the server
+// (StoreUnavailable, NoSpace). Its RetryAfter is the Retry-After the server
+// sends; Reason and SuggestedAction fill a chat_error.
+type Condition struct {
+	Kind            error // ErrStoreUnavailable or ErrNoSpace
+	Reason          string
+	SuggestedAction string
+	After           time.Duration
+	Err             error // the failure the condition was recognised from, for logs
+}
+
+func (c *Condition) Error() string {
+	if c.Err == nil {
+		return c.Kind.Error()
+	}
+	return c.Kind.Error() + ": " + c.Err.Error()
+}
+
+// Unwrap gives errors.Is the Kind and errors.As the original failure (a
+// driver's error type, syscall.ENOSPC…).
+func (c *Condition) Unwrap() []error { return []error{c.Kind, c.Err} }
+
+// RetryAfter is when to try again.
+func (c *Condition) RetryAfter() time.Duration { return c.After }
+
+// StoreUnavailable returns the error of a store operation that failed because
+// the database cannot be reached or cannot answer now — connection refused or
+// reset, the server shutting down, a lock held past the store's timeout, an
+// I/O error — with err, the driver's error, as its cause. An err already
+// classified is returned as it is.
+func StoreUnavailable(err error) error {
+	if classified(err) {
+		return err
+	}
+	return &Error{Code: EBUSY, Message: "The database is unavailable; try again in a few seconds.", Err: &Condition{
+		Kind:            ErrStoreUnavailable,
+		Reason:          "The server cannot reach its database, or the database cannot answer now.",
+		SuggestedAction: "Try again in a few seconds. If it goes on, tell the server's administrator.",
+		After:           StoreRetryAfter,
+		Err:             err,
+	}}
+}
+
+// NoSpace returns the error of an operation that failed because the disk
+// holding the server's data is full, with err, the failure, as its cause.
+// The message names no file: the user's upload is not at fault. An err
+// already classified is returned as it is.
+func NoSpace(err error) error {
+	if classified(err) {
+		return err
+	}
+	return &Error{Code: EBUSY, Message: "The server is out of disk space; nothing new can be stored until space is freed.", Err: &Condition{
+		Kind:            ErrNoSpace,
+		Reason:          "The disk that holds the server's data is full.",
+		SuggestedAction: "Delete datasets, documents or conversations you no longer need, or ask the server's administrator to free disk space, then try again.",
+		After:           NoSpaceRetryAfter,
+		Err:             err,
+	}}
+}
+
+// IsNoSpace reports whether err comes from a full disk: ErrNoSpace, or the
+// operating system's ENOSPC or EDQUOT, in its chain.
+func IsNoSpace(err error) bool {
+	return errors.Is(err, ErrNoSpace) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// ClassifyNoSpace returns NoSpace(err) when err comes from a full disk
+// (IsNoSpace), else err unchanged.
+func ClassifyNoSpace(err error) error {
+	if err != nil && IsNoSpace(err) {
+		return NoSpace(err)
+	}
+	return err
+}
+
+// classified reports whether err already carries a Condition.
+func classified(err error) bool {
+	var c *Condition
+	return errors.As(err, &c)
 }

@@ -17,11 +17,13 @@ import (
 	"datachat/internal/config"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
+	"datachat/internal/extract"
 	"datachat/internal/gemini"
 	"datachat/internal/ollama"
 	"datachat/internal/openai"
 	"datachat/internal/postgres"
 	"datachat/internal/retrieval"
+	"datachat/internal/scratch"
 	"datachat/internal/workspace"
 )
 
@@ -30,10 +32,30 @@ import (
 // backend names (DATACHAT_RETRIEVAL's values).
 func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*workspace.Workspace, error) {
 	cfg := m.Config
-	tmp := filepath.Join(dataDir, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
+	tmpParent, datasetsParent, parents := tempParents(dataDir)
+	m.sweepTemp(parents)
+	tmp, err := scratch.Claim(tmpParent.dir)
+	if err != nil {
 		return nil, fmt.Errorf("DATACHAT_DATA_DIR: %w", err)
 	}
+	m.closers = append(m.closers, tmp.Release)
+	uploads, err := scratch.Claim(datasetsParent.dir)
+	if err != nil {
+		return nil, fmt.Errorf("DATACHAT_DATA_DIR: %w", err)
+	}
+	m.closers = append(m.closers, uploads.Release)
+	var reserve *scratch.Reserve
+	if m.Command == "serve" { // the one command whose users delete
+		reserve = tmp.Reserve(scratch.DefaultReserve)
+		if err := reserve.Hold(); err != nil {
+			m.Logger.Warn("the disk is full: no space is held back for deletes until space is freed", slog.String("error", err.Error()))
+		}
+	}
+	m.closers = append(m.closers, m.sweepTempEvery(parents, []*scratch.Dir{tmp, uploads}, reserve))
+	extractor := extract.NewExtractor(extract.PDFOptions{})
+	extractor.TempDir = tmp.Path()
+	m.closers = append(m.closers, extractor.Close)
+
 	engine, err := duckdb.New(duckdb.Options{
 		Timeout:       cfg.QueryTimeout,
 		MemoryLimit:   cfg.QueryMemory,
@@ -41,7 +63,7 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 		Workers:       cfg.SQLWorkers,
 		IngestWorkers: max(1, cfg.SQLWorkers/2),
 		IngestTimeout: cfg.IngestTimeout,
-		TempDir:       tmp,
+		TempDir:       tmp.Path(),
 		Logger:        m.Logger,
 	})
 	if err != nil {
@@ -50,6 +72,7 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 	m.closers = append(m.closers, engine.Close)
 	loader, err := dataset.New(dataset.Options{
 		Dir:          filepath.Join(dataDir, "datasets"),
+		TempDir:      uploads.Path(),
 		MaxBytes:     cfg.MaxDatasetBytes,
 		AllowPrivate: cfg.AllowPrivateAll,
 		AllowNets:    cfg.AllowPrivateCIDRs,
@@ -64,7 +87,7 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 	}
 	return &workspace.Workspace{
 		Store: st, Loader: loader, Engine: engine, Index: index, Logger: m.Logger,
-		MaxDocumentBytes: cfg.MaxDocumentBytes,
+		MaxDocumentBytes: cfg.MaxDocumentBytes, Extractor: extractor, Reserve: reserve,
 	}, nil
 }
 
@@ -159,6 +182,7 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 		MaxContextDocs:  cfg.ChatMaxContextDocs,
 		MaxQueryChars:   cfg.MaxQueryChars,
 		ConfirmAlways:   cfg.ConfirmSQL == "always",
+		CheckNumbers:    cfg.CheckNumbers,
 		Streaming:       cfg.EnableStreaming,
 		RateLimitRPM:    cfg.RateLimitRPM,
 		TokensPerDay:    cfg.TokensPerDay,

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"datachat/internal/llmtest"
 )
@@ -38,14 +37,21 @@ func TestRun(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "script.json")
 	os.WriteFile(script, []byte(`{"turns":[{"text":["Hello ","from ","the ","fake"]}]}`), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lockedBuffer
+	var stderr lockedBuffer
+	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-protocol", "openai", "-script", script}, &stdout, &stderr) }()
+	go func() {
+		err := run(ctx, []string{"-protocol", "openai", "-script", script}, outW, &stderr)
+		outW.Close()
+		done <- err
+	}()
 
-	var url string
-	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		url = strings.TrimSpace(stdout.String())
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the printed URL: %v", err)
 	}
+	go io.Copy(io.Discard, outR)
+	url := strings.TrimSpace(line)
 	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/v1") {
 		t.Fatalf("printed %q, want the OpenAI base URL", url)
 	}

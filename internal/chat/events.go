@@ -48,12 +48,13 @@ type (
 		Explanation string          `json:"explanation"`
 	}
 	CompleteEvent struct {
-		MessageID    string            `json:"message_id"`
-		Status       string            `json:"status"`
-		InputTokens  int64             `json:"input_tokens"`
-		OutputTokens int64             `json:"output_tokens"`
-		TotalTokens  int64             `json:"total_tokens"`
-		Sources      []datachat.Source `json:"sources"`
+		MessageID    string                 `json:"message_id"`
+		Status       string                 `json:"status"`
+		InputTokens  int64                  `json:"input_tokens"`
+		OutputTokens int64                  `json:"output_tokens"`
+		TotalTokens  int64                  `json:"total_tokens"`
+		Sources      []datachat.Source      `json:"sources"`
+		NumberChecks []datachat.NumberCheck `json:"number_checks"`
 	}
 	ErrorEvent struct {
 		Message         string `json:"message"`
@@ -77,15 +78,29 @@ func ErrorEventFor(err error) ErrorEvent {
 	}
 	var se *SaveError
 	if errors.As(err, &se) {
-		return ErrorEvent{
+		ev := ErrorEvent{
 			Message:         "The answer could not be saved.",
 			Reason:          "The database did not answer when the answer ended.",
 			SuggestedAction: "The answer above is kept here and is saved as soon as the database answers again; reload the page in a moment to check before you go on.",
 		}
+		// A named condition (the database unavailable, the disk full) is the
+		// message; that this answer waits to be saved is its reason.
+		var c *datachat.Condition
+		if errors.As(se.Err, &c) {
+			ev.Message = datachat.ErrorMessage(se.Err)
+			ev.Reason = c.Reason + " The answer above could not be saved yet."
+		}
+		return ev
 	}
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return ErrorEvent{Message: rl.Message, Reason: "rate_limited", SuggestedAction: fmt.Sprintf("Try again in %s.", rl.After.Round(time.Second))}
+	}
+	// A condition of the server (its database unavailable, its disk full),
+	// classified where it was recognised.
+	var c *datachat.Condition
+	if errors.As(err, &c) {
+		return ErrorEvent{Message: datachat.ErrorMessage(err), Reason: c.Reason, SuggestedAction: c.SuggestedAction}
 	}
 	return ErrorEvent{Message: datachat.ErrorMessage(err)}
 }

@@ -164,6 +164,7 @@ func (t *turn) record(call datachat.ModelToolCall, tool string, res toolResult) 
 func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawMessage, res toolResult, started time.Time) {
 	ev := ToolCallResultEvent{ID: call.ID, Tool: tool, OK: res.err == "", Content: res.content, Error: res.err}
 	if r := res.result; r != nil {
+		t.state.Results = append(t.state.Results, callResult{CallID: call.ID, Result: r})
 		ev.Columns, ev.Rows, ev.RowCount, ev.Truncated, ev.ElapsedMS = r.Columns, r.Rows, &r.RowCount, &r.Truncated, &r.ElapsedMS
 		if ev.Rows == nil {
 			ev.Rows = [][]any{}

@@ -3,7 +3,9 @@ package chat
 import (
 	"context"
 	"crypto/rand"
+	"datachat/internal/numcheck"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -43,6 +45,9 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	t.msg.Sources = t.state.Sources // so a reopened answer's [n] resolve
 	t.msg.Content = t.text.String()
 	t.msg.Parts = datachat.MergeParts(t.parts)
+	if t.r.CheckNumbers && status != datachat.StatusAwaitingConfirmation {
+		t.msg.NumberChecks = t.checkNumbers(t.msg.Content)
+	}
 	held := t.pending.String()
 	t.pending.Reset()
 	m := *t.msg
@@ -97,6 +102,10 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 			MessageID: t.msg.ID, Status: status,
 			InputTokens: t.state.Usage.Input, OutputTokens: t.state.Usage.Output,
 			TotalTokens: t.state.Usage.Input + t.state.Usage.Output, Sources: out.Sources,
+			NumberChecks: t.msg.NumberChecks,
+		}
+		if out.Complete.NumberChecks == nil {
+			out.Complete.NumberChecks = []datachat.NumberCheck{}
 		}
 	}
 	return out, err
@@ -218,4 +227,34 @@ func (r *Runner) repairLoop() {
 		time.Sleep(wait)
 		wait = min(wait*2, 30*time.Second)
 	}
+}
+
+// checkNumbers checks the numbers of the answer's text against its evidence:
+// the SQL results the model read, the excerpts it could cite, and the
+// question.
+func (t *turn) checkNumbers(answer string) []datachat.NumberCheck {
+	ev := numcheck.Evidence{Question: t.question(), Excerpts: numcheck.ExcerptsFromSources(t.state.Sources)}
+	for _, r := range t.state.Results {
+		ev.Results = append(ev.Results, numcheck.ResultFromQuery(r.CallID, r.Result))
+	}
+	checks := numcheck.CheckAnswer(answer, ev)
+	out := make([]datachat.NumberCheck, len(checks))
+	for i, c := range checks {
+		src, err := json.Marshal(c.Source)
+		if err != nil {
+			src = []byte("null")
+		}
+		out[i] = datachat.NumberCheck{Text: c.Text, Start: c.Start, End: c.End, Status: c.Status, Source: src}
+	}
+	return out
+}
+
+// question is the user's message this turn answers.
+func (t *turn) question() string {
+	for i := len(t.history) - 1; i >= 0; i-- {
+		if t.history[i].Role == datachat.RoleUser {
+			return t.history[i].Content
+		}
+	}
+	return ""
 }

@@ -236,3 +236,52 @@ func TestFlushWritesLinearly(t *testing.T) {
 	}
 	t.Logf("%d-byte answer: %d bytes appended over %d flushes", n, f.store.appended.Load(), flushes)
 }
+
+// TestNumberChecks: when an answer ends, its numbers are checked against
+// the SQL results it read and its question; chat_complete and the stored
+// message carry the checks, with matched numbers pointing at their cell.
+func TestNumberChecks(t *testing.T) {
+	f := newTurnFixture(t, llmtest.Script{Turns: []llmtest.Turn{
+		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT 'Adelie' AS species, 152 AS n"}`)}},
+		{Match: &llmtest.Match{LastRole: "tool"}, Text: []string{"There are 152 Adelie penguins, ", "and 9,999 Gentoo."}},
+	}})
+	f.r.CheckNumbers = true
+	f.r.Data = resultData{benchData: newBenchData(), result: &datachat.QueryResult{
+		Columns: []datachat.Column{{Name: "species", Type: "text"}, {Name: "n", Type: "integer"}},
+		Rows:    [][]any{{"Adelie", int64(152)}}, RowCount: 1,
+	}}
+	_, out, err := f.send(t, "How many of each species?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := out.Complete.NumberChecks
+	if len(checks) != 2 {
+		t.Fatalf("checks %+v", checks)
+	}
+	runes := []rune(out.Message.Content)
+	if c := checks[0]; c.Text != "152" || c.Status != "matched" || string(runes[c.Start:c.End]) != "152" ||
+		!strings.Contains(string(c.Source), `"row":0`) || !strings.Contains(string(c.Source), `"column":1`) {
+		t.Errorf("first check %+v (source %s)", c, c.Source)
+	}
+	if c := checks[1]; c.Text != "9,999" || c.Status != "unmatched" || string(c.Source) != "null" {
+		t.Errorf("second check %+v (source %s)", c, c.Source)
+	}
+	if m := f.answer(t); len(m.NumberChecks) != 2 {
+		t.Errorf("stored checks %+v", m.NumberChecks)
+	}
+	// Off: no checks.
+	f2 := newTurnFixture(t, answerScript())
+	if _, out, err := f2.send(t, "How did revenue go?"); err != nil || len(out.Complete.NumberChecks) != 0 {
+		t.Errorf("with checks off: %v %+v", err, out.Complete.NumberChecks)
+	}
+}
+
+// resultData answers every query with one result.
+type resultData struct {
+	benchData
+	result *datachat.QueryResult
+}
+
+func (d resultData) Query(context.Context, string, string) (*datachat.QueryResult, error) {
+	return d.result, nil
+}

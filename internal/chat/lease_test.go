@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"datachat"
@@ -68,27 +69,38 @@ func leaseRunner(t *testing.T, model Model) (*Runner, *datachat.User, *datachat.
 // flusher renews it, so another process sweeping for left-behind messages
 // leaves the turn alone, and a second turn is refused until it ends.
 func TestLeaseRenewedWhileStreaming(t *testing.T) {
-	r, u, c := leaseRunner(t, slowModel{n: 24, delay: 50 * time.Millisecond})
-	r.LeaseTTL = 300 * time.Millisecond // renewed every 100 ms; the turn lasts 1.2 s
-	var wg sync.WaitGroup
-	var out *Outcome
-	var err error
-	wg.Go(func() { out, err = r.Send(context.Background(), u, c.ID, "long answer please", TurnOptions{}, nil) })
+	synctest.Test(t, func(t *testing.T) {
+		sent := make(chan string)
+		r, u, c := leaseRunner(t, slowModel{n: 24, delay: 50 * time.Millisecond, sent: sent})
+		r.LeaseTTL = 300 * time.Millisecond // renewed every 100 ms; the turn lasts 1.2 s
+		var wg sync.WaitGroup
+		var out *Outcome
+		var err error
+		wg.Go(func() { out, err = r.Send(context.Background(), u, c.ID, "long answer please", TurnOptions{}, nil) })
 
-	time.Sleep(700 * time.Millisecond) // more than twice the TTL
-	n, serr := r.Store.InterruptStreaming(t.Context(), time.Now(), "another-process", "host/127.0.0.1:2")
-	if serr != nil || n != 0 {
-		t.Errorf("another process's sweep during the turn: interrupted %d (%v), want 0: the lease is renewed", n, serr)
-	}
-	other := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
-	berr := r.Store.BeginTurn(t.Context(), nil, other, datachat.Lease{Owner: "another-process", Until: time.Now().Add(time.Second)}, time.Now())
-	if datachat.ErrorCode(berr) != datachat.ECONFLICT {
-		t.Errorf("another process's turn during this one: got %v, want ECONFLICT", berr)
-	}
-	wg.Wait()
-	if err != nil || out.Message.Status != datachat.StatusComplete || strings.Count(out.Message.Content, " ") != 24 {
-		t.Fatalf("turn: %v, %+v", err, out)
-	}
+		for range 14 { // 700 ms: more than twice the TTL
+			<-sent
+		}
+		synctest.Wait() // the flusher has done what is due by now
+		n, serr := r.Store.InterruptStreaming(t.Context(), time.Now(), "another-process", "host/127.0.0.1:2")
+		if serr != nil || n != 0 {
+			t.Errorf("another process's sweep during the turn: interrupted %d (%v), want 0: the lease is renewed", n, serr)
+		}
+		other := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
+		berr := r.Store.BeginTurn(t.Context(), nil, other, datachat.Lease{Owner: "another-process", Until: time.Now().Add(time.Second)}, time.Now())
+		if datachat.ErrorCode(berr) != datachat.ECONFLICT {
+			t.Errorf("another process's turn during this one: got %v, want ECONFLICT", berr)
+		}
+		go func() {
+			for range sent {
+			}
+		}()
+		wg.Wait()
+		close(sent)
+		if err != nil || out.Message.Status != datachat.StatusComplete || strings.Count(out.Message.Content, " ") != 24 {
+			t.Fatalf("turn: %v, %+v", err, out)
+		}
+	})
 }
 
 // TestInterruptedByShutdown cancels a turn the way a shutdown does (cause

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"datachat/internal/duckdb"
 	"fmt"
 	"strings"
 	"text/template"
@@ -94,7 +95,7 @@ func schemaText(datasets []*datachat.Dataset) string {
 	for _, d := range datasets {
 		fmt.Fprintf(&b, "\nTable %s (from %s, %d rows):\n", d.Name, d.Source, d.RowCount)
 		for _, c := range d.Columns {
-			fmt.Fprintf(&b, "- %s: %s", quoteIdent(c.Name), c.Type)
+			fmt.Fprintf(&b, "- %s: %s", duckdb.Ident(c.Name), c.Type)
 			if len(c.Samples) > 0 {
 				fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
 			}
@@ -102,22 +103,6 @@ func schemaText(datasets []*datachat.Dataset) string {
 		}
 	}
 	return b.String()
-}
-
-// quoteIdent quotes a column name the way SQL needs it when it is not a plain
-// lower-case identifier.
-func quoteIdent(name string) string {
-	plain := name != ""
-	for i, r := range name {
-		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return name
-	}
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 func excerptsText(sources []datachat.Source) string {

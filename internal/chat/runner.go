@@ -84,6 +84,10 @@ type Runner struct {
 	LeaseNode  string
 	LeaseTTL   time.Duration
 
+	// CheckNumbers checks every number of an answer against its query
+	// results, cited excerpts and question when it ends (number_checks).
+	CheckNumbers bool
+
 	// SaveRetry is the first wait between attempts to store a turn's end
 	// when the store fails (they double); default 50 ms within a turn, 1 s
 	// in the background afterwards.

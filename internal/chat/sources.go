@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"datachat"
+	"datachat/internal/duckdb"
 )
 
 // Sources are the database sources a turn may query (DESIGN.md §9): those
@@ -188,12 +189,13 @@ func databasesText(sources []SourceInfo) string {
 
 // quoteIdentFor quotes a column name as a source's SQL needs it: double
 // quotes for PostgreSQL, backticks for MySQL, when it is not a plain
-// lower-case identifier.
+// lower-case identifier or is a reserved word (DuckDB's list, which covers
+// the SQL standard's that both engines reserve).
 func quoteIdentFor(kind, name string) string {
 	if kind != "mysql" {
-		return quoteIdent(name)
+		return duckdb.Ident(name)
 	}
-	if q := quoteIdent(name); q == name {
+	if duckdb.Ident(name) == name {
 		return name
 	}
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"

@@ -75,6 +75,15 @@ type turnState struct {
 	Excerpts       int                      `json:"excerpts"` // how many of Sources the prompt holds
 	Pending        *datachat.ModelToolCall  `json:"pending"`
 	Skipped        []datachat.ModelToolCall `json:"skipped"`
+	// Results are the answer's successful SQL results, by the call that got
+	// them: the evidence its numbers are checked against.
+	Results []callResult `json:"results,omitempty"`
+}
+
+// callResult is one execute_sql result the model read.
+type callResult struct {
+	CallID string                `json:"call_id"`
+	Result *datachat.QueryResult `json:"result"`
 }
 
 // prepare prunes the history and builds the system prompt with the excerpts

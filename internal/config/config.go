@@ -88,6 +88,8 @@ type Config struct {
 
 	ConfirmSQL string // unsure, always
 
+	CheckNumbers bool // DATACHAT_CHECK_NUMBERS: check an answer's numbers against its evidence
+
 	LogLevel     slog.Level
 	LogFormat    string // json, text
 	LogLevelSet  bool   // DATACHAT_LOG_LEVEL was given (else LogLevel is the default, info)
@@ -184,7 +186,8 @@ func Load(path string, env Lookup) (*Config, error) {
 		MaxDatasetBytes:  p.size("DATACHAT_MAX_DATASET_BYTES", 2<<30, 1),
 		MaxDocumentBytes: p.size("DATACHAT_MAX_DOCUMENT_BYTES", 100<<20, 1),
 
-		ConfirmSQL: p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
+		ConfirmSQL:   p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
+		CheckNumbers: p.oneOf("DATACHAT_CHECK_NUMBERS", "on", "on", "off") == "on",
 
 		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
@@ -571,31 +574,40 @@ func (p *parser) allowPrivate(key string) (bool, []netip.Prefix) {
 	if !ok {
 		return false, nil
 	}
-	switch strings.ToLower(v) {
-	case "true", "1":
-		return true, nil
-	case "false", "0":
+	all, nets, err := ParseAllowPrivate(v)
+	if err != nil {
+		p.fail(key, v, "true, false, or a comma-separated list of CIDRs such as 127.0.0.1/32,10.0.0.0/8")
 		return false, nil
 	}
-	var prefixes []netip.Prefix
-	for _, s := range strings.Split(v, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
+	return all, nets
+}
+
+// ParseAllowPrivate parses DATACHAT_ALLOW_PRIVATE_URLS: "true"/"1" allows every
+// address, "false"/"0"/"" none, anything else is a comma-separated list of CIDRs
+// (a bare IP counts as a /32 or /128).
+func ParseAllowPrivate(s string) (all bool, nets []netip.Prefix, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1":
+		return true, nil, nil
+	case "false", "0", "":
+		return false, nil, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
 			continue
 		}
-		pfx, err := netip.ParsePrefix(s)
+		p, err := netip.ParsePrefix(f)
 		if err != nil {
-			if a, aerr := netip.ParseAddr(s); aerr == nil {
-				pfx, err = a.Prefix(a.BitLen())
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return false, nil, fmt.Errorf("%q is neither true, false nor a CIDR like 127.0.0.1/32", f)
 			}
+			p = netip.PrefixFrom(a, a.BitLen())
 		}
-		if err != nil {
-			p.fail(key, v, "true, false, or a comma-separated list of CIDRs such as 127.0.0.1/32,10.0.0.0/8")
-			return false, nil
-		}
-		prefixes = append(prefixes, pfx.Masked())
+		nets = append(nets, p.Masked())
 	}
-	return false, prefixes
+	return false, nets, nil
 }
 
 // ParseSize parses a byte size: a plain number of bytes, or a number with a unit
@@ -640,7 +652,7 @@ func init() {
 		"CHAT_ENABLE_STREAMING", "CHAT_RESPONSE_FORMAT", "CHAT_MAX_QUERY_CHARS",
 		"DATACHAT_RATE_LIMIT_RPM", "DATACHAT_TOKENS_PER_DAY", "DATACHAT_QUERY_TIMEOUT",
 		"DATACHAT_QUERY_MEMORY", "DATACHAT_QUERY_THREADS", "DATACHAT_SQL_WORKERS", "DATACHAT_INGEST_TIMEOUT", "DATACHAT_MAX_DATASET_BYTES",
-		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL",
+		"DATACHAT_MAX_DOCUMENT_BYTES", "DATACHAT_ALLOW_PRIVATE_URLS", "DATACHAT_CONFIRM_SQL", "DATACHAT_CHECK_NUMBERS",
 		"DATACHAT_LOG_LEVEL", "DATACHAT_LOG_FORMAT",
 		"DATACHAT_SQL_RPM", "DATACHAT_SEARCH_RPM", "DATACHAT_UPLOADS_PER_HOUR",
 		"DATACHAT_MAX_WS_PER_USER", "DATACHAT_MAX_CONNECTIONS",

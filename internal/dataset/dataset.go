@@ -27,11 +27,18 @@ import (
 
 // Options configure a [Loader]. Zero values take the defaults shown.
 type Options struct {
-	Dir      string // where stored datasets go (required)
-	MaxBytes int64  // largest download or upload, and largest decompressed CSV ×4; 2 GiB
+	Dir string // where stored datasets go (required)
+	// TempDir is where uploads are spooled and converted, each in a work
+	// directory removed when it is done: Dir/.tmp by default. It must be on
+	// Dir's file system (stored files are moved, not copied, into Dir).
+	// serve gives each process one of its own there (internal/scratch), so
+	// that what a killed process left can be told from what a live one
+	// writes.
+	TempDir  string
+	MaxBytes int64 // largest download or upload, and largest decompressed CSV ×4; 2 GiB
 	// AllowPrivate allows URLs on any address; AllowNets allows only these
 	// networks besides public addresses (tests: 127.0.0.1/32). See
-	// [ParseAllowPrivate].
+	// config.ParseAllowPrivate, which reads DATACHAT_ALLOW_PRIVATE_URLS.
 	AllowPrivate   bool
 	AllowNets      []netip.Prefix
 	ConnectTimeout time.Duration // TCP connect and TLS handshake; 10s
@@ -97,7 +104,11 @@ func New(opts Options) (*Loader, error) {
 	if opts.Engine == nil {
 		return nil, errors.New("dataset: Options.Engine is required")
 	}
-	l := &Loader{opts: opts, tmpDir: filepath.Join(dir, ".tmp")}
+	tmp := opts.TempDir
+	if tmp == "" {
+		tmp = filepath.Join(dir, ".tmp")
+	}
+	l := &Loader{opts: opts, tmpDir: tmp}
 	if err := os.MkdirAll(l.tmpDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create dataset directory: %w", err)
 	}
@@ -189,7 +200,7 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 	id := newID()
 	work := filepath.Join(l.tmpDir, id)
 	if err := os.MkdirAll(work, 0o700); err != nil {
-		return nil, fmt.Errorf("create work directory: %w", err)
+		return nil, datachat.ClassifyNoSpace(fmt.Errorf("create work directory: %w", err))
 	}
 	defer os.RemoveAll(work)
 	if err := os.Rename(tmp, filepath.Join(work, duckdb.IngestInput)); err != nil {

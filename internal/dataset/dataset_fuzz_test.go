@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"datachat"
+	"datachat/internal/config"
 	"datachat/internal/sharedtest"
 )
 
@@ -210,7 +211,7 @@ func FuzzAddressPolicy(f *testing.F) {
 		if !ok {
 			return
 		}
-		all, nets, err := ParseAllowPrivate(spec)
+		all, nets, err := config.ParseAllowPrivate(spec)
 		if err != nil {
 			return
 		}

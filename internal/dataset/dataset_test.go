@@ -175,6 +175,7 @@ func TestSharedFiles(t *testing.T) {
 		enc    string
 		err    string  // substring of the error, for files that must fail
 		tables []table // for a file that gives several tables
+		note   string  // substring of a note of the (one) table
 	}{
 		"csv/tips.csv":                                 {rows: 244, cols: 7},
 		"csv/titanic.csv":                              {rows: 891, cols: 15},
@@ -191,7 +192,7 @@ func TestSharedFiles(t *testing.T) {
 		"parquet/nested_maps.snappy.parquet":           {rows: 6, cols: 3},
 		"parquet/nested_lists.snappy.parquet":          {rows: 3, cols: 2},
 		"parquet/nulls.snappy.parquet":                 {rows: 8, cols: 1},
-		"parquet/int96_from_spark.parquet":             {rows: 6, cols: 1},
+		"parquet/int96_from_spark.parquet":             {rows: 6, cols: 1, note: `1 value of the INT96 timestamp column "a" lay outside the range DuckDB converts`},
 		"parquet/fixed_length_decimal.parquet":         {rows: 24, cols: 1},
 		"parquet/byte_array_decimal.parquet":           {rows: 24, cols: 1},
 		"parquet/binary.parquet":                       {rows: 12, cols: 1},
@@ -296,6 +297,9 @@ func TestSharedFiles(t *testing.T) {
 				}
 				if st.Bytes <= 0 || st.SourceFormat == "" || st.Name == "" {
 					t.Errorf("incomplete: %+v", st)
+				}
+				if notes := strings.Join(st.Notes, "\n"); w.note != "" && !strings.Contains(notes, w.note) || w.note == "" && notes != "" {
+					t.Errorf("notes %q, want %q", notes, w.note)
 				}
 			})
 		}
@@ -590,5 +594,34 @@ func TestWorkbookValues(t *testing.T) {
 	deaths := load("deaths.xlsx")
 	if rows := query(t, l, deaths["deaths_arts"], `SELECT count(*) FILTER (WHERE "Has kids"), min("Date of birth")::VARCHAR FROM {t}`); fmt.Sprint(rows[0]) != "[7 1917-02-06]" { // Zsa Zsa Gábor, the oldest, born 1917-02-06
 		t.Errorf("deaths_arts: %v", rows[0])
+	}
+}
+
+// TestInt96Overflow uploads Spark's INT96 file: the five timestamps DuckDB
+// converts come back as written, the one it would turn into a date before
+// year 1 is NULL, and a note says so.
+func TestInt96Overflow(t *testing.T) {
+	f, err := os.Open(sharedtest.Path(t, "data/parquet/int96_from_spark.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l := mustLoader(t, Options{})
+	sts, err := l.Ingest(context.Background(), f, "int96_from_spark.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || len(sts[0].Notes) != 1 || !strings.Contains(sts[0].Notes[0], "(BC)") {
+		t.Fatalf("notes: %+v", sts)
+	}
+	res, err := l.opts.Engine.Query(context.Background(), "", []duckdb.Table{{Name: "t", Path: filepath.Join(l.Dir(), sts[0].Path)}}, "SELECT a::VARCHAR FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{"2024-01-01 20:34:56.123456", "2024-01-01 01:00:00", "9999-12-31 03:00:00", "2024-12-30 23:00:00", nil, nil}
+	for i, w := range want {
+		if res.Rows[i][0] != w {
+			t.Errorf("row %d: got %v, want %v", i+1, res.Rows[i][0], w)
+		}
 	}
 }

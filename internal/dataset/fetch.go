@@ -20,34 +20,6 @@ import (
 	"datachat/internal/duckdb"
 )
 
-// ParseAllowPrivate parses DATACHAT_ALLOW_PRIVATE_URLS: "true"/"1" allows every
-// address, "false"/"0"/"" none, anything else is a comma-separated list of CIDRs
-// (a bare IP counts as a /32 or /128).
-func ParseAllowPrivate(s string) (all bool, nets []netip.Prefix, err error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "true", "1":
-		return true, nil, nil
-	case "false", "0", "":
-		return false, nil, nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			a, aerr := netip.ParseAddr(f)
-			if aerr != nil {
-				return false, nil, fmt.Errorf("%q is neither true, false nor a CIDR like 127.0.0.1/32", f)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		nets = append(nets, p.Masked())
-	}
-	return false, nets, nil
-}
-
 // blockedNets are refused besides what netip's predicates catch (loopback,
 // private, link-local, multicast, unspecified).
 var blockedNets = func() []netip.Prefix {
@@ -313,7 +285,7 @@ func fileNameOf(resp *http.Response, u *url.URL) string {
 func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 	f, err := os.CreateTemp(l.tmpDir, "upload-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("create temp file: %w", err)
+		return "", 0, datachat.ClassifyNoSpace(fmt.Errorf("create temp file: %w", err))
 	}
 	n, err := io.Copy(duckdb.LimitLines(f, l.opts.MaxLine, name), io.LimitReader(r, l.opts.MaxBytes+1))
 	if cerr := f.Close(); err == nil {
@@ -324,7 +296,9 @@ func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", 0, err
+		// A full disk is the server's condition, not the file's fault, and
+		// its message names no server path.
+		return "", 0, datachat.ClassifyNoSpace(err)
 	}
 	return f.Name(), n, nil
 }

@@ -34,33 +34,6 @@ func TestInternalAddr(t *testing.T) {
 	}
 }
 
-func TestParseAllowPrivate(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		all  bool
-		nets string
-		bad  bool
-	}{
-		{"true", true, "", false},
-		{"1", true, "", false},
-		{"false", false, "", false},
-		{"", false, "", false},
-		{"127.0.0.1/32", false, "127.0.0.1/32", false},
-		{"127.0.0.1/32, 10.0.0.0/8", false, "127.0.0.1/32 10.0.0.0/8", false},
-		{"::1", false, "::1/128", false},
-		{"yes please", false, "", true},
-	} {
-		all, nets, err := ParseAllowPrivate(c.in)
-		var got []string
-		for _, n := range nets {
-			got = append(got, n.String())
-		}
-		if all != c.all || strings.Join(got, " ") != c.nets || (err != nil) != c.bad {
-			t.Errorf("%q: got %v %v %v", c.in, all, got, err)
-		}
-	}
-}
-
 func TestFetch(t *testing.T) {
 	tips, err := readShared(t, "csv/tips.csv")
 	if err != nil {

@@ -381,7 +381,7 @@ func TestResourceBombs(t *testing.T) {
 func workerPid(e *Engine, conv string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if w := e.workers[conv]; w != nil {
+	if w := e.workers[conv]; w != nil && w.p != nil {
 		return w.p.pid()
 	}
 	return 0

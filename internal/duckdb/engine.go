@@ -51,12 +51,13 @@ type Options struct {
 	IdleMemory   int64         // private memory idle workers may keep together; beyond it the least recently used stop; 1/8 of the machine's memory
 	MaxProcesses int           // worker processes at most, busy or idle; 256
 
-	TempDir      string // where workers keep their catalog and spill files; os.TempDir()
+	TempDir      string // where workers have their directories (links to the datasets, spill files); os.TempDir()
 	MaxTempBytes int64  // spill space per worker; 4 × MemoryLimit
 	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
 	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
 
-	IngestWorkers int           // dataset conversions running at once; half the cores, at least 1
+	IngestWorkers int           // dataset conversions running at once; half the cores, at least 2
+	Spares        int           // worker processes kept started ahead, for new conversations; 2
 	IngestTimeout time.Duration // one dataset conversion; 10m
 
 	NoLandlock bool     // do not restrict workers with Landlock (they still get the rlimits)
@@ -115,7 +116,10 @@ func (o Options) withDefaults() Options {
 		o.MaxResultMB = 64
 	}
 	if o.IngestWorkers <= 0 {
-		o.IngestWorkers = max(1, cores/2)
+		o.IngestWorkers = max(2, cores/2)
+	}
+	if o.Spares <= 0 {
+		o.Spares = 2
 	}
 	if o.IngestTimeout <= 0 {
 		o.IngestTimeout = 10 * time.Minute
@@ -169,7 +173,8 @@ type Engine struct {
 	mu      sync.Mutex
 	closed  bool
 	workers map[string]*worker // by conversation (or table list)
-	spare   *proc              // started ahead, so a new conversation need not wait for exec
+	spares  []*proc            // started ahead, so a new conversation need not wait for exec
+	filling int                // spares being started
 	closeMu sync.Once
 }
 
@@ -183,6 +188,10 @@ type worker struct {
 	retired  bool // replaced or evicted: stopped when its query ends
 	lastUsed time.Time
 	private  int64 // private memory at the last measure, bytes
+	// opening is closed once a worker Prepare started in the background is
+	// ready (p set) or failed (openErr set); nil for one started by a query.
+	opening chan struct{}
+	openErr error
 }
 
 var errClosed = errors.New("sql engine closed")
@@ -227,6 +236,20 @@ func (e *Engine) Options() Options { return e.opts }
 // metrics.
 func (e *Engine) Load() (queued, running int) { return e.sched.load() }
 
+// WaitLoad returns once cond holds for the engine's load, checking it again
+// whenever a query waits, starts or ends; or with ctx's error when ctx ends
+// first. It is for tests, one waiter at a time.
+func (e *Engine) WaitLoad(ctx context.Context, cond func(queued, running int) bool) error {
+	for !cond(e.Load()) {
+		select {
+		case <-e.changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // Processes reports how many worker processes are up (idle ones included).
 func (e *Engine) Processes() int {
 	e.mu.Lock()
@@ -245,21 +268,24 @@ func (e *Engine) Close() error {
 			delete(e.workers, k)
 			ws = append(ws, w)
 		}
-		spare := e.spare
-		e.spare = nil
+		spares := e.spares
+		e.spares = nil
 		e.mu.Unlock()
 		close(e.quit)
 		e.wg.Wait()
 		var wg sync.WaitGroup
 		for _, w := range ws {
+			if w.p == nil {
+				continue // still opening: its goroutine stops it (e.closed)
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				e.stopWorker(w)
 			}()
 		}
-		if spare != nil {
-			spare.shutdown(time.Second)
+		for _, p := range spares {
+			p.shutdown(time.Second)
 		}
 		wg.Wait()
 	})
@@ -309,7 +335,7 @@ func (e *Engine) Evict(conversationID string) {
 	}
 	delete(e.workers, conversationID)
 	w.retired = true
-	busy := w.busy
+	busy := w.busy || w.p == nil // one still opening is stopped when it is ready
 	e.mu.Unlock()
 	if !busy {
 		go e.stopWorker(w)
@@ -407,9 +433,29 @@ func (e *Engine) acquire(ctx context.Context, key string, tables []Table) (*work
 		return nil, errClosed
 	}
 	w := e.workers[key]
-	if w != nil && (!slices.Equal(w.tables, tables) || !w.p.alive()) {
+	if w != nil && w.opening != nil && slices.Equal(w.tables, tables) {
+		// Being prepared in the background: wait for it, not for a new one.
+		opening := w.opening
+		e.mu.Unlock()
+		select {
+		case <-opening:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		e.mu.Lock()
+		if e.workers[key] != w || w.openErr != nil {
+			e.mu.Unlock()
+			if w.openErr != nil && datachat.ErrorCode(w.openErr) == datachat.EINVALID {
+				return nil, w.openErr
+			}
+			return e.acquire(ctx, key, tables)
+		}
+	}
+	if w != nil && (!slices.Equal(w.tables, tables) || w.opening != nil && w.p == nil || w.p != nil && !w.p.alive()) {
 		delete(e.workers, key)
-		go e.stopWorker(w)
+		if w.p != nil {
+			go e.stopWorker(w)
+		}
 		w = nil
 	}
 	if w != nil {
@@ -439,6 +485,83 @@ func (e *Engine) acquire(ctx context.Context, key string, tables []Table) (*work
 	return w, nil
 }
 
+// Prepare starts a conversation's worker for these tables in the
+// background, outside the query slots — after an upload or a delete changed
+// them — so that its next query finds it ready instead of starting it while
+// other users' queries wait for the slot. A worker for other tables is
+// stopped (once its query, if any, ends).
+func (e *Engine) Prepare(conversationID string, tables []Table) {
+	tables, err := checkTables(tables)
+	if err != nil || conversationID == "" {
+		return
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	if w := e.workers[conversationID]; w != nil {
+		if slices.Equal(w.tables, tables) {
+			e.mu.Unlock()
+			return
+		}
+		delete(e.workers, conversationID)
+		w.retired = true
+		if !w.busy && w.p != nil {
+			go e.stopWorker(w)
+		}
+	}
+	w := &worker{key: conversationID, tables: tables, opening: make(chan struct{}), lastUsed: time.Now()}
+	e.workers[conversationID] = w
+	toStop := e.makeRoomLocked()
+	e.mu.Unlock()
+	for _, old := range toStop {
+		go e.stopWorker(old)
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout+e.opts.KillGrace)
+		defer cancel()
+		started, err := e.start(ctx, conversationID, tables)
+		e.mu.Lock()
+		if err != nil {
+			w.openErr = err
+			if e.workers[conversationID] == w {
+				delete(e.workers, conversationID)
+			}
+		} else {
+			w.p, w.root = started.p, started.root
+		}
+		stale := e.workers[conversationID] != w || e.closed
+		if stale && err == nil {
+			delete(e.workers, conversationID)
+		}
+		close(w.opening)
+		e.mu.Unlock()
+		if stale && err == nil {
+			e.stopWorker(w)
+		}
+		e.poke()
+	}()
+}
+
+// threadsFor is how many DuckDB threads a worker over these tables gets:
+// one for small data, where a second thread only adds the cost of waking it
+// (a query over a few MB runs in one row group), else Threads.
+func (e *Engine) threadsFor(tables []Table) int {
+	var size int64
+	for _, t := range tables {
+		if fi, err := os.Stat(t.Path); err == nil {
+			size += fi.Size()
+		}
+	}
+	if size < 32<<20 {
+		return 1
+	}
+	return e.opts.Threads
+}
+
 // start starts a conversation's worker and builds its instance.
 func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker, error) {
 	if err := e.readPolicy(ctx); err != nil {
@@ -456,7 +579,7 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	w := &worker{key: key, tables: tables, p: p, root: root}
 	req := &enc{}
 	(&openRequest{
-		Root: root, Tables: tables, MemoryLimit: e.opts.MemoryLimit, Threads: e.opts.Threads,
+		Root: root, Tables: tables, MemoryLimit: e.opts.MemoryLimit, Threads: e.threadsFor(tables),
 		MaxTempBytes: e.opts.MaxTempBytes, Timeout: e.opts.Timeout, Denied: e.denied, limits: e.opts.limits(),
 	}).encode(req)
 	b, err := p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
@@ -481,47 +604,58 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	return w, nil
 }
 
-// takeSpare returns the spare process (starting another in the background),
+// takeSpare returns a spare process (starting another in the background),
 // or a new one.
 func (e *Engine) takeSpare() (*proc, error) {
-	e.mu.Lock()
-	p := e.spare
-	e.spare = nil
-	e.mu.Unlock()
-	e.refillSpare()
-	if p != nil && p.alive() {
-		return p, nil
-	}
-	if p != nil {
+	for {
+		e.mu.Lock()
+		var p *proc
+		if n := len(e.spares); n > 0 {
+			p = e.spares[n-1]
+			e.spares = e.spares[:n-1]
+		}
+		e.mu.Unlock()
+		e.refillSpare()
+		if p == nil {
+			return startProc(&e.opts)
+		}
+		if p.alive() {
+			return p, nil
+		}
 		p.shutdown(0)
 	}
-	return startProc(&e.opts)
 }
 
+// refillSpare starts spare processes until Spares are ready or starting.
 func (e *Engine) refillSpare() {
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		e.mu.Lock()
-		need := e.spare == nil && !e.closed
+	e.mu.Lock()
+	need := e.opts.Spares - len(e.spares) - e.filling
+	if e.closed || need <= 0 {
 		e.mu.Unlock()
-		if !need {
-			return
-		}
-		p, err := startProc(&e.opts)
-		if err != nil {
-			e.opts.Logger.Warn("start spare sql worker", slog.String("error", err.Error()))
-			return
-		}
-		e.mu.Lock()
-		if e.spare == nil && !e.closed {
-			e.spare, p = p, nil
-		}
-		e.mu.Unlock()
-		if p != nil {
-			p.shutdown(time.Second)
-		}
-	}()
+		return
+	}
+	e.filling += need
+	e.mu.Unlock()
+	for range need {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			p, err := startProc(&e.opts)
+			e.mu.Lock()
+			e.filling--
+			if err == nil && !e.closed && len(e.spares) < e.opts.Spares {
+				e.spares, p = append(e.spares, p), nil
+			}
+			e.mu.Unlock()
+			if err != nil {
+				e.opts.Logger.Warn("start spare sql worker", slog.String("error", err.Error()))
+				return
+			}
+			if p != nil {
+				p.shutdown(time.Second)
+			}
+		}()
+	}
 }
 
 // done hands a worker back after a query: it stays for the conversation's
@@ -566,7 +700,7 @@ func (e *Engine) makeRoomLocked() []*worker {
 func (e *Engine) trimLocked() []*worker {
 	var total int64
 	for _, w := range e.workers {
-		if !w.busy {
+		if !w.busy && w.p != nil {
 			total += w.private
 		}
 	}
@@ -586,7 +720,7 @@ func (e *Engine) trimLocked() []*worker {
 func (e *Engine) oldestIdleLocked() *worker {
 	var oldest *worker
 	for _, w := range e.workers {
-		if !w.busy && (oldest == nil || w.lastUsed.Before(oldest.lastUsed)) {
+		if !w.busy && w.p != nil && (oldest == nil || w.lastUsed.Before(oldest.lastUsed)) {
 			oldest = w
 		}
 	}
@@ -620,7 +754,7 @@ func (e *Engine) closeIdle(now time.Time) {
 	var toStop []*worker
 	e.mu.Lock()
 	for k, w := range e.workers {
-		if !w.busy && now.Sub(w.lastUsed) > e.opts.IdleTimeout {
+		if !w.busy && w.p != nil && now.Sub(w.lastUsed) > e.opts.IdleTimeout {
 			delete(e.workers, k)
 			toStop = append(toStop, w)
 		}

@@ -3,6 +3,7 @@ package duckdb
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -463,5 +464,98 @@ func TestResultJSONMore(t *testing.T) {
 		`[],{"k":null},1e-7,0]`
 	if string(b) != want {
 		t.Errorf("rows:\ngot  %s\nwant %s", b, want)
+	}
+}
+
+// TestPrepare: after a conversation's tables change, its worker is started
+// in the background; the next query uses it rather than starting another,
+// even when it comes while the worker is still opening.
+func TestPrepare(t *testing.T) {
+	dir := t.TempDir()
+	a := mustParquet(t, dir, "a.parquet", "SELECT 1 AS x")
+	b := mustParquet(t, dir, "b.parquet", "SELECT 2 AS y")
+	e := mustEngine(t, Options{})
+	ctx := context.Background()
+	if _, err := e.Query(ctx, "c", []Table{{"a", a}}, "SELECT * FROM a"); err != nil {
+		t.Fatal(err)
+	}
+	old := workerPid(e, "c")
+	both := []Table{{"a", a}, {"b", b}}
+	e.Prepare("c", both)
+	// A query at once waits for the worker being prepared.
+	res, err := e.Query(ctx, "c", both, "SELECT x + y FROM a, b")
+	if err != nil || res.Rows[0][0] != int64(3) {
+		t.Fatalf("query after Prepare: %v %v", res, err)
+	}
+	prepared := workerPid(e, "c")
+	if prepared == old || prepared == 0 {
+		t.Errorf("worker %d, was %d: the tables changed, so it should be a new one", prepared, old)
+	}
+	if n := e.Processes(); n != 1 {
+		t.Errorf("%d workers for one conversation", n)
+	}
+	// Preparing the same tables again changes nothing.
+	e.Prepare("c", both)
+	if _, err := e.Query(ctx, "c", both, "SELECT 1"); err != nil || workerPid(e, "c") != prepared {
+		t.Errorf("after preparing the same tables: %v, worker %d (want %d)", err, workerPid(e, "c"), prepared)
+	}
+	// Prepared and never queried: the query that comes later finds it ready.
+	e.Prepare("d", both)
+	waitFor(t, e, "the prepared worker", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		w := e.workers["d"]
+		return w != nil && w.p != nil
+	})
+	pid := workerPid(e, "d")
+	if _, err := e.Query(ctx, "d", both, "SELECT count(*) FROM b"); err != nil || workerPid(e, "d") != pid {
+		t.Errorf("query on a prepared worker: %v, worker %d (want %d)", err, workerPid(e, "d"), pid)
+	}
+}
+
+// TestKeywords checks Ident's keywords against the linked DuckDB: a word it
+// reserves or takes as a type or function name is quoted, and a name written
+// bare reads back as itself.
+func TestKeywords(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT keyword_name FROM duckdb_keywords() WHERE keyword_category IN ('reserved', 'type_function')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		want[w] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for w := range want {
+		if !keywords[w] {
+			t.Errorf("DuckDB keyword %q missing from keywords", w)
+		}
+	}
+	for w := range keywords {
+		if !want[w] {
+			t.Errorf("keywords lists %q, which this DuckDB does not reserve", w)
+		}
+	}
+	for _, name := range []string{"order", "species", "Species", "body mass", `a"b`, "2nd", "x2", "select", "join", "year", "value"} {
+		var got string
+		q := "SELECT * FROM (SELECT 1 AS " + QuoteIdent(name) + ") t(" + Ident(name) + ")"
+		if err := db.QueryRow("SELECT column_name FROM (DESCRIBE " + q + ")").Scan(&got); err != nil {
+			t.Errorf("%q written %s: %v", name, Ident(name), err)
+			continue
+		}
+		if got != name {
+			t.Errorf("%q written %s reads back as %q", name, Ident(name), got)
+		}
 	}
 }

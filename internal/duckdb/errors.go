@@ -1,7 +1,9 @@
 package duckdb
 
 import (
+	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/duckdb/duckdb-go/v2/mapping"
 
@@ -47,8 +49,45 @@ func refused(format string) *QueryError {
 	return &QueryError{Kind: KindRefused, Message: format}
 }
 
+// wroteNoSpace is set, in a worker, when a write failed because the disk is
+// full: DuckDB's (an I/O error saying so: spilling, writing Parquet) or our
+// own (decompressing, transcoding an upload). Whatever error the request then
+// ends with — DuckDB's message may have been wrapped into one naming the
+// user's file — its reply is the server's full disk ([replyNoSpace]). A
+// worker serves one request at a time; encodeError clears it.
+var wroteNoSpace atomic.Bool
+
+// errWorkerNoSpace is the cause of the full-disk error of a worker's reply.
+var errWorkerNoSpace = errors.New("sql worker: a write failed: no space left on device")
+
+// noteNoSpace records a DuckDB error that is a full disk.
+func noteNoSpace(t mapping.ErrorType, msg string) {
+	if t != mapping.ErrorTypeErrorIO && !strings.HasPrefix(msg, "IO Error:") {
+		return
+	}
+	if strings.Contains(msg, "No space left on device") || strings.Contains(msg, "Disk quota exceeded") {
+		wroteNoSpace.Store(true)
+	}
+}
+
+// noteWriteErr records a write of our own that failed on a full disk, and
+// returns err.
+func noteWriteErr(err error) error {
+	if err != nil && datachat.IsNoSpace(err) {
+		wroteNoSpace.Store(true)
+	}
+	return err
+}
+
+// newDuckError is a DuckDB error of a statement of our own.
+func newDuckError(t mapping.ErrorType, msg string) *duckError {
+	noteNoSpace(t, msg)
+	return &duckError{typ: t, msg: msg}
+}
+
 // classify turns a DuckDB error into a QueryError.
 func classify(t mapping.ErrorType, msg string) *QueryError {
+	noteNoSpace(t, msg)
 	msg = strings.TrimSpace(msg)
 	body := msg
 	if prefix, rest, ok := strings.Cut(msg, ": "); ok && strings.HasSuffix(prefix, "Error") && !strings.Contains(prefix, "\n") {

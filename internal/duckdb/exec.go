@@ -130,7 +130,7 @@ func queryAll(conn mapping.Connection, sql string, maxRows int, params []string)
 	var stmt mapping.PreparedStatement
 	defer mapping.DestroyPrepare(&stmt)
 	if mapping.PrepareExtractedStatement(conn, ext, 0, &stmt) == mapping.StateError {
-		return nil, &duckError{typ: mapping.ErrorTypeInvalid, msg: mapping.PrepareError(stmt)}
+		return nil, newDuckError(mapping.ErrorTypeInvalid, mapping.PrepareError(stmt))
 	}
 	for i, p := range params {
 		if mapping.BindVarchar(stmt, mapping.IdxT(i+1), p) == mapping.StateError {
@@ -141,13 +141,13 @@ func queryAll(conn mapping.Connection, sql string, maxRows int, params []string)
 	state := bindings.ExecutePreparedStreaming(stmt, &res)
 	defer mapping.DestroyResult(&res)
 	if state == mapping.StateError {
-		return nil, &duckError{typ: mapping.ResultErrorType(&res), msg: mapping.ResultError(&res)}
+		return nil, newDuckError(mapping.ResultErrorType(&res), mapping.ResultError(&res))
 	}
 	r, err := fetch(res, resultLimits{maxRows: maxRows})
 	if err != nil {
 		var qe *QueryError
 		if errors.As(err, &qe) {
-			return nil, &duckError{typ: mapping.ErrorTypeInvalid, msg: qe.Message}
+			return nil, newDuckError(mapping.ErrorTypeInvalid, qe.Message)
 		}
 		return nil, err
 	}

@@ -219,10 +219,11 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 			}
 		}
 		s := &ingestSession{conn: conn, name: name, maxLine: job.MaxLine, memoryLimit: memoryLimit}
+		var notes []string
 		switch kind {
 		case "parquet":
 			res.SourceFormat = "parquet"
-			if err := s.storeParquet(in, fileOutput); err != nil {
+			if notes, err = s.storeParquet(in, fileOutput); err != nil {
 				return err
 			}
 		case "xlsx":
@@ -265,7 +266,7 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 		if err != nil {
 			return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
 		}
-		res.Tables = []IngestTable{{Output: fileOutput, Columns: cols, RowCount: n}}
+		res.Tables = []IngestTable{{Output: fileOutput, Columns: cols, RowCount: n, Notes: notes}}
 		return nil
 	})
 	if err != nil {
@@ -305,29 +306,30 @@ func isInvalidUnicode(err error) bool {
 }
 
 // storeParquet validates a Parquet file and writes the stored form to out:
-// the file itself, or a rewrite whose un-annotated BINARY columns holding
-// only text become VARCHAR.
-func (s *ingestSession) storeParquet(in, out string) error {
+// the file itself, or a rewrite where un-annotated BINARY columns holding
+// only text become VARCHAR and INT96 timestamps DuckDB cannot convert become
+// NULL. It returns notes on what was changed.
+func (s *ingestSession) storeParquet(in, out string) ([]string, error) {
 	name := s.name
 	if err := verifyPageChecksums(in); err != nil {
-		return datachat.Errorf(datachat.EINVALID, "%s is corrupt: %v", name, err)
+		return nil, datachat.Errorf(datachat.EINVALID, "%s is corrupt: %v", name, err)
 	}
 	src := "read_parquet(" + QuoteLiteral(in) + ")"
 	cols, err := s.columns("SELECT * FROM " + src)
 	if err != nil {
-		return datachat.Errorf(datachat.EINVALID, "%s is not a readable Parquet file: %s", name, s.message(err))
+		return nil, datachat.Errorf(datachat.EINVALID, "%s is not a readable Parquet file: %s", name, s.message(err))
 	}
 	if len(cols) == 0 {
-		return datachat.Errorf(datachat.EINVALID, "%s has no columns", name)
+		return nil, datachat.Errorf(datachat.EINVALID, "%s has no columns", name)
 	}
 	// Decode every page of every column, so a bad codec or a corrupt page
 	// fails now rather than at the first query. Running out of memory is not
 	// corruption (a few huge values, a decompression bomb): such a file is
 	// kept, and queries over it stop at their memory limit.
 	if _, err := queryAll(s.conn, "SELECT max(hash(COLUMNS(*))) FROM "+src, 1, nil); err != nil && !isOOM(err) {
-		return datachat.Errorf(datachat.EINVALID, "%s cannot be read: %s", name, s.message(err))
+		return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be read: %s", name, s.message(err))
 	}
-	var texts []string
+	var repl, notes []string
 	for _, c := range cols {
 		if c.SQLType != "BLOB" {
 			continue
@@ -336,21 +338,65 @@ func (s *ingestSession) storeParquet(in, out string) error {
 		// characters in every value.
 		q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NOT NULL AND (try(decode(%[1]s)) IS NULL OR regexp_matches(try(decode(%[1]s)), '[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}]'))) = 0 FROM %[2]s`, QuoteIdent(c.Name), src)
 		if r, err := queryAll(s.conn, q, 1, nil); err == nil && len(r.Rows) == 1 && r.Rows[0][0] == true {
-			texts = append(texts, c.Name)
+			repl = append(repl, fmt.Sprintf("decode(%[1]s) AS %[1]s", QuoteIdent(c.Name)))
 		}
 	}
-	if len(texts) == 0 {
-		return os.Rename(in, out)
-	}
-	repl := make([]string, len(texts))
-	for i, c := range texts {
-		repl[i] = fmt.Sprintf("decode(%[1]s) AS %[1]s", QuoteIdent(c))
+	r, n := s.int96Overflow(in, cols)
+	repl, notes = append(repl, r...), append(notes, n...)
+	if len(repl) == 0 {
+		return nil, os.Rename(in, out)
 	}
 	q := fmt.Sprintf("COPY (SELECT * REPLACE (%s) FROM %s) TO %s (FORMAT parquet)", strings.Join(repl, ", "), src, QuoteLiteral(fileRewritten))
 	if err := execOne(s.conn, q); err != nil {
-		return os.Rename(in, out) // keep the original rather than fail
+		return nil, os.Rename(in, out) // keep the original rather than fail
 	}
-	return os.Rename(fileRewritten, out)
+	return notes, os.Rename(fileRewritten, out)
+}
+
+// int96Floor is where a wrapped INT96 timestamp lands: DuckDB converts the
+// deprecated 12-byte INT96 timestamps (Impala, older Spark) without an
+// overflow check, so one beyond its range (Spark's year 290000) comes back
+// as a date thousands of years before year 1, with no error.
+const int96Floor = "TIMESTAMP '0001-01-01'"
+
+// int96Overflow finds the top-level INT96 timestamp columns of a Parquet file
+// holding such wrapped values, and returns the replacements that make them
+// NULL and a note for each column.
+func (s *ingestSession) int96Overflow(in string, cols []datachat.Column) (repl, notes []string) {
+	schema, err := queryAll(s.conn, "SELECT name FROM parquet_schema("+QuoteLiteral(in)+") WHERE type = 'INT96'", 10_000, nil)
+	if err != nil || len(schema.Rows) == 0 {
+		return nil, nil
+	}
+	int96 := map[string]bool{}
+	for _, r := range schema.Rows {
+		if n, ok := r[0].(string); ok {
+			int96[n] = true
+		}
+	}
+	src := "read_parquet(" + QuoteLiteral(in) + ")"
+	for _, c := range cols {
+		if !int96[c.Name] || !strings.HasPrefix(c.SQLType, "TIMESTAMP") {
+			continue
+		}
+		col := QuoteIdent(c.Name)
+		q := fmt.Sprintf("SELECT count(*) FILTER (WHERE %[1]s < %[2]s), min(%[1]s)::VARCHAR FROM %[3]s", col, int96Floor, src)
+		r, err := queryAll(s.conn, q, 1, nil)
+		if err != nil || len(r.Rows) != 1 {
+			continue
+		}
+		n, _ := r.Rows[0][0].(int64)
+		if n == 0 {
+			continue
+		}
+		repl = append(repl, fmt.Sprintf("if(%[1]s < %[2]s, NULL, %[1]s) AS %[1]s", col, int96Floor))
+		what := "1 value"
+		if n > 1 {
+			what = fmt.Sprint(n, " values")
+		}
+		notes = append(notes, fmt.Sprintf("%s of the INT96 timestamp column %q lay outside the range DuckDB converts and would have read as a date before year 1 (such as %v): NULL",
+			what, c.Name, r.Rows[0][1]))
+	}
+	return repl, notes
 }
 
 // storeJSON reads a JSON file — an array of records, or one record per line

@@ -3,6 +3,7 @@ package duckdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,11 +116,16 @@ func FuzzDecodeReply(f *testing.F) {
 	e = &enc{}
 	encodeError(e, datachat.Errorf(datachat.EUNAUTHORIZED, "claimed"))
 	f.Add(e.b)
+	e = &enc{}
+	encodeError(e, datachat.NoSpace(nil))
+	f.Add(e.b)
 	f.Add([]byte{replyOK, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := decodeReply(b)
 		if err != nil {
-			if code := datachat.ErrorCode(err); code != datachat.EINVALID && code != datachat.EINTERNAL {
+			// A full disk is the one condition of the server a worker may
+			// report (replyNoSpace: no payload, a message of the server's).
+			if code := datachat.ErrorCode(err); code != datachat.EINVALID && code != datachat.EINTERNAL && !errors.Is(err, datachat.ErrNoSpace) {
 				t.Fatalf("a worker claimed code %q", code)
 			}
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -21,22 +22,23 @@ type Table struct {
 	Path string
 }
 
-// instance is one sandboxed DuckDB database, inside a query worker: read-only
-// views over exactly the Parquet files of one conversation, with the
-// resource limits of [Options] and the configuration locked.
+// instance is one sandboxed DuckDB database, inside a query worker: views
+// over exactly the Parquet files of one conversation, with the resource
+// limits of [Options] and the configuration locked.
 //
 // The worker works in its own directory, and everything DuckDB is told is
 // relative to it, so no server path reaches a user: data/<table>.parquet is a
-// link to the dataset's file, catalog.duckdb holds one view per table, spill/
-// takes what does not fit in memory.
+// link to the dataset's file, spill/ takes what does not fit in memory.
 //
-// It is built in two steps, because DuckDB's settings belong to the whole
-// database: the catalog file is written first, then reopened READ_ONLY (no
-// CREATE, INSERT, ATTACH of in-memory databases…), the exact dataset files are
-// put on allowed_paths, enable_external_access is turned off (no other file,
-// no network, no INSTALL/LOAD from disk) and lock_configuration on (no SET,
-// RESET or PRAGMA can undo any of it). Statements are then checked against
-// the instance's [policy] before they run (sandbox.go).
+// The database is in memory: building it writes nothing but the links, so
+// queries over existing datasets go on when the disk is full. Its views are
+// created first; then the exact dataset files are put on allowed_paths,
+// enable_external_access is turned off (no other file, no network, no
+// INSTALL/LOAD from disk) and lock_configuration on (no SET, RESET or PRAGMA
+// can undo any of it). Statements are checked against the instance's
+// [policy] before they run (sandbox.go): only one SELECT (or a plain EXPLAIN
+// of one) reaches DuckDB, so nothing can change the catalog — no CREATE,
+// INSERT, DROP or ATTACH — though the database itself is writable.
 type instance struct {
 	db     mapping.Database
 	tables []Table
@@ -59,8 +61,6 @@ func linkName(i int, t Table) string {
 	return fmt.Sprintf("data/table%d.parquet", i+1)
 }
 
-const catalogFile = "catalog.duckdb"
-
 // openInstance builds the instance in root, the worker's working directory.
 // denied are the functions the catalog denies (catalogDenied); nil reads them
 // from this instance's catalog.
@@ -69,21 +69,17 @@ func openInstance(root string, tables []Table, memoryLimit int64, threads int, m
 		return nil, fmt.Errorf("enter worker directory: %w", err)
 	}
 	if err := os.Mkdir("data", 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+		return nil, noteWriteErr(fmt.Errorf("create data directory: %w", err))
 	}
 	links := make([]string, len(tables))
 	for i, t := range tables {
 		links[i] = linkName(i, t)
-		if err := os.Symlink(t.Path, links[i]); err != nil {
-			return nil, fmt.Errorf("link dataset %q: %w", t.Name, err)
+		if err := os.Symlink(linkTarget(root, t.Path), links[i]); err != nil {
+			return nil, noteWriteErr(fmt.Errorf("link dataset %q: %w", t.Name, err))
 		}
 	}
-	if err := writeCatalog(catalogFile, tables, links); err != nil {
-		return nil, err
-	}
 
-	db, err := openDatabase(catalogFile, [][2]string{
-		{"access_mode", "READ_ONLY"},
+	db, err := openDatabase("", [][2]string{
 		{"threads", fmt.Sprint(threads)},
 		{"memory_limit", memSetting(memoryLimit)},
 		{"temp_directory", "spill"},
@@ -106,6 +102,12 @@ func openInstance(root string, tables []Table, memoryLimit int64, threads int, m
 		paths[i] = QuoteLiteral(l)
 	}
 	err = in.withConn(context.Background(), func(conn mapping.Connection) error {
+		for i, t := range tables {
+			q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet(%s)", QuoteIdent(t.Name), QuoteLiteral(links[i]))
+			if err := execOne(conn, q); err != nil {
+				return datachat.Errorf(datachat.EINVALID, "dataset %q cannot be read: %v", t.Name, err)
+			}
+		}
 		for _, q := range []string{
 			"SET GLOBAL parquet_metadata_cache = true", // an extension's option: not known at open
 			"SET GLOBAL allowed_paths = [" + strings.Join(paths, ", ") + "]",
@@ -166,26 +168,14 @@ func openDatabase(path string, settings [][2]string) (mapping.Database, error) {
 	return db, nil
 }
 
-// writeCatalog writes a DuckDB file with one view per table, reading its
-// link.
-func writeCatalog(path string, tables []Table, links []string) error {
-	db, err := openDatabase(path, [][2]string{{"threads", "1"}})
-	if err != nil {
-		return fmt.Errorf("create catalog: %w", err)
+// linkTarget is what the link to a dataset file holds: the path relative to
+// the link when that is shorter, which a file system stores in the link's
+// inode (ext4 up to 60 bytes), taking no block of a full disk.
+func linkTarget(root, path string) string {
+	if rel, err := filepath.Rel(filepath.Join(root, "data"), path); err == nil && len(rel) < len(path) {
+		return rel
 	}
-	defer mapping.Close(&db)
-	var conn mapping.Connection
-	if mapping.Connect(db, &conn) == mapping.StateError {
-		return errors.New("connect to duckdb")
-	}
-	defer mapping.Disconnect(&conn)
-	for i, t := range tables {
-		q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet(%s)", QuoteIdent(t.Name), QuoteLiteral(links[i]))
-		if err := execOne(conn, q); err != nil {
-			return datachat.Errorf(datachat.EINVALID, "dataset %q cannot be read: %v", t.Name, err)
-		}
-	}
-	return execOne(conn, "CHECKPOINT")
+	return path
 }
 
 func (in *instance) close() {
@@ -216,7 +206,7 @@ func execOne(conn mapping.Connection, q string) error {
 	var res mapping.Result
 	defer mapping.DestroyResult(&res)
 	if mapping.ExecutePrepared(stmt, &res) == mapping.StateError {
-		return &duckError{typ: mapping.ResultErrorType(&res), msg: mapping.ResultError(&res)}
+		return newDuckError(mapping.ResultErrorType(&res), mapping.ResultError(&res))
 	}
 	return nil
 }

@@ -28,7 +28,8 @@ type proc struct {
 	stop    sync.Once
 
 	mu     sync.Mutex
-	killed error // why the server killed it, if it did
+	killed error  // why the server killed it, if it did
+	seq    uint64 // numbers the requests, so a cancel names the one it means
 }
 
 // errWorkerGone is what a call on a worker that has ended returns when the
@@ -131,7 +132,16 @@ func (p *proc) send(b []byte) error {
 // worker is asked to cancel and given grace to answer, then killed; when hard
 // passes first (0: never), it is killed and the call fails with onHard.
 func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, onHard error) ([]byte, error) {
-	if err := p.send(req); err != nil {
+	// The frame is the request's op, its number, then the rest of it.
+	p.mu.Lock()
+	p.seq++
+	seq := p.seq
+	p.mu.Unlock()
+	frame := &enc{b: make([]byte, 0, len(req)+10)}
+	frame.byte(req[0])
+	frame.uvarint(seq)
+	frame.b = append(frame.b, req[1:]...)
+	if err := p.send(frame.b); err != nil {
 		return nil, err
 	}
 	var hardC <-chan time.Time
@@ -152,7 +162,10 @@ func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, 
 	case <-ctx.Done():
 	}
 	// The caller gave up: stop the query, keep the worker if it answers.
-	if err := p.send([]byte{opCancel}); err != nil {
+	cancel := &enc{}
+	cancel.byte(opCancel)
+	cancel.uvarint(seq)
+	if err := p.send(cancel.b); err != nil {
 		return nil, ctx.Err()
 	}
 	t := time.NewTimer(grace)

@@ -87,12 +87,13 @@ func decompress(ctx context.Context, path, work, name string, limit int64, maxLi
 	outPath := filepath.Join(work, fileDecompressed)
 	out, err := os.Create(outPath)
 	if err != nil {
-		return "", err
+		return "", noteWriteErr(err)
 	}
 	n, err := io.Copy(LimitLines(out, maxLine, name), io.LimitReader(ctxReader{ctx, r}, limit+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
+	noteWriteErr(err)
 	var de *datachat.Error
 	switch {
 	case ctx.Err() != nil:
@@ -310,7 +311,7 @@ func transcode(ctx context.Context, in, out string, enc encoding.Encoding, maxLi
 	defer f.Close()
 	w, err := os.Create(out)
 	if err != nil {
-		return err
+		return noteWriteErr(err)
 	}
 	bw := bufio.NewWriterSize(LimitLines(w, maxLine, name), 1<<20)
 	_, err = io.Copy(bw, transform.NewReader(ctxReader{ctx, bufio.NewReaderSize(f, 1<<20)}, enc.NewDecoder()))
@@ -320,7 +321,7 @@ func transcode(ctx context.Context, in, out string, enc encoding.Encoding, maxLi
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return noteWriteErr(err)
 }
 
 // ctxReader stops reading when ctx ends.

@@ -224,6 +224,47 @@ func quoteFieldName(s string) string {
 	return QuoteIdent(s)
 }
 
+// Ident writes an identifier as SQL text for a reader, a person or a model:
+// bare when DuckDB reads it back as the same name (lower-case letters, digits
+// and underscores, not starting with a digit, and not a keyword DuckDB
+// reserves), else quoted by [QuoteIdent]. SQL datachat runs quotes every
+// identifier with QuoteIdent.
+func Ident(s string) string {
+	plain := s != "" && !keywords[s]
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return QuoteIdent(s)
+}
+
+// keywords are the words DuckDB does not take as a bare column name: its
+// reserved and type_function keywords (duckdb_keywords(); TestKeywords checks
+// this list against the linked DuckDB).
+var keywords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`
+		all analyse analyze and any array as asc asymmetric both case cast check
+		collate column constraint create default deferrable desc describe distinct
+		do else end except false fetch for foreign from group having in initially
+		intersect into lambda lateral leading limit not null offset on only or
+		order pivot pivot_longer pivot_wider placing primary qualify references
+		returning select show some summarize symmetric table then to trailing
+		true union unique unpivot using variadic when where window with
+		anti asof at authorization binary by collation columns concurrently cross
+		freeze full generated glob ilike inner is isnull join left like map
+		natural notnull outer overlaps positional right semi similar struct
+		tablesample try_cast unpack verbose`) {
+		m[w] = true
+	}
+	return m
+}()
+
 // QuoteIdent quotes an SQL identifier for DuckDB.
 func QuoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`

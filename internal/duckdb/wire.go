@@ -324,6 +324,7 @@ const (
 	replyQuery                // a *QueryError: kind, message
 	replyCoded                // a *datachat.Error: code, message
 	replyInternal             // any other error: message (logged, never shown)
+	replyNoSpace              // a write failed on a full disk: no payload
 )
 
 // encodeError writes err as a reply.
@@ -331,6 +332,10 @@ func encodeError(e *enc, err error) {
 	var qe *QueryError
 	var de *datachat.Error
 	switch {
+	case wroteNoSpace.Swap(false) || datachat.IsNoSpace(err):
+		// Whatever the error says (DuckDB's message, wrapped in one naming
+		// the user's file), the disk was full: the server's condition.
+		e.byte(replyNoSpace)
 	case errors.As(err, &qe):
 		e.byte(replyQuery)
 		e.str(qe.Kind)
@@ -375,6 +380,11 @@ func decodeReply(b []byte) (*dec, error) {
 			return nil, d.err
 		}
 		return nil, fmt.Errorf("sql worker: %s", msg)
+	case replyNoSpace:
+		// The one condition of the server a worker reports: its message
+		// is ours, nothing of the worker's. A worker that lies only gets
+		// its own request a 503.
+		return nil, datachat.NoSpace(errWorkerNoSpace)
 	}
 	return nil, errMalformed
 }

@@ -64,6 +64,7 @@ func workerMain() int {
 		return 0 // the server went away before giving work
 	}
 	d := &dec{b: first[1:]}
+	d.uvarint() // the request's number (see proc.call)
 	switch first[0] {
 	case opOpen:
 		return serveQueries(r, w, d)
@@ -76,6 +77,9 @@ func workerMain() int {
 
 // reply writes one answer frame: the payload written by fn, or err.
 func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
+	if err == nil {
+		wroteNoSpace.Store(false) // a full disk the request got past
+	}
 	e := &enc{}
 	if err == nil {
 		e.byte(replyOK)
@@ -95,7 +99,7 @@ func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
 // openRequest is what a query worker is given: its conversation's tables and
 // its limits.
 type openRequest struct {
-	Root         string // the worker's own directory (absolute): catalog, links to the datasets, spill files
+	Root         string // the worker's own directory (absolute): links to the datasets, spill files
 	Tables       []Table
 	MemoryLimit  int64
 	Threads      int
@@ -218,9 +222,13 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 		return 0
 	}
 
-	// The running request's cancel, for opCancel and SIGXCPU.
+	// The running request's cancel, for opCancel and SIGXCPU. A cancel
+	// names its request: one that comes before the request starts (the
+	// frames cross) cancels it as it starts, and one for a request already
+	// answered cancels nothing.
 	var mu sync.Mutex
 	var cancel context.CancelCauseFunc
+	var current, cancelled uint64
 	interrupt := func(cause error) {
 		mu.Lock()
 		if cancel != nil {
@@ -244,7 +252,13 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 				return
 			}
 			if b[0] == opCancel {
-				interrupt(context.Canceled)
+				seq := (&dec{b: b[1:]}).uvarint()
+				mu.Lock()
+				cancelled = max(cancelled, seq)
+				if seq == current && cancel != nil {
+					cancel(context.Canceled)
+				}
+				mu.Unlock()
 				continue
 			}
 			frames <- b
@@ -253,6 +267,7 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 	for b := range frames {
 		var q queryRequest
 		qd := &dec{b: b[1:]}
+		seq := qd.uvarint()
 		q.decode(qd)
 		if qd.err != nil {
 			reply(w, qd.err, nil)
@@ -261,7 +276,10 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 		ctx, c := context.WithCancelCause(context.Background())
 		ctx, stop := context.WithTimeout(ctx, req.Timeout)
 		mu.Lock()
-		cancel = c
+		cancel, current = c, seq
+		if cancelled >= seq {
+			c(context.Canceled)
+		}
 		mu.Unlock()
 		startQueryCPU(req.limits)
 		var res *Result

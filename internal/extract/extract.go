@@ -142,6 +142,11 @@ func (d *Document) TextLen() int {
 // serves any number of goroutines. Make one with [NewExtractor].
 type Extractor struct {
 	pdf *pdfReader
+	// TempDir is where an upload is spooled while it is read, removed once
+	// read ("": the system's temporary directory). serve gives each process
+	// one of its own in the data directory (internal/scratch), so that what a
+	// killed process left is removed by the next. Set it before use.
+	TempDir string
 }
 
 // NewExtractor returns an Extractor whose PDF reading is bounded by opts.
@@ -166,6 +171,9 @@ func (e *Extractor) PDFStats() PDFStats { return e.pdf.Stats() }
 // life of the process.
 var defaultExtractor = sync.OnceValue(func() *Extractor { return NewExtractor(PDFOptions{}) })
 
+// Default returns the process's default [Extractor], which [Extract] uses.
+func Default() *Extractor { return defaultExtractor() }
+
 // Extract extracts a document with the process's default [Extractor]; see
 // [Extractor.Extract].
 func Extract(ctx context.Context, r io.Reader, filename string, maxBytes int64) (*Document, error) {
@@ -188,7 +196,7 @@ func (e *Extractor) Extract(ctx context.Context, r io.Reader, filename string, m
 	if name == "." || name == "/" {
 		name = "document"
 	}
-	f, size, err := spool(r, name, maxBytes)
+	f, size, err := spool(e.TempDir, r, name, maxBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -268,10 +276,10 @@ func invalid(name string, cause error, format string, args ...any) error {
 }
 
 // spool copies r into a temporary file, failing once more than maxBytes arrive.
-func spool(r io.Reader, name string, maxBytes int64) (*os.File, int64, error) {
-	f, err := os.CreateTemp("", "datachat-upload-*")
+func spool(dir string, r io.Reader, name string, maxBytes int64) (*os.File, int64, error) {
+	f, err := os.CreateTemp(dir, "datachat-document-*")
 	if err != nil {
-		return nil, 0, fmt.Errorf("extract %q: %w", name, err)
+		return nil, 0, datachat.ClassifyNoSpace(fmt.Errorf("extract %q: %w", name, err))
 	}
 	src := r
 	if maxBytes > 0 {
@@ -281,7 +289,8 @@ func spool(r io.Reader, name string, maxBytes int64) (*os.File, int64, error) {
 	if err == nil && maxBytes > 0 && n > maxBytes {
 		err = invalid(name, ErrTooLarge, "file is larger than the limit of %d bytes", maxBytes)
 	} else if err != nil {
-		err = fmt.Errorf("extract %q: read upload: %w", name, err)
+		// A full disk is the server's condition, not the document's fault.
+		err = datachat.ClassifyNoSpace(fmt.Errorf("extract %q: read upload: %w", name, err))
 	} else if n == 0 {
 		err = invalid(name, ErrNoText, "file is empty")
 	}

@@ -58,6 +58,7 @@ type Server struct {
 	mu        sync.Mutex
 	used      []bool
 	reqs      []*Request
+	changed   chan struct{} // closed (and replaced) when a request arrives or disconnects
 	seq       int
 	onRequest func(Request)
 
@@ -102,6 +103,7 @@ func Start(p Protocol, script Script, addr string) (*Server, error) {
 		used:     make([]bool, len(script.Turns)),
 		ln:       ln,
 		done:     make(chan struct{}),
+		changed:  make(chan struct{}),
 	}
 	s.URL = "http://" + s.Addr + w.basePath()
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
@@ -176,6 +178,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	req.Index = len(s.reqs)
 	s.reqs = append(s.reqs, req)
+	s.notifyLocked()
 	hook := s.onRequest
 	s.mu.Unlock()
 	if hook != nil {
@@ -226,7 +229,33 @@ func (s *Server) pick(req *Request) *Turn {
 func (s *Server) markDisconnected(req *Request) {
 	s.mu.Lock()
 	req.Disconnected = true
+	s.notifyLocked()
 	s.mu.Unlock()
+}
+
+// notifyLocked wakes the callers of Wait.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Wait returns once cond holds for the requests received so far (copies, in
+// arrival order), checking again whenever one arrives or its client goes; or
+// with ctx's error when ctx ends first.
+func (s *Server) Wait(ctx context.Context, cond func([]Request) bool) error {
+	for {
+		s.mu.Lock()
+		changed := s.changed // taken first: a change after it closes it
+		s.mu.Unlock()
+		if cond(s.Requests()) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (s *Server) nextSeq() int {

@@ -276,8 +276,8 @@ func TestCloseEndsStalls(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	for len(srv.Requests()) == 0 {
-		time.Sleep(5 * time.Millisecond)
+	if err := srv.Wait(t.Context(), func(r []Request) bool { return len(r) > 0 }); err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { srv.Close(); close(done) }()

@@ -28,11 +28,12 @@ type Metrics struct {
 	tokens         *prometheus.CounterVec
 }
 
-// Sources of tool calls and SQL queries: the chat turn's model, or an agent
-// over MCP.
+// Sources of tool calls and SQL queries: the chat turn's model, an agent over
+// MCP, or a client of the HTTP API (POST …/sql, the page's SQL console).
 const (
 	SourceChat = "chat"
 	SourceMCP  = "mcp"
+	SourceAPI  = "api"
 )
 
 // Buckets for LLM-bound latencies, which run from a fraction of a second to
@@ -122,6 +123,9 @@ func (m *Metrics) Chat() *ChatObserver { return &ChatObserver{m: m} }
 
 // MCP returns the observer of MCP tool calls (an mcpserver.Observer).
 func (m *Metrics) MCP() *ToolObserver { return &ToolObserver{m: m, source: SourceMCP} }
+
+// API returns the observer of SQL queries sent to the HTTP API.
+func (m *Metrics) API() *ToolObserver { return &ToolObserver{m: m, source: SourceAPI} }
 
 // ChatObserver reports what chat turns do.
 type ChatObserver struct{ m *Metrics }

@@ -200,6 +200,10 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
+	checks, err := checksJSON(m.NumberChecks)
+	if err != nil {
+		return fmt.Errorf("finish message: %w", err)
+	}
 	if u != nil {
 		if u.ID == "" {
 			u.ID = newID()
@@ -209,9 +213,9 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5,
-				error_reason = $6, error_suggested_action = $7, sources = $8, updated_at = $9
-			WHERE id = $10`,
-			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, t, m.ID)
+				error_reason = $6, error_suggested_action = $7, sources = $8, number_checks = $9, updated_at = $10
+			WHERE id = $11`,
+			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, checks, t, m.ID)
 		if err != nil {
 			return err
 		}
@@ -270,7 +274,8 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
-				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN $3 THEN sources END
+				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN $3 THEN sources END,
+				CASE WHEN $3 THEN number_checks END
 			FROM (SELECT * FROM messages WHERE conversation_id = $1
 			      ORDER BY created_at DESC, row_seq DESC LIMIT $2) recent
 			ORDER BY created_at, row_seq`, conversationID, limit, withSources)
@@ -280,7 +285,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Message, error) {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources})
+				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources}, scanJSON{&m.NumberChecks})
 			return m, err
 		})
 		if err != nil || len(list) == 0 {
@@ -488,4 +493,12 @@ func sourcesJSON(sources []datachat.Source) (any, error) {
 		return nil, nil
 	}
 	return marshalJSON(sources)
+}
+
+// checksJSON is an answer's number checks as stored: NULL when there are none.
+func checksJSON(checks []datachat.NumberCheck) (any, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	return marshalJSON(checks)
 }

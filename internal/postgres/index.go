@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"datachat"
 	"datachat/internal/retrieval"
@@ -81,7 +80,7 @@ type IndexOptions struct {
 // slower, the planner then intersecting the whole table's GIN matches with
 // it.
 type Index struct {
-	pool     *pgxpool.Pool
+	pool     *db
 	embedder retrieval.Embedder
 	log      *slog.Logger
 	cache    *vectorCache // nil without an embedder or with CacheBytes < 0

@@ -30,7 +30,7 @@ var _ datachat.Store = (*Store)(nil)
 // Store is a [datachat.Store] on a PostgreSQL database. It is safe for
 // concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	pool *db
 }
 
 // Open connects to the database at url (postgres://… or a key=value DSN;
@@ -41,6 +41,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		// The error can quote the URL, password included: leave it out.
 		return nil, errors.New("open postgres: invalid database URL")
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A database that does not answer (a host down, packets dropped)
+		// fails a request in seconds, as unavailable, rather than holding
+		// it for the operating system's minutes-long connect timeout.
+		// connect_timeout in the URL overrides it.
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
 		// Scan timestamps in UTC, whatever the session's time zone.
@@ -59,8 +66,12 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: &db{pool}}, nil
 }
+
+// defaultConnectTimeout bounds a connection attempt when the URL sets no
+// connect_timeout.
+const defaultConnectTimeout = 5 * time.Second
 
 // Close closes the pool, waiting for connections in use to be released.
 func (s *Store) Close() error {

@@ -122,7 +122,8 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 	}
 	t := now()
 	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
-		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID); err != nil {
+		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID); err != nil && !datachat.IsNoSpace(err) {
+			// On a full disk the key still works, its use unrecorded.
 			return nil, fmt.Errorf("authenticate: record use: %w", err)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"datachat/internal/retrieval"
 )
@@ -118,7 +117,7 @@ func (c *vectorCache) drop(conversationID string) {
 // snapshot has every change committed before the caller's read). Concurrent
 // callers share one load, which runs without the callers' cancellation and
 // ends on its own; a caller whose context ends stops waiting for it.
-func (c *vectorCache) get(ctx context.Context, pool *pgxpool.Pool, conversationID string, version int64, dim int) (*vectorSet, error) {
+func (c *vectorCache) get(ctx context.Context, pool *db, conversationID string, version int64, dim int) (*vectorSet, error) {
 	c.mu.Lock()
 	after := c.seq
 	for {
@@ -161,7 +160,7 @@ const loadTimeout = 5 * time.Minute
 
 // load runs a load and caches its result. Loads of one conversation do not
 // overlap, so the last to finish is the newest.
-func (c *vectorCache) load(ctx context.Context, pool *pgxpool.Pool, conversationID string, dim int, l *vectorLoad) {
+func (c *vectorCache) load(ctx context.Context, pool *db, conversationID string, dim int, l *vectorLoad) {
 	c.loads.Add(1)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 	vs, err := loadVectors(ctx, pool, conversationID, dim, c.budget)
@@ -214,7 +213,7 @@ func (c *vectorCache) evictLocked() {
 // chunks' vectors of dim in one snapshot (a REPEATABLE READ, read-only
 // transaction). A conversation whose vectors would take more than budget is
 // not read: the set returned is marked tooBig.
-func loadVectors(ctx context.Context, pool *pgxpool.Pool, conversationID string, dim int, budget int64) (*vectorSet, error) {
+func loadVectors(ctx context.Context, pool *db, conversationID string, dim int, budget int64) (*vectorSet, error) {
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("load vectors: %w", err)

@@ -35,7 +35,8 @@ import (
 	"runtime"
 	"strings"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"modernc.org/sqlite" // and database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"datachat"
 )
@@ -345,19 +346,30 @@ func deleteDocument(ctx context.Context, tx *sql.Tx, conversationID, documentID 
 	return n + docs, nil
 }
 
+// writeTx runs fn in a write transaction. A write that failed because the
+// disk is full is datachat.NoSpace: the server's condition, not a bug.
 func (ix *Index) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := ix.write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return noSpace(fmt.Errorf("begin: %w", err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return noSpace(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return noSpace(fmt.Errorf("commit: %w", err))
 	}
 	return nil
+}
+
+// noSpace classifies SQLITE_FULL as datachat.NoSpace.
+func noSpace(err error) error {
+	var e *sqlite.Error
+	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
+		return datachat.NoSpace(err)
+	}
+	return datachat.ClassifyNoSpace(err)
 }
 
 func embedText(c *datachat.Chunk) string {

@@ -42,7 +42,7 @@ func newChatServer(t *testing.T, p llmtest.Protocol, script llmtest.Script, twea
 		Store: ts.Store, Data: ts.Workspace, Model: newModel(p, fake.URL),
 		Provider: string(p), ModelID: "test-model", Window: 1_000_000,
 		MaxOutputTokens: 1024, Temperature: 0.2, MaxContextDocs: 5, MaxQueryChars: 2000,
-		Streaming: true, Logger: slog.New(slog.DiscardHandler),
+		Streaming: true, CheckNumbers: true, Logger: slog.New(slog.DiscardHandler),
 	}
 	for _, f := range tweak {
 		f(r)
@@ -435,12 +435,17 @@ func TestChatCancel(t *testing.T) {
 			if done.TotalTokens == 0 {
 				t.Errorf("cancelled turn has no usage")
 			}
-			deadline := time.Now().Add(3 * time.Second)
-			for !cs.fake.ChatRequests()[0].Disconnected && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if !cs.fake.ChatRequests()[0].Disconnected {
-				t.Errorf("the provider request was not aborted")
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool {
+				for _, r := range reqs {
+					if r.Kind == llmtest.KindChat {
+						return r.Disconnected
+					}
+				}
+				return false
+			}); err != nil {
+				t.Errorf("the provider request was not aborted: %v", err)
 			}
 		})
 	}
@@ -641,6 +646,12 @@ func TestChatQueryREST(t *testing.T) {
 	if _, ok := body["sources"].([]any); !ok {
 		t.Errorf("sources not a list: %v", body["sources"])
 	}
+	// The answer's number, checked against the result it came from.
+	checks, _ := body["number_checks"].([]any)
+	if len(checks) != 1 || checks[0].(map[string]any)["status"] != "matched" || checks[0].(map[string]any)["text"] != "344" ||
+		checks[0].(map[string]any)["start"] != float64(0) {
+		t.Errorf("number_checks %v", body["number_checks"])
+	}
 	req := cs.fake.ChatRequests()[0]
 	if !strings.Contains(string(req.Raw), "0.1") {
 		t.Errorf("temperature override not sent: %s", req.Raw)
@@ -763,7 +774,11 @@ func TestChatCancelStopsRunningQuery(t *testing.T) {
 	c := cs.dial(t, conv, cs.alice)
 	c.send("chat_send", map[string]string{"content": "Sum a lot"})
 	c.until("tool_call_start")
-	time.Sleep(200 * time.Millisecond) // the query is running
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
+		t.Fatalf("the query never ran: %v", err)
+	}
 	start := time.Now()
 	c.send("chat_cancel", map[string]any{})
 	evs := c.until("chat_complete")

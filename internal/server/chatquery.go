@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -33,6 +34,9 @@ type chatQueryResponse struct {
 	// Confirmation is set when the assistant waits for the user to approve an
 	// action; answer it over the WebSocket with confirm_action.
 	Confirmation *chat.ConfirmationEvent `json:"confirmation,omitempty"`
+	// NumberChecks are the answer's numbers checked against its evidence,
+	// their offsets counted in characters of Answer.
+	NumberChecks []datachat.NumberCheck `json:"number_checks"`
 }
 
 type usageMetrics struct {
@@ -87,9 +91,19 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	total := float64(time.Since(start).Microseconds()) / 1000
 	tokens := out.Usage.Input + out.Usage.Output
+	answer := strings.TrimSpace(out.Message.Content)
+	// The checks count characters of the stored text; the answer drops its
+	// leading white space.
+	shift := utf8.RuneCountInString(out.Message.Content) - utf8.RuneCountInString(strings.TrimLeft(out.Message.Content, " \t\r\n"))
+	checks := make([]datachat.NumberCheck, len(out.Message.NumberChecks))
+	for i, c := range out.Message.NumberChecks {
+		c.Start, c.End = c.Start-shift, c.End-shift
+		checks[i] = c
+	}
 	resp := chatQueryResponse{
 		ConversationID: convID,
-		Answer:         strings.TrimSpace(out.Message.Content),
+		Answer:         answer,
+		NumberChecks:   checks,
 		Sources:        out.Sources,
 		Usage: usageMetrics{
 			EmbeddingMS:  out.EmbeddingMS,
@@ -169,23 +183,35 @@ func (s *Server) checkFilters(filters map[string]any) error {
 	return nil
 }
 
-// turnError maps errors of a turn to the HTTP error they answer with.
+// turnError maps errors of a turn to the HTTP error they answer with, found
+// anywhere in err's chain: the same classification as a chat_error
+// (chat.ErrorEventFor), rendered as one message.
 func turnError(err error) error {
-	switch e := err.(type) {
-	case *chat.RateLimitError:
-		return rateLimited{e}
-	case *datachat.ProviderError:
-		ev := chat.ErrorEventFor(e)
-		msg := ev.Message
-		if ev.Reason != "" {
-			msg += " " + ev.Reason
-		}
-		if ev.SuggestedAction != "" {
-			msg += " " + ev.SuggestedAction
-		}
-		return datachat.WrapError(datachat.EPROVIDER, msg, e)
+	var rl *chat.RateLimitError
+	var pe *datachat.ProviderError
+	var se *chat.SaveError
+	switch {
+	case errors.As(err, &rl):
+		return rateLimited{rl}
+	case errors.As(err, &pe):
+		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
+	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
+		// Not saved for a reason the store did not name: the answer is kept
+		// and saved when it can be, as the event says.
+		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
 	}
 	return err
+}
+
+// eventText is a chat_error as one sentence after another.
+func eventText(ev chat.ErrorEvent) string {
+	msg := ev.Message
+	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
+		if s != "" {
+			msg += " " + s
+		}
+	}
+	return msg
 }
 
 // rateLimited is a rate-limit refusal: 429 with Retry-After.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"datachat"
@@ -308,8 +309,10 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, datachat.Errorf(datachat.EINVALID, "Send {\"query\": \"SELECT …\"}."))
 		return
 	}
+	start := time.Now()
 	if req.Keep {
 		res, m, err := s.Workspace.QueryKept(r.Context(), conv.ID, req.Query)
+		s.initMetrics().API().SQLQueried(err == nil && m.ToolCalls[0].OK, time.Since(start))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -322,6 +325,7 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Workspace.Query(r.Context(), conv.ID, req.Query)
+	s.initMetrics().API().SQLQueried(err == nil, time.Since(start))
 	if err != nil {
 		s.error(w, r, err)
 		return

@@ -43,9 +43,7 @@ type RetryAfterError interface {
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	err = refuseBody(w, r, err) // refused before its body was read: close, do not read it
 	code := datachat.ErrorCode(err)
-	if code == datachat.EINTERNAL {
-		s.logger(r).Error("internal error", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-	}
+	s.logError(r, err)
 	var ra RetryAfterError
 	if errors.As(err, &ra) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra.RetryAfter())))
@@ -53,6 +51,19 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, ErrorStatus(err), map[string]any{
 		"error": map[string]string{"message": datachat.ErrorMessage(err), "type": code},
 	})
+}
+
+// logError logs what an error answer does not tell the client: an internal
+// error's detail, and the cause of a condition of the server (its database
+// unavailable, its disk full), which the operator must see.
+func (s *Server) logError(r *http.Request, err error) {
+	var c *datachat.Condition
+	switch {
+	case datachat.ErrorCode(err) == datachat.EINTERNAL:
+		s.logger(r).Error("internal error", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	case errors.As(err, &c):
+		s.logger(r).Warn(c.Kind.Error(), slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	}
 }
 
 // retryAfterSeconds is a Retry-After value: whole seconds, rounded up, at least 1.

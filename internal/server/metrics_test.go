@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"datachat/internal/llmtest"
 )
@@ -96,15 +95,19 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	cs := newObservedChatServer(t, llmtest.Ollama, sqlTurns(1))
 	conv := cs.withPenguins(t)
 	c := cs.dial(t, conv, cs.alice)
-	deadline := time.Now().Add(5 * time.Second)
-	for metricValue(cs.scrape(t), "datachat_websocket_sessions") != 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// An answer from the session: it is counted by then.
+	c.send("hello", map[string]any{})
+	c.until("chat_error")
 	if m := cs.scrape(t); metricValue(m, "datachat_websocket_sessions") != 1 {
 		t.Errorf("open sessions: %s", grepLines(m, "websocket_sessions"))
 	}
 	c.send("chat_send", map[string]string{"content": "How many Adelie penguins?"})
 	c.until("chat_complete")
+	// Queries sent to the API are timed too, under their own source.
+	sqlURL := "/api/conversations/" + conv + "/sql"
+	for _, body := range []string{`{"query":"SELECT count(*) FROM penguins"}`, `{"query":"SELECT count(*) FROM penguins","keep":true}`, `{"query":"SELECT nope FROM penguins"}`} {
+		cs.post(t, sqlURL, cs.alice, body)
+	}
 	m := cs.scrape(t)
 	for _, x := range []struct {
 		name   string
@@ -113,6 +116,8 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	}{
 		{"datachat_tool_calls_total", []string{`source="chat"`, `tool="execute_sql"`, `outcome="ok"`}, 1},
 		{"datachat_sql_query_duration_seconds_count", []string{`source="chat"`}, 1},
+		{"datachat_sql_query_duration_seconds_count", []string{`source="api"`, `outcome="ok"`}, 2},
+		{"datachat_sql_query_duration_seconds_count", []string{`source="api"`, `outcome="error"`}, 1},
 		{"datachat_chat_turn_duration_seconds_count", []string{`status="complete"`}, 1},
 		{"datachat_chat_time_to_first_token_seconds_count", nil, 1},
 		{"datachat_tokens_total", []string{`provider="ollama"`, `direction="input"`}, 300},
@@ -124,9 +129,7 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 		}
 	}
 	c.conn.CloseNow()
-	for metricValue(cs.scrape(t), "datachat_websocket_sessions") != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	cs.wsWG.Wait() // the session has ended, and is no longer counted
 	m = cs.scrape(t)
 	if metricValue(m, "datachat_websocket_sessions") != 0 {
 		t.Errorf("sessions after close: %s", grepLines(m, "websocket_sessions"))

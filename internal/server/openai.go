@@ -142,9 +142,7 @@ type openaiErrorDetail struct {
 // with their detail and answered with "Internal error." only.
 func (s *Server) openaiErrorOf(r *http.Request, err error) openaiErrorDetail {
 	code := datachat.ErrorCode(err)
-	if code == datachat.EINTERNAL {
-		s.logger(r).Error("internal error", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
-	}
+	s.logError(r, err)
 	kind := openaiErrorKinds[code]
 	d := openaiErrorDetail{Message: datachat.ErrorMessage(err), Type: kind.typ}
 	if kind.code != "" {

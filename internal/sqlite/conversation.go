@@ -198,6 +198,10 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
+	checks, err := checksJSON(m.NumberChecks)
+	if err != nil {
+		return fmt.Errorf("finish message: %w", err)
+	}
 	if u != nil {
 		if u.ID == "" {
 			u.ID = newID()
@@ -207,9 +211,9 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
 			UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?,
-				error_reason = ?, error_suggested_action = ?, sources = ?, updated_at = ?
+				error_reason = ?, error_suggested_action = ?, sources = ?, number_checks = ?, updated_at = ?
 			WHERE id = ?`,
-			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, ts(t), m.ID)
+			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, checks, ts(t), m.ID)
 		if err != nil {
 			return err
 		}
@@ -266,10 +270,11 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
-				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN ? THEN sources END
+				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN ? THEN sources END,
+				CASE WHEN ? THEN number_checks END
 			FROM (SELECT *, rowid AS r FROM messages WHERE conversation_id = ?
 			      ORDER BY created_at DESC, rowid DESC LIMIT ?)
-			ORDER BY created_at, r`, withSources, conversationID, limit)
+			ORDER BY created_at, r`, withSources, withSources, conversationID, limit)
 		if err != nil {
 			return err
 		}
@@ -278,7 +283,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		for rows.Next() {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}); err != nil {
+				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}, scanJSON{&m.NumberChecks}); err != nil {
 				return err
 			}
 			msgs = append(msgs, m)
@@ -488,4 +493,12 @@ func sourcesJSON(sources []datachat.Source) (any, error) {
 		return nil, nil
 	}
 	return marshalJSON(sources)
+}
+
+// checksJSON is an answer's number checks as stored: NULL when there are none.
+func checksJSON(checks []datachat.NumberCheck) (any, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	return marshalJSON(checks)
 }

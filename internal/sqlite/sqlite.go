@@ -52,7 +52,7 @@ func pingBusy(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(BusyTimeout)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		err := db.PingContext(ctx)
-		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+		if err == nil || errorCode(err)&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -87,7 +87,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	wq := cloneValues(q)
 	wq.Set("_txlock", "immediate")
-	write, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	write, err := openDB(path + "?" + wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -104,7 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	rq := cloneValues(q)
 	rq.Set("_query_only", "1")
-	read, err := sql.Open("sqlite", path+"?"+rq.Encode())
+	read, err := openDB(path + "?" + rq.Encode())
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

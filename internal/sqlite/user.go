@@ -145,7 +145,9 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 	t := now()
 	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
 		if _, err := s.write.ExecContext(ctx,
-			`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil {
+			`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil && !datachat.IsNoSpace(err) {
+			// On a full disk the key still works, its use unrecorded: the
+			// user must be able to delete what fills it.
 			return nil, fmt.Errorf("authenticate: record use: %w", err)
 		}
 	}

@@ -602,6 +602,10 @@ func testFinishMessage(t *testing.T, s datachat.Store) {
 	m.InputTokens, m.OutputTokens = 120, 30
 	m.Parts = []datachat.Part{text("Checking"), text("... "), call, text("42 rows.")}
 	m.Sources = []datachat.Source{{ID: "s1", Text: "x", Metadata: map[string]any{"document": "d.pdf"}}}
+	m.NumberChecks = []datachat.NumberCheck{
+		{Text: "42", Start: 12, End: 14, Status: "matched", Source: json.RawMessage(`{"tool_call_id":"c1","row":0,"column":1}`)},
+		{Text: "7", Start: 20, End: 21, Status: "unmatched", Source: json.RawMessage(`null`)},
+	}
 	u := &datachat.Usage{UserID: alice.ID, ConversationID: c.ID, MessageID: m.ID, Provider: "gemini", Model: "m",
 		InputTokens: 120, OutputTokens: 30, Success: true}
 	since := time.Now().Add(-time.Hour)
@@ -614,6 +618,14 @@ func testFinishMessage(t *testing.T, s datachat.Store) {
 	equal(t, "finished parts", parts, []datachat.Part{text("Checking... "), call, text("42 rows.")})
 	if got.Content != m.Content || got.Status != datachat.StatusComplete || got.InputTokens != 120 || got.OutputTokens != 30 || len(got.Sources) != 1 {
 		t.Errorf("finished message: %+v", got)
+	}
+	var src struct {
+		ToolCallID  string `json:"tool_call_id"`
+		Row, Column int
+	}
+	if len(got.NumberChecks) != 2 || got.NumberChecks[0].Text != "42" || got.NumberChecks[1].Status != "unmatched" ||
+		json.Unmarshal(got.NumberChecks[0].Source, &src) != nil || src.ToolCallID != "c1" || src.Column != 1 {
+		t.Errorf("number checks: %+v", got.NumberChecks)
 	}
 	if n, err := s.TokensSince(ctx, alice.ID, since); err != nil || n != 150 {
 		t.Errorf("TokensSince after finishing twice: %d, %v; want 150", n, err)

@@ -23,6 +23,7 @@ import (
 	"datachat/internal/duckdb"
 	"datachat/internal/extract"
 	"datachat/internal/retrieval"
+	"datachat/internal/scratch"
 
 	"github.com/google/uuid"
 )
@@ -36,6 +37,14 @@ type Workspace struct {
 	Logger *slog.Logger
 
 	MaxDocumentBytes int64 // largest document accepted; 0: no cap
+
+	// Extractor reads documents (nil: extract.Extract's, which spools
+	// uploads in the system's temporary directory).
+	Extractor *extract.Extractor
+	// Reserve, if set, is disk space held back for deletes: it is given back
+	// to the disk while a dataset, document or conversation is deleted, so
+	// that deleting to free space works on a full disk.
+	Reserve *scratch.Reserve
 
 	mu      sync.Mutex
 	locks   map[string]*sync.Mutex // per conversation, so table names don't race
@@ -90,7 +99,8 @@ func (w *Workspace) register(ctx context.Context, conversationID string, sts []*
 			return
 		}
 		for _, d := range out {
-			if derr := w.Store.DeleteDataset(context.WithoutCancel(ctx), conversationID, d.ID); derr != nil {
+			// On a full disk too: the upload may have failed for that.
+			if derr := w.freeing(func() error { return w.Store.DeleteDataset(context.WithoutCancel(ctx), conversationID, d.ID) }); derr != nil {
 				w.Logger.Error("remove dataset after a failed upload", slog.String("dataset_id", d.ID), slog.String("error", derr.Error()))
 			}
 		}
@@ -131,8 +141,19 @@ func (w *Workspace) register(ctx context.Context, conversationID string, sts []*
 		w.Logger.Info("dataset added", slog.String("conversation_id", conversationID), slog.String("dataset_id", d.ID),
 			slog.String("table", d.Name), slog.Int64("rows", d.RowCount), slog.Int64("bytes", d.Bytes))
 	}
-	w.Engine.Evict(conversationID)
+	w.prepare(conversationID)
 	return out, nil
+}
+
+// prepare starts, in the background, the conversation's SQL worker over its
+// tables as they now are, so that the next query finds it ready.
+func (w *Workspace) prepare(conversationID string) {
+	ts, err := w.tables(context.Background(), conversationID)
+	if err != nil {
+		w.Engine.Evict(conversationID)
+		return
+	}
+	w.Engine.Prepare(conversationID, ts)
 }
 
 // Datasets lists the conversation's datasets.
@@ -140,7 +161,20 @@ func (w *Workspace) Datasets(ctx context.Context, conversationID string) ([]*dat
 	return w.Store.Datasets(ctx, conversationID)
 }
 
-// DeleteDataset removes a dataset and its file.
+// freeing runs a delete with the reserved disk space given back, if there
+// is a reserve.
+func (w *Workspace) freeing(fn func() error) error {
+	if w.Reserve == nil {
+		return fn()
+	}
+	err := w.Reserve.Free(fn)
+	if !w.Reserve.Held() {
+		w.Logger.Warn("the disk is full: the space held back for deletes could not be held again; it will be once space is freed")
+	}
+	return err
+}
+
+// DeleteDataset removes a dataset and its file. It works on a full disk.
 func (w *Workspace) DeleteDataset(ctx context.Context, conversationID, id string) error {
 	unlock := w.lock(conversationID)
 	defer unlock()
@@ -148,21 +182,28 @@ func (w *Workspace) DeleteDataset(ctx context.Context, conversationID, id string
 	if err != nil {
 		return err
 	}
-	if err := w.Store.DeleteDataset(ctx, conversationID, id); err != nil {
-		return err
-	}
-	w.Engine.Evict(conversationID)
-	if err := w.Loader.Remove(d.Path); err != nil {
-		w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
-	}
-	return nil
+	return w.freeing(func() error {
+		if err := w.Store.DeleteDataset(ctx, conversationID, id); err != nil {
+			return err
+		}
+		w.prepare(conversationID)
+		if err := w.Loader.Remove(d.Path); err != nil {
+			w.Logger.Warn("remove dataset file", slog.String("path", d.Path), slog.String("error", err.Error()))
+		}
+		return nil
+	})
 }
 
 // DeleteConversation removes a user's conversation with its files and index.
+// It works on a full disk.
 func (w *Workspace) DeleteConversation(ctx context.Context, userID, conversationID string) error {
 	if _, err := w.Store.Conversation(ctx, userID, conversationID); err != nil {
 		return err
 	}
+	return w.freeing(func() error { return w.deleteConversation(ctx, userID, conversationID) })
+}
+
+func (w *Workspace) deleteConversation(ctx context.Context, userID, conversationID string) error {
 	datasets, err := w.Store.Datasets(ctx, conversationID)
 	if err != nil {
 		return err
@@ -288,7 +329,11 @@ func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io
 	if w.Index == nil {
 		return nil, errNoDocuments
 	}
-	ext, err := extract.Extract(ctx, r, filename, w.MaxDocumentBytes)
+	extractor := w.Extractor
+	if extractor == nil {
+		extractor = extract.Default()
+	}
+	ext, err := extractor.Extract(ctx, r, filename, w.MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +360,8 @@ func (w *Workspace) AddDocument(ctx context.Context, conversationID string, r io
 		return nil, err
 	}
 	if err := w.Index.Add(ctx, conversationID, d, chunks); err != nil {
-		if derr := w.Store.DeleteDocument(context.WithoutCancel(ctx), conversationID, d.ID); derr != nil {
+		// On a full disk too: indexing may have failed for that.
+		if derr := w.freeing(func() error { return w.Store.DeleteDocument(context.WithoutCancel(ctx), conversationID, d.ID) }); derr != nil {
 			w.Logger.Error("remove document after failed indexing", slog.String("document_id", d.ID), slog.String("error", derr.Error()))
 		}
 		return nil, fmt.Errorf("index document %q: %w", d.Name, err)
@@ -340,19 +386,22 @@ func (w *Workspace) Documents(ctx context.Context, conversationID string) ([]*da
 	return w.Store.Documents(ctx, conversationID)
 }
 
-// DeleteDocument removes a document from the store and the index.
+// DeleteDocument removes a document from the store and the index. It works
+// on a full disk.
 func (w *Workspace) DeleteDocument(ctx context.Context, conversationID, id string) error {
 	defer w.lock(docLock(conversationID))()
 	if _, err := w.Store.Document(ctx, conversationID, id); err != nil {
 		return err
 	}
-	if err := w.Store.DeleteDocument(ctx, conversationID, id); err != nil {
-		return err
-	}
-	if w.Index != nil {
-		return w.Index.DeleteDocument(ctx, conversationID, id)
-	}
-	return nil
+	return w.freeing(func() error {
+		if err := w.Store.DeleteDocument(ctx, conversationID, id); err != nil {
+			return err
+		}
+		if w.Index != nil {
+			return w.Index.DeleteDocument(ctx, conversationID, id)
+		}
+		return nil
+	})
 }
 
 // HasDocuments reports whether the conversation has any document.

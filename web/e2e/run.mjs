@@ -266,6 +266,20 @@ async function main() {
     sqlCards = await byTestId('sql-card').count();
   });
 
+  await step('the answer\'s numbers are checked: a matched one shows its cell, an invented one is flagged', async () => {
+    const a = lastAssistant();
+    const matched = a.locator('[data-testid="number-check"][data-status="matched"]').filter({ hasText: '152' });
+    await matched.first().waitFor();
+    const unmatched = a.locator('[data-testid="number-check"][data-status="unmatched"]').filter({ hasText: '9,999' });
+    expect(await unmatched.count() === 1, 'the invented 9,999 is not flagged');
+    expect(/Not found/.test(await unmatched.getAttribute('title')), 'the flag does not say the number was not found');
+    await matched.first().click();
+    const cell = a.locator('[data-testid="sql-card"] td.cell-highlight');
+    await cell.waitFor();
+    expect((await cell.textContent()).trim() === '152', `the highlighted cell says ${await cell.textContent()}`);
+    await shot('04b-number-checks');
+  });
+
   await step('result headers sort the table and CSV downloads it', async () => {
     const card = lastAssistant().locator('[data-testid="sql-card"][data-state="ok"]').last();
     const th = card.locator('th').first();

@@ -90,10 +90,17 @@ class SQLCard {
     if (Array.isArray(ev.columns)) {
       const r = { columns: ev.columns, rows: ev.rows || [], row_count: ev.row_count ?? (ev.rows || []).length, truncated: !!ev.truncated, elapsed_ms: ev.elapsed_ms };
       this.status.append(icon('check', 14), `${formatCount(r.row_count)} row${r.row_count === 1 ? '' : 's'}${r.elapsed_ms !== undefined && r.elapsed_ms !== null ? ` · ${formatMS(r.elapsed_ms)}` : ''}`);
-      this.result.append(new ResultView(r, { query: this.query }).el);
+      this.view = new ResultView(r, { query: this.query });
+      this.result.append(this.view.el);
     } else {
       this.showText(ev.content);
     }
+  }
+
+  /** highlight shows the result cell a checked number came from. */
+  highlight(row, col) {
+    this.el.open = true;
+    return !!this.view && this.view.highlight(row, col);
   }
 
   setStored(tc) {
@@ -112,7 +119,8 @@ class SQLCard {
     if (parsed) {
       this.status.append(icon('check', 14), `${formatCount(parsed.row_count)} row${parsed.row_count === 1 ? '' : 's'}${ms}`);
       const note = parsed.partial ? `Reopened: showing the ${formatCount(parsed.rows.length)} rows the assistant read; run the query again for all of them.` : '';
-      this.result.append(new ResultView(parsed, { query: this.query, note, elapsedMS: tc.duration_ms }).el);
+      this.view = new ResultView(parsed, { query: this.query, note, elapsedMS: tc.duration_ms });
+      this.result.append(this.view.el);
     } else {
       this.status.append(icon('check', 14), `Done${ms}`);
       this.showText(text);
@@ -208,6 +216,7 @@ export class ResultView {
     }
     for (const r of this.sorted) {
       const tr = document.createElement('tr');
+      tr.dataset.row = String(this.rows.indexOf(r));
       this.columns.forEach((c, i) => {
         const v = r[i];
         const td = document.createElement('td');
@@ -219,6 +228,25 @@ export class ResultView {
       frag.append(tr);
     }
     this.tbody.append(frag);
+  }
+
+  /**
+   * highlight marks the cell of result row and column (indexes into the
+   * result as the server sent it, whatever the sort), or the row count when
+   * they are null, and scrolls it into view.
+   */
+  highlight(row, col) {
+    for (const el of this.el.querySelectorAll('.cell-highlight')) el.classList.remove('cell-highlight');
+    let target;
+    if (row === null || row === undefined) target = this.el.querySelector('.result-meta');
+    else {
+      const tr = this.tbody.querySelector(`tr[data-row="${Number(row)}"]`);
+      target = tr && tr.children[Number(col)];
+    }
+    if (!target) return false;
+    target.classList.add('cell-highlight');
+    target.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    return true;
   }
 
   sortBy(i) {

@@ -93,13 +93,83 @@ export class AssistantView {
   }
 
   renderText() {
+    let changed = false;
     for (const p of this.parts) {
       if (p.kind !== 'md') continue;
       if (p.rendered === p.text && p.renderedSources === this.sources) continue;
       clear(p.el).append(renderTree(parseMarkdown(p.text), (n) => this.cite(n)));
       p.rendered = p.text;
       p.renderedSources = this.sources;
+      changed = true;
     }
+    if (changed && this.numberChecks) this.markNumbers();
+  }
+
+  /**
+   * markNumbers marks each checked number of the answer's text: a matched
+   * one links to where it came from (the result cell, the question, an
+   * excerpt); an unmatched one is flagged. A check's offsets count the
+   * characters of the answer's text, whose text parts are its pieces in order.
+   */
+  markNumbers() {
+    let offset = 0;
+    const spans = this.parts.filter((p) => p.kind === 'md').map((p) => {
+      const len = Array.from(p.text).length;
+      const span = { part: p, start: offset, end: offset + len };
+      offset += len;
+      return span;
+    });
+    const cursors = new Map(); // part → [text node index, offset] searched up to
+    for (const c of this.numberChecks) {
+      const span = spans.find((sp) => c.start >= sp.start && c.start < sp.end);
+      if (!span) continue;
+      const nodes = [];
+      const walker = document.createTreeWalker(span.part.el, NodeFilter.SHOW_TEXT, {
+        acceptNode: (n) => (n.parentElement && n.parentElement.closest('code, pre, .num-check') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+      });
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+      let [ni, off] = cursors.get(span.part) || [0, 0];
+      for (; ni < nodes.length; ni++, off = 0) {
+        const i = nodes[ni].data.indexOf(c.text, off);
+        if (i < 0) continue;
+        const node = nodes[ni];
+        const after = node.splitText(i);
+        after.splitText(c.text.length);
+        const mark = this.numberMark(c);
+        after.replaceWith(mark);
+        mark.append(after);
+        cursors.set(span.part, [ni + 1, 0]);
+        break;
+      }
+    }
+  }
+
+  numberMark(c) {
+    const src = c.source || null;
+    if (c.status !== 'matched' || !src) {
+      return h('span.num-check.num-unmatched', { testid: 'number-check', dataset: { status: 'unmatched' }, tabindex: '0',
+        title: 'Not found in this answer’s query results: check it' });
+    }
+    let title = 'Found in this answer’s evidence';
+    if (src.question) title = 'From your question';
+    else if (src.source_id) title = 'From a cited excerpt';
+    else if (src.tool_call_id) {
+      title = src.row === null || src.row === undefined ? 'The row count of the query result' : `From the query result: row ${src.row + 1}, column ${src.column + 1}`;
+    }
+    const el = h('span.num-check.num-matched', { testid: 'number-check', dataset: { status: 'matched' }, tabindex: '0', role: 'button', title });
+    const show = () => {
+      if (!src.tool_call_id) return;
+      const card = this.cards.get(src.tool_call_id);
+      if (card && card.highlight) card.highlight(src.row, src.column);
+    };
+    el.addEventListener('click', show);
+    el.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' || e.key === ' ') {
+        e.preventDefault();
+        show();
+      }
+    });
+    return el;
   }
 
   cite(n) {
@@ -135,6 +205,10 @@ export class AssistantView {
   complete(ev) {
     this.setWaiting(false);
     if (Array.isArray(ev.sources)) this.sources = ev.sources;
+    if (Array.isArray(ev.number_checks) && ev.number_checks.length) {
+      this.numberChecks = ev.number_checks;
+      for (const p of this.parts) if (p.kind === 'md') p.rendered = null; // render again, with the marks
+    }
     this.setStatus(ev.status || 'complete');
     this.setUsage(ev.input_tokens, ev.output_tokens, ev.total_tokens);
     this.renderText();
@@ -200,6 +274,7 @@ export class AssistantView {
     // Stored with the answer since the server kept them; older answers fall
     // back to what their search_documents calls returned.
     if (Array.isArray(msg.sources)) v.sources = msg.sources;
+    if (Array.isArray(msg.number_checks) && msg.number_checks.length) v.numberChecks = msg.number_checks;
     const calls = msg.tool_calls || [];
     const addCard = (tc) => {
       if (tc.tool === 'search_documents') for (const [n, s] of parseSourcesText(tc.result)) v.sourceMap.set(n, s);
