@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"datachat"
 )
@@ -19,8 +18,8 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 		return nil, err
 	}
 	t := &turn{r: r, user: user, conv: conv, sink: sink, start: r.now()}
-	if err := json.Unmarshal(c.State, &t.state); err != nil {
-		return nil, fmt.Errorf("confirmation %s: bad state: %w", c.ID, err)
+	if t.state, err = decodeTurnState(c.State); err != nil {
+		return nil, fmt.Errorf("confirmation %s: %w", c.ID, err)
 	}
 	byID := make(map[string]*datachat.Message, len(msgs))
 	for _, m := range msgs {
@@ -161,7 +160,7 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 // user (Outcome.Confirmation) once it is ready for the answer.
 func (t *turn) pause(ctx context.Context) error {
 	c := t.confirmation
-	state, err := json.Marshal(t.state)
+	state, err := encodeTurnState(t.state)
 	if err != nil {
 		return err
 	}
@@ -181,11 +180,13 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 		args := c.Parameters
 		if c.Action == ToolExecuteSQL {
 			var p sqlArgs
-			json.Unmarshal(c.Parameters, &p)
+			if err := json.Unmarshal(c.Parameters, &p); err != nil {
+				return fmt.Errorf("confirmation %s: parameters: %w", c.ID, err)
+			}
 			args, _ = json.Marshal(p) // the query and its source, without the estimate
 		}
 		t.startTool(call.ID, c.Action, args)
-		started := time.Now()
+		started := t.r.now()
 		res := t.execute(ctx, c.Action, args)
 		if call.Name == ToolRequestConfirmation {
 			res.content = "The user approved. Result:\n" + res.content

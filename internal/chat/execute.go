@@ -62,7 +62,7 @@ type toolResult struct {
 // runTool runs tool with args as the answer to call and records the round.
 func (t *turn) runTool(ctx context.Context, call datachat.ModelToolCall, tool string, args json.RawMessage) {
 	t.startTool(call.ID, tool, args)
-	started := time.Now()
+	started := t.r.now()
 	res := t.execute(ctx, tool, args)
 	t.recordAt(call, tool, args, res, started)
 }
@@ -156,7 +156,7 @@ func (t *turn) refreshSystem(ctx context.Context) {
 }
 
 func (t *turn) record(call datachat.ModelToolCall, tool string, res toolResult) {
-	t.recordAt(call, tool, call.Args, res, time.Now())
+	t.recordAt(call, tool, call.Args, res, t.r.now())
 }
 
 // recordAt sends tool_call_result, gives the result to the model and stores
@@ -172,7 +172,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 	}
 	t.emit("tool_call_result", ev)
 	if o := t.r.Observer; o != nil {
-		o.ToolCalled(tool, ev.OK, time.Since(started))
+		o.ToolCalled(tool, ev.OK, t.r.now().Sub(started))
 	}
 	t.state.Transcript = append(t.state.Transcript, datachat.ModelMessage{
 		Role: datachat.ModelRoleTool, ToolCallID: call.ID, ToolName: call.Name, Content: res.content,
@@ -181,7 +181,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 	tc := &datachat.ToolCall{
 		MessageID: t.msg.ID, Seq: t.state.Seq, CallID: call.ID, Tool: tool, Args: args,
 		OK: res.err == "", Result: res.content, Error: res.err,
-		StartedAt: started, DurationMS: time.Since(started).Milliseconds(),
+		StartedAt: started, DurationMS: t.r.now().Sub(started).Milliseconds(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -123,7 +123,7 @@ func (r *Runner) Lease() datachat.Lease {
 	}
 	owner := r.LeaseOwner
 	r.mu.Unlock()
-	return datachat.Lease{Owner: owner, Node: r.LeaseNode, Until: time.Now().Add(r.leaseTTL())}
+	return datachat.Lease{Owner: owner, Node: r.LeaseNode, Until: r.now().Add(r.leaseTTL())}
 }
 
 func (r *Runner) leaseTTL() time.Duration {
@@ -284,7 +284,7 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	userMsg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleUser, Content: content, Status: datachat.StatusComplete}
 	msg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
 	// The store refuses when another process runs a turn in the conversation.
-	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), time.Now()); err != nil {
+	if err := r.Store.BeginTurn(ctx, userMsg, msg, r.Lease(), r.now()); err != nil {
 		if datachat.ErrorCode(err) == datachat.ECONFLICT {
 			return nil, datachat.Errorf(datachat.ECONFLICT, "A reply is still being written in this conversation; wait for it or stop it first.")
 		}

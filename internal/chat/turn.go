@@ -58,9 +58,20 @@ type turn struct {
 	tokened bool            // a token arrived (for Observer.FirstToken)
 }
 
+// turnStateVersion is the version of turnState's JSON. A paused turn is
+// stored as that JSON and resumed by whatever version of datachat runs when
+// the user answers: a change that a stored state would be read wrongly with
+// (a field renamed, removed or given another meaning) raises the version and
+// teaches decodeTurnState to read the older one. TestTurnStateGolden holds a
+// state of each version.
+const turnStateVersion = 1
+
 // turnState is what a paused turn needs to continue; it is stored with its
 // confirmation.
 type turnState struct {
+	// Version is turnStateVersion when stored; 0 in states stored before
+	// versions, which are version 1.
+	Version        int                      `json:"version"`
 	HistoryIDs     []string                 `json:"history_ids"`
 	Transcript     []datachat.ModelMessage  `json:"transcript"`
 	ToolCalls      int                      `json:"tool_calls"`
@@ -78,6 +89,30 @@ type turnState struct {
 	// Results are the answer's successful SQL results, by the call that got
 	// them: the evidence its numbers are checked against.
 	Results []callResult `json:"results,omitempty"`
+}
+
+// encodeTurnState is the stored form of a paused turn's state.
+func encodeTurnState(s turnState) ([]byte, error) {
+	s.Version = turnStateVersion
+	return json.Marshal(s)
+}
+
+// decodeTurnState reads a stored state, refusing one of a version this
+// datachat does not know (stored by a newer one) with a message the user can
+// act on.
+func decodeTurnState(b []byte) (turnState, error) {
+	var s turnState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("bad state: %w", err)
+	}
+	switch s.Version {
+	case 0, turnStateVersion:
+		s.Version = turnStateVersion
+		return s, nil
+	}
+	return s, datachat.Errorf(datachat.ECONFLICT,
+		"This question waits for a confirmation stored by a newer version of datachat (state version %d; this one reads %d). Ask the question again.",
+		s.Version, turnStateVersion)
 }
 
 // callResult is one execute_sql result the model read.
