@@ -281,13 +281,13 @@ func (s *Sources) pool(def *datachat.DBSource) (*openSource, error) {
 	if s.secrets == nil {
 		sec, _, err := dbsource.LoadSecrets(s.SecretKey, s.DataDir)
 		if err != nil {
-			return nil, fmt.Errorf("database sources: the secret key: %w", err)
+			return nil, s.keyError(def.Name, err)
 		}
 		s.secrets = sec
 	}
 	url, err := s.secrets.Open(def.SealedURL)
 	if err != nil {
-		return nil, fmt.Errorf("database source %s: %w", def.Name, err)
+		return nil, s.keyError(def.Name, err)
 	}
 	src := dbsource.Source{Name: def.Name, URL: url, Tables: slices.Clone(def.Tables), AllUsers: def.AllUsers}
 	if len(def.Users) > 0 {
@@ -303,6 +303,15 @@ func (s *Sources) pool(def *datachat.DBSource) (*openSource, error) {
 	o := &openSource{def: def, db: db}
 	s.open[def.Name] = o
 	return o, nil
+}
+
+// keyError is a source whose credentials the server's key does not open
+// (the key changed, or its file is unreadable): logged with the cause, and
+// EINVALID for the caller, saying what the operator must do. The cause names
+// no secret.
+func (s *Sources) keyError(name string, err error) error {
+	s.Logger.Error("database source: its credentials cannot be opened", slog.String("source", name), slog.String("error", err.Error()))
+	return datachat.WrapError(datachat.EINVALID, fmt.Sprintf("The database %s cannot be opened: the server's secret key (DATACHAT_SECRET_KEY or secret.key in the data directory) does not open its stored credentials; the operator must restore the key the source was added with, or add the source again (datachat sources add %s).", name, name), err)
 }
 
 // sameSource reports whether two definitions open the same pool.
