@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,19 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With a PostgreSQL server, the data panel attaches a database source
+	// holding penguins.csv and the answer queries it (web/e2e/run.mjs).
+	var sourceEnv []string
+	if os.Getenv("DATACHAT_TEST_POSTGRES_URL") != "" {
+		src := newPostgresSource(t)
+		if out, err := runMainOut(t, env, "sources", "add", "warehouse", "--url", src.reader, "--tables", "penguins", "--users", "browser"); err != nil {
+			t.Fatalf("sources add: %v\n%s", err, out)
+		}
+		_, rows := penguins(t)
+		sourceEnv = []string{"DATACHAT_E2E_SOURCE=warehouse", fmt.Sprintf("DATACHAT_E2E_SOURCE_ANSWER=%d", gentoos(rows))}
+	} else {
+		t.Log("DATACHAT_TEST_POSTGRES_URL is not set: the database source step is skipped")
+	}
 	shots := os.Getenv("DATACHAT_E2E_SHOTS")
 	if shots == "" {
 		shots = t.TempDir()
@@ -74,6 +88,7 @@ func TestBrowser(t *testing.T) {
 		"DATACHAT_E2E_EXTRAS=1", // chat_error, hostile Markdown, citations: scripted in llmfake-script.json
 		"DATACHAT_E2E_DOC="+doc,
 	)
+	cmd.Env = append(cmd.Env, sourceEnv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()

@@ -5,6 +5,7 @@
 //	datachat ask --data FILE "question"    one chat turn in the terminal
 //	datachat mcp --data FILE               the data tools over MCP on stdio
 //	datachat keys create --user NAME       API keys (also list, revoke)
+//	datachat sources add NAME --url URL    database sources (also list, remove)
 //	datachat migrate                       apply database migrations
 //	datachat help [COMMAND]                usage
 //

@@ -18,6 +18,10 @@ Commands:
   keys create --user NAME                 create an API key (printed once)
   keys list                               list API keys
   keys revoke ID                          revoke an API key
+  sources add NAME --url URL [--tables PATTERNS] [--users NAMES | --all-users]
+                                          add a PostgreSQL or MySQL/MariaDB database as a source
+  sources list                            list database sources (URLs without passwords)
+  sources remove NAME                     remove a source, detaching it everywhere
   ask [--data FILE_OR_URL]… [--doc FILE]… "question"
                                           one chat turn in the terminal
   mcp [--conversation ID | --data FILE_OR_URL]…
@@ -63,6 +67,7 @@ the --data files.
        datachat keys list                 list the API keys: id, user, created, last used
        datachat keys revoke ID            revoke an API key (its ID from keys list)
 `,
+	"sources": sourcesUsage,
 	"migrate": `Usage: datachat migrate
 
 Applies pending database migrations (serve also applies them when it starts).
@@ -76,6 +81,9 @@ type cmdFlags struct {
 	format       string
 	conversation string
 	user         string
+	// sources add
+	url, tables, users string
+	allUsers           bool
 }
 
 // usageError is a wrong command line: main prints it with the usage and
@@ -126,6 +134,10 @@ func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
 		if sub == "create" {
 			fs.StringVar(&f.user, "user", "", "the user's `NAME` (created if new)")
 		}
+	case "sources":
+		if sub == "add" {
+			sourcesAddFlags(fs, f)
+		}
 	}
 	return fs
 }
@@ -139,6 +151,9 @@ func (m *Main) parseCommand(args []string) error {
 		return &usageError{fmt.Sprintf("unknown command %q", name), usage}
 	}
 	f := &m.flags
+	if name == "sources" {
+		return m.parseSources(args)
+	}
 	if name == "keys" {
 		if len(args) == 0 {
 			return &usageError{"keys: want create, list or revoke", commandUsage[name]}
@@ -211,6 +226,10 @@ func (m *Main) help(args []string) error {
 	}
 	if name == "keys" {
 		fmt.Fprint(m.Stdout, commandUsage[name])
+		return flag.ErrHelp
+	}
+	if name == "sources" {
+		helpFor(m.Stdout, name, commandFlags(name, "add", &cmdFlags{}))
 		return flag.ErrHelp
 	}
 	helpFor(m.Stdout, name, commandFlags(name, "", &cmdFlags{}))

@@ -42,6 +42,7 @@ type turn struct {
 	history      []*datachat.Message // pruned, for the model
 	system       string
 	hasDocuments bool
+	sources      []SourceInfo // the conversation's database sources
 	state        turnState
 
 	confirmation *datachat.Confirmation // to ask for, when pausing
@@ -131,6 +132,9 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 	if t.hasDocuments, err = t.r.Data.HasDocuments(ctx, t.conv.ID); err != nil {
 		return err
 	}
+	if err := t.describeSources(ctx); err != nil {
+		return err
+	}
 	var excerpts []datachat.Source
 	if k := t.topK(); t.hasDocuments && k > 0 {
 		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: t.searchText(question), TopK: k, Filters: t.opts.Filters})
@@ -144,6 +148,7 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 	}
 	t.system, err = SystemPrompt(t.r.Template, PromptData{
 		Datasets: datasets, Excerpts: excerpts, HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
+		Sources: t.sources,
 	})
 	if err != nil {
 		return err
@@ -241,7 +246,7 @@ func (t *turn) request() *datachat.ModelRequest {
 	}
 	req.Temperature = &temp
 	if !t.state.NoTools {
-		req.Tools = tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments)
+		req.Tools = withSourceArg(tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments), t.sourceNames())
 	}
 	return req
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"TakeRequestConcurrent", testTakeRequestConcurrent},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"CascadeDelete", testCascadeDelete},
+		{"DBSources", testDBSources},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

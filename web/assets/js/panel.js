@@ -3,6 +3,7 @@
 
 import { h, icon, clear, append, formatBytes, formatCount } from './dom.js';
 import { listOf } from './api.js';
+import { SourcesSection } from './sources.js';
 
 const DATASET_EXT = /\.(csv|tsv|parquet|pq|json|jsonl|ndjson)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
 const DOCUMENT_EXT = /\.(pdf|docx|md|markdown|html?|txt|text)$/i;
@@ -36,6 +37,7 @@ export class DataPanel {
     this.docStatus = document.getElementById('document-status');
     this.urlForm = document.getElementById('dataset-url-form');
     this.urlInput = document.getElementById('dataset-url');
+    this.sources = new SourcesSection({ api, ensureConversation });
 
     this.urlForm.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -83,6 +85,7 @@ export class DataPanel {
     this.setStatus(this.dsStatus, '');
     this.setStatus(this.docStatus, '');
     this.render();
+    this.sources.load(convId);
     if (!convId) return;
     try {
       const [ds, docs] = await Promise.all([
