@@ -778,8 +778,11 @@ func TestChatCancelStopsRunningQuery(t *testing.T) {
 	start := time.Now()
 	c.send("chat_cancel", map[string]any{})
 	evs := c.until("chat_complete")
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("cancel took %v", took)
+	// The query runs for hours unless stopped: a turn that ends before the
+	// engine's own timeout was ended by the cancel. (Not a measure of how
+	// fast the cancel is, which a loaded machine stretches.)
+	if took, limit := time.Since(start), cs.Workspace.Engine.Options().Timeout; took >= limit {
+		t.Errorf("the turn ended %v after the cancel: the query ran to the engine's timeout (%v)", took, limit)
 	}
 	done := decode[chat.CompleteEvent](t, find(evs, "chat_complete")[0])
 	if done.Status != "cancelled" {
