@@ -289,10 +289,8 @@ func TestExtractHandbookTimeAndMemory(t *testing.T) {
 	if headings < 250 {
 		t.Errorf("handbook has %d headings, want at least 250", headings)
 	}
+	// Measured, not asserted: BENCHMARKS.md has the figures.
 	t.Logf("handbook: %d bytes of text, %d blocks, %d headings in %v", n, len(doc.Blocks), headings, d)
-	if d > 10*time.Second {
-		t.Errorf("extraction took %v, want well under 10s", d)
-	}
 }
 
 func TestDecodeText(t *testing.T) {
