@@ -155,6 +155,33 @@ type Store interface {
 	// until a slot frees.
 	TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (ok bool, retryAfter time.Duration, err error)
 
+	// CreateDBSource stores a database source (Name, Kind, SealedURL,
+	// Tables, Users or AllUsers, Origin); ECONFLICT if a source of that name
+	// exists, EINVALID if Name or SealedURL is empty.
+	CreateDBSource(ctx context.Context, s *DBSource) error
+	// UpdateDBSource replaces the definition of the source named s.Name
+	// (everything but Name and CreatedAt), keeping its attachments;
+	// ENOTFOUND if there is none.
+	UpdateDBSource(ctx context.Context, s *DBSource) error
+	// DBSource returns the source of this name; ENOTFOUND if there is none.
+	DBSource(ctx context.Context, name string) (*DBSource, error)
+	// DBSources lists every source, by name.
+	DBSources(ctx context.Context) ([]*DBSource, error)
+	// DeleteDBSource removes a source and detaches it from every
+	// conversation; ENOTFOUND if there is none.
+	DeleteDBSource(ctx context.Context, name string) error
+	// AttachDBSource attaches a source to a conversation; attaching it again
+	// changes nothing. ENOTFOUND if the conversation or the source does not
+	// exist. Whether the conversation's user may use the source is the
+	// caller's to check (DBSource.Allows).
+	AttachDBSource(ctx context.Context, conversationID, name string) error
+	// DetachDBSource detaches a source from a conversation; ENOTFOUND if it
+	// is not attached.
+	DetachDBSource(ctx context.Context, conversationID, name string) error
+	// ConversationDBSources lists the sources attached to a conversation, in
+	// the order they were attached.
+	ConversationDBSources(ctx context.Context, conversationID string) ([]*DBSource, error)
+
 	// Ping checks the database answers.
 	Ping(ctx context.Context) error
 	Close() error

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 // needTool skips when a tool the test needs is missing, except in CI, which
@@ -55,12 +57,25 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// With a PostgreSQL server, the data panel attaches a database source
+	// holding penguins.csv and the answer queries it (web/e2e/run.mjs).
+	var sourceEnv []string
+	if os.Getenv("DATACHAT_TEST_POSTGRES_URL") != "" {
+		src := newPostgresSource(t)
+		if out, err := runMainOut(t, env, "sources", "add", "warehouse", "--url", src.reader, "--tables", "penguins", "--users", "browser"); err != nil {
+			t.Fatalf("sources add: %v\n%s", err, out)
+		}
+		_, rows := penguins(t)
+		sourceEnv = []string{"DATACHAT_E2E_SOURCE=warehouse", fmt.Sprintf("DATACHAT_E2E_SOURCE_ANSWER=%d", gentoos(rows))}
+	} else {
+		t.Log("DATACHAT_TEST_POSTGRES_URL is not set: the database source step is skipped")
+	}
 	shots := os.Getenv("DATACHAT_E2E_SHOTS")
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	csv, _ := filepath.Abs("testdata/penguins.csv")
-	doc, _ := filepath.Abs("testdata/dmca.pdf")
+	files := t.TempDir()
+	csv, doc := testfiles.Penguins(t, files), testfiles.DMCA(t, files)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -73,6 +88,7 @@ func TestBrowser(t *testing.T) {
 		"DATACHAT_E2E_EXTRAS=1", // chat_error, hostile Markdown, citations: scripted in llmfake-script.json
 		"DATACHAT_E2E_DOC="+doc,
 	)
+	cmd.Env = append(cmd.Env, sourceEnv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 // TestHelpAndUsage runs the built command: help goes to stdout with status
@@ -47,6 +48,16 @@ func TestHelpAndUsage(t *testing.T) {
 		{[]string{"keys", "create"}, 2, "want --user NAME"},
 		{[]string{"keys", "list", "--user", "x"}, 2, "flag provided but not defined: -user"},
 		{[]string{"mcp", "--conversation", "x", "--data", "y.csv"}, 2, "not both"},
+		{[]string{"sources", "--help"}, 0, "datachat sources add NAME --url URL"},
+		{[]string{"help", "sources"}, 0, "-all-users"},
+		{[]string{"sources", "add", "--help"}, 0, "-tables PATTERNS"},
+		{[]string{"sources"}, 2, "sources: want add, list or remove"},
+		{[]string{"sources", "drop"}, 2, `unknown subcommand "drop"`},
+		{[]string{"sources", "add", "x"}, 2, "want --url URL"},
+		{[]string{"sources", "add", "--url", "postgres://u:p@h/db"}, 2, "want one NAME"},
+		{[]string{"sources", "add", "x", "--url", "postgres://u:p@h/db", "--users", "a", "--all-users"}, 2, "not both"},
+		{[]string{"sources", "remove"}, 2, "want the source's NAME"},
+		{[]string{"sources", "list", "x"}, 2, "takes no arguments"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		// No HOME and no data directory: help and usage need no configuration.
@@ -88,7 +99,7 @@ func TestOneShotCommandsLogQuietly(t *testing.T) {
 		{Match: &llmtest.Match{LastRole: "tool"}, Reply: "344."},
 	}})
 	unset := map[string]string{"DATACHAT_LOG_LEVEL": "", "DATACHAT_LOG_FORMAT": "", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"}
-	_, stderr, err := runMain(t, testEnv(t, unset), "ask", "--data", "testdata/penguins.csv", "How many penguins?")
+	_, stderr, err := runMain(t, testEnv(t, unset), "ask", "--data", testfiles.Penguins(t, t.TempDir()), "How many penguins?")
 	if err != nil {
 		t.Fatal(err)
 	}

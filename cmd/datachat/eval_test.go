@@ -1,24 +1,30 @@
 package main
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"datachat/internal/eval"
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
-// evalSuite is a suite over testdata/penguins.csv whose questions the fake
-// model of evalScript answers: q1 with the gold SQL (after a failed try) and
-// the right number; q2 with a wrong query and its numbers; q3 with a right
-// query but an invented number; q4 with the right rows in the wrong order
-// (ordered); q5 without SQL, with the right number. Its dictionary and
-// example are there for the levers.
+// evalSuite is a suite over testfiles' penguins.csv (PENGUINS is its path,
+// ROWS its row count, ADELIE its Adelie count and HEAVIEST its largest body
+// mass) whose questions the fake model of evalScript answers: q1 with the
+// gold SQL (after a failed try) and the right number; q2 with a wrong query
+// (males only) and its numbers; q3 with a right query but an invented number;
+// q4 with the right rows in the wrong order (ordered); q5 without SQL, with
+// the right number. Its dictionary and example are there for the levers.
 const evalSuite = `name: penguins
 dictionary:
   notes: Count every bird once.
@@ -36,18 +42,18 @@ questions:
     question: How many penguins are there?
     datasets: [PENGUINS]
     sql: SELECT count(*) FROM penguins
-    numbers: [344]
+    numbers: [ROWS]
   - id: q2
     question: How many penguins per species?
     datasets: [PENGUINS]
     sql: SELECT species, count(*) FROM penguins GROUP BY species
-    numbers: [152]
+    numbers: [ADELIE]
   - id: q3
     question: What is the heaviest body mass?
     datasets: [PENGUINS]
     sql: SELECT 1
-    expected: {columns: [max], rows: [[6300]]}
-    numbers: [6300]
+    expected: {columns: [max], rows: [[HEAVIEST]]}
+    numbers: [HEAVIEST]
   - id: q4
     question: Which islands are there, in alphabetical order?
     datasets: [PENGUINS]
@@ -56,7 +62,7 @@ questions:
   - id: q5
     question: Describe the data in a sentence.
     datasets: [PENGUINS]
-    numbers: [344]
+    numbers: [ROWS]
 `
 
 func evalScript() llmtest.Script {
@@ -78,27 +84,26 @@ func evalScript() llmtest.Script {
 			q := r.LastUser()
 			switch {
 			case strings.Contains(q, "penguins are there"):
-				return "There are 344 penguins."
+				return fmt.Sprintf("There are %d penguins.", testfiles.PenguinsRows)
 			case strings.Contains(q, "per species"):
-				return "Adelie 73, Chinstrap 34 and Gentoo 61."
+				return "Adelie 73, Chinstrap 34 and Gentoo 61." // the males
 			case strings.Contains(q, "heaviest"):
-				return "The heaviest penguin weighs 6,350 g."
+				return "The heaviest penguin weighs 6,350 g." // invented: HEAVIEST is 6275
 			case strings.Contains(q, "islands"):
 				return "Torgersen, Dream and Biscoe."
 			}
-			return "A table of 344 penguins of three species."
+			return fmt.Sprintf("A table of %d penguins of three species.", testfiles.PenguinsRows)
 		}},
 	}
 }
 
 func writeEvalSuite(t *testing.T) string {
 	t.Helper()
-	csv, err := filepath.Abs("testdata/penguins.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "suite.yaml")
-	if err := os.WriteFile(p, []byte(strings.ReplaceAll(evalSuite, "PENGUINS", csv)), 0o644); err != nil {
+	dir := t.TempDir()
+	suite := strings.NewReplacer("PENGUINS", testfiles.Penguins(t, dir), "ROWS", strconv.Itoa(testfiles.PenguinsRows),
+		"ADELIE", strconv.Itoa(testfiles.AdelieCount), "HEAVIEST", strconv.Itoa(heaviestPenguin(t))).Replace(evalSuite)
+	p := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(p, []byte(suite), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -127,8 +132,8 @@ func TestEvalScores(t *testing.T) {
 	}
 	want := map[string]score{
 		"q1": {yes, yes, 2, 1, 300, 30, "SELECT count(*) AS n FROM penguins", nil},
-		"q2": {no, no, 1, 0, 200, 20, "SELECT species, count(*) FROM penguins WHERE sex = 'MALE' GROUP BY species", []float64{152}},
-		"q3": {yes, no, 1, 0, 200, 20, "SELECT max(body_mass_g) AS heaviest FROM penguins", []float64{6300}},
+		"q2": {no, no, 1, 0, 200, 20, "SELECT species, count(*) FROM penguins WHERE sex = 'MALE' GROUP BY species", []float64{testfiles.AdelieCount}},
+		"q3": {yes, no, 1, 0, 200, 20, "SELECT max(body_mass_g) AS heaviest FROM penguins", []float64{6275}},
 		"q4": {no, nil, 1, 0, 200, 20, "SELECT DISTINCT island FROM penguins ORDER BY island DESC", nil},
 		"q5": {nil, yes, 0, 0, 100, 10, "", nil},
 	}
@@ -208,6 +213,32 @@ func TestEvalScores(t *testing.T) {
 			t.Errorf("--compare output lacks %q:\n%s", s, cmp)
 		}
 	}
+}
+
+// heaviestPenguin is the largest body_mass_g of testfiles' penguins.csv:
+// 6275 g (the Gentoo range goes up to 6300 g, but no generated bird reaches it).
+func heaviestPenguin(t *testing.T) int {
+	t.Helper()
+	rows, err := csv.NewReader(bytes.NewReader(testfiles.PenguinsCSV())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(rows[0], "body_mass_g")
+	heaviest := 0
+	for _, r := range rows[1:] {
+		if r[col] == "" {
+			continue
+		}
+		m, err := strconv.Atoi(r[col])
+		if err != nil {
+			t.Fatal(err)
+		}
+		heaviest = max(heaviest, m)
+	}
+	if heaviest != 6275 {
+		t.Fatalf("testfiles' heaviest penguin is %d g, this test expects 6275", heaviest)
+	}
+	return heaviest
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -22,6 +22,7 @@ import (
 	"datachat/internal/disktest"
 	"datachat/internal/llmtest"
 	"datachat/internal/postgres/pgtest"
+	"datachat/internal/testfiles"
 )
 
 // The faults of issue 15, run for real against `datachat serve` processes:
@@ -326,7 +327,7 @@ func TestServeFullDisk(t *testing.T) {
 	p := startProc(t, vars)
 	key, base := p.Key, p.URL()
 	conv := newConversation(t, base, key)
-	st, ds := upload(t, base, key, conv, "testdata/penguins.csv")
+	st, ds := upload(t, base, key, conv, testfiles.Penguins(t, t.TempDir()))
 	if st != 201 {
 		t.Fatalf("upload: HTTP %d %v", st, ds)
 	}
@@ -351,7 +352,7 @@ func TestServeFullDisk(t *testing.T) {
 
 	// Queries over existing datasets go on, in a worker started now.
 	q := request(t, "POST", base+"/api/conversations/"+conv+"/sql", key, "application/json", []byte(`{"query":"SELECT count(*) AS n FROM penguins"}`))
-	if rows, _ := q.body["rows"].([]any); q.status != 200 || len(rows) != 1 || rows[0].([]any)[0] != float64(344) {
+	if rows, _ := q.body["rows"].([]any); q.status != 200 || len(rows) != 1 || rows[0].([]any)[0] != float64(testfiles.PenguinsRows) {
 		t.Errorf("/sql on a full disk: HTTP %d %s", q.status, q.raw)
 	}
 	// Deleting frees space, and works on a full disk: twice in a row.
@@ -462,6 +463,7 @@ func TestServeKilledMidUpload(t *testing.T) {
 	p := startProc(t, vars)
 	key := p.Key
 	conv := newConversation(t, p.URL(), key)
+	penguins := testfiles.Penguins(t, t.TempDir())
 	var others []int // live processes on the same data directory
 	restart := func(what string) *serveProc {
 		t.Helper()
@@ -477,7 +479,7 @@ func TestServeKilledMidUpload(t *testing.T) {
 			t.Logf("%s: %s", what, line)
 		}
 		wantOnlyOwnTemp(t, what+": after the restart", dataDir, p.cmd.Process.Pid, others...)
-		if st, res := upload(t, p.URL(), key, conv, "testdata/penguins.csv"); st != 201 {
+		if st, res := upload(t, p.URL(), key, conv, penguins); st != 201 {
 			t.Errorf("%s: upload after the restart: HTTP %d %v", what, st, res)
 		}
 		return p

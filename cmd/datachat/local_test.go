@@ -3,34 +3,24 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/sharedtest"
+	"datachat/internal/testfiles"
 )
-
-// sharedData returns ../shared/data (beside the repository), or skips.
-func sharedData(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("../shared/data is absent (a user's clone has no ../shared): %v", err)
-	}
-	return dir
-}
 
 func TestSQLCommand(t *testing.T) {
 	env := testEnv(t, nil)
-	out, _, err := runMain(t, env, "sql", "--data", "testdata/penguins.csv", "SELECT species, count(*) AS n FROM penguins GROUP BY species ORDER BY species")
+	dir := t.TempDir()
+	penguins := testfiles.Penguins(t, dir)
+	out, _, err := runMain(t, env, "sql", "--data", penguins, "SELECT species, count(*) AS n FROM penguins GROUP BY species ORDER BY species")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"Adelie", "152", "Chinstrap", "68", "Gentoo", "124"} {
+	for _, line := range []string{"Adelie", fmt.Sprint(testfiles.AdelieCount), "Chinstrap", fmt.Sprint(testfiles.ChinstrapCount), "Gentoo", fmt.Sprint(testfiles.GentooCount)} {
 		if !strings.Contains(out, line) {
 			t.Errorf("table output lacks %q:\n%s", line, out)
 		}
@@ -40,15 +30,15 @@ func TestSQLCommand(t *testing.T) {
 		t.Errorf("want header, rule and 3 rows:\n%s", out)
 	}
 
-	out, _, err = runMain(t, env, "sql", "--format", "csv", "--data", "testdata/penguins.csv", "SELECT sex, count(*) AS n FROM penguins GROUP BY sex ORDER BY sex NULLS FIRST")
+	out, _, err = runMain(t, env, "sql", "--format", "csv", "--data", penguins, "SELECT sex, count(*) AS n FROM penguins GROUP BY sex ORDER BY sex NULLS FIRST")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "sex,n\n,11\nFEMALE,165\nMALE,168\n") {
+	if want := fmt.Sprintf("sex,n\n,%d\nFEMALE,%d\nMALE,%d\n", testfiles.UnknownSex, testfiles.FemaleCount, testfiles.MaleCount); !strings.HasPrefix(out, want) {
 		t.Errorf("csv output (nulls as empty fields):\n%q", out)
 	}
 
-	out, _, err = runMain(t, env, "sql", "--format", "json", "--data", "testdata/penguins.csv", "--data", "testdata/penguins.csv",
+	out, _, err = runMain(t, env, "sql", "--format", "json", "--data", penguins, "--data", penguins,
 		"SELECT count(*) AS n FROM penguins JOIN penguins_2 USING (species)")
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +53,9 @@ func TestSQLCommand(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ args []string }{
-		{[]string{"sql", "--data", "testdata/penguins.csv", "SELECT * FROM read_csv('/etc/passwd')"}},
-		{[]string{"sql", "--data", "testdata/penguins.csv", "COPY penguins TO '/tmp/x.csv'"}},
-		{[]string{"sql", "--data", "testdata/missing.csv", "SELECT 1"}},
+		{[]string{"sql", "--data", penguins, "SELECT * FROM read_csv('/etc/passwd')"}},
+		{[]string{"sql", "--data", penguins, "COPY penguins TO '/tmp/x.csv'"}},
+		{[]string{"sql", "--data", filepath.Join(dir, "missing.csv"), "SELECT 1"}},
 		{[]string{"sql", "--format", "xml", "SELECT 1"}},
 		{[]string{"sql"}},
 	} {
@@ -76,8 +66,8 @@ func TestSQLCommand(t *testing.T) {
 }
 
 func TestSQLCommandOnSharedCSV(t *testing.T) {
-	data := sharedData(t)
-	out, _, err := runMain(t, testEnv(t, nil), "sql", "--format", "csv", "--data", filepath.Join(data, "csv", "titanic.csv"), "SELECT count(*) AS n FROM titanic")
+	titanic := sharedtest.Path(t, "data/csv/titanic.csv")
+	out, _, err := runMain(t, testEnv(t, nil), "sql", "--format", "csv", "--data", titanic, "SELECT count(*) AS n FROM titanic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +85,11 @@ func TestAskCommand(t *testing.T) {
 		}},
 	}})
 	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"})
-	out, stderr, err := runMain(t, env, "ask", "--data", "testdata/penguins.csv", "How many penguins?")
+	out, stderr, err := runMain(t, env, "ask", "--data", testfiles.Penguins(t, t.TempDir()), "How many penguins?")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if strings.TrimSpace(out) != "There are 344 penguins." {
+	if want := fmt.Sprintf("There are %d penguins.", testfiles.PenguinsRows); strings.TrimSpace(out) != want {
 		t.Errorf("stdout %q", out)
 	}
 	if !strings.Contains(stderr, "execute_sql") || !strings.Contains(stderr, "1 rows") {
@@ -114,27 +104,41 @@ func TestAskCommand(t *testing.T) {
 
 // TestAskWithDocumentIgnoresServerRetrieval: `ask` keeps its documents in its
 // own temporary index, whatever DATACHAT_RETRIEVAL names for the server (here
-// a Chroma that is not running).
+// a Chroma that is not running). It asks of testfiles' DMCA summary, whose
+// page 17 alone answers and so comes first, and of the real dmca.pdf of
+// ../shared, whose page 17 is among the excerpts given to the model.
 func TestAskWithDocumentIgnoresServerRetrieval(t *testing.T) {
-	var system string
-	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
-		ReplyFunc: func(r *llmtest.Request) string {
-			system = r.Messages[0].Text
-			return "Title V [1]."
-		},
-	}})
-	env := testEnv(t, map[string]string{
-		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms",
-		"DATACHAT_RETRIEVAL": "chroma", "CHROMA_URL": "http://127.0.0.1:1", "EMBEDDING_PROVIDER": "openai",
-	})
-	out, stderr, err := runMain(t, env, "ask", "--doc", "testdata/dmca.pdf", dmcaQuestion)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	if strings.TrimSpace(out) != "Title V [1]." {
-		t.Errorf("stdout %q", out)
-	}
-	if want := fmt.Sprintf("dmca.pdf, page %d", dmcaPage); !strings.Contains(system, want) {
-		t.Errorf("system prompt lacks %q:\n%.2000s", want, system)
+	for _, tc := range []struct {
+		name string
+		doc  func(t *testing.T) string
+		want string // in the system prompt
+	}{
+		{"generated", func(t *testing.T) string { return testfiles.DMCA(t, t.TempDir()) }, fmt.Sprintf("[1] dmca.pdf, page %d", dmcaPage)},
+		{"shared", func(t *testing.T) string { return sharedtest.Path(t, "data/docs/dmca.pdf") }, fmt.Sprintf("dmca.pdf, page %d", dmcaPage)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc(t)
+			var system string
+			fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
+				ReplyFunc: func(r *llmtest.Request) string {
+					system = r.Messages[0].Text
+					return "Title V [1]."
+				},
+			}})
+			env := testEnv(t, map[string]string{
+				"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms",
+				"DATACHAT_RETRIEVAL": "chroma", "CHROMA_URL": "http://127.0.0.1:1", "EMBEDDING_PROVIDER": "openai",
+			})
+			out, stderr, err := runMain(t, env, "ask", "--doc", doc, dmcaQuestion)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			if strings.TrimSpace(out) != "Title V [1]." {
+				t.Errorf("stdout %q", out)
+			}
+			if !strings.Contains(system, tc.want) {
+				t.Errorf("system prompt lacks %q:\n%.2000s", tc.want, system)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@
 //	datachat mcp --data FILE               the data tools over MCP on stdio
 //	datachat eval SUITE                    measure the chat's accuracy
 //	datachat keys create --user NAME       API keys (also list, revoke)
+//	datachat sources add NAME --url URL    database sources (also list, remove)
 //	datachat migrate                       apply database migrations
 //	datachat help [COMMAND]                usage
 //

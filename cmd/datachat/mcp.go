@@ -46,7 +46,7 @@ func (m *Main) runMCP(ctx context.Context) error {
 	fmt.Fprintf(m.Stderr, "datachat mcp: serving conversation %s of user %s on stdio\n", convID, user.Name)
 	srv := mcpserver.New(mcpserver.Options{
 		Workspace: ws, Store: st, User: user, Conversation: convID,
-		Logger: m.Logger,
+		Logger: m.Logger, Sources: m.newSources(st),
 	})
 	err = srv.Run(ctx, answerAll{&mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{m.Stdout}}})
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,9 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat/internal/nodetest"
+	"datachat/internal/testfiles"
 )
 
-const penguinsCSV = "../../internal/server/testdata/penguins.csv"
+// penguinsCSV writes testfiles' penguins.csv to a temporary directory and
+// returns its absolute path.
+func penguinsCSV(t *testing.T) string { return testfiles.Penguins(t, t.TempDir()) }
 
 // mcpEnv is the environment of a spawned `datachat mcp` using dataDir.
 func mcpEnv(dataDir string) []string {
@@ -65,7 +67,7 @@ var convLine = regexp.MustCompile(`serving conversation (\S+) of user local`)
 func TestMCPStdio(t *testing.T) {
 	dataDir := t.TempDir()
 	var stderr bytes.Buffer
-	s := stdioSession(t, dataDir, &stderr, "--data", penguinsCSV)
+	s := stdioSession(t, dataDir, &stderr, "--data", penguinsCSV(t))
 	tools, err := s.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,14 +81,14 @@ func TestMCPStdio(t *testing.T) {
 		}
 	}
 	rows, text := sqlRows(t, s, "SELECT count(*) FROM penguins WHERE species = 'Adelie'")
-	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != "152" {
+	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != fmt.Sprint(testfiles.AdelieCount) {
 		t.Fatalf("execute_sql: %v %s", rows, text)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("datachat mcp did not exit cleanly: %v\nstderr: %s", err, stderr.String())
 	}
 	m := convLine.FindStringSubmatch(stderr.String())
-	if m == nil || !strings.Contains(stderr.String(), "table penguins: penguins.csv, 344 rows") {
+	if m == nil || !strings.Contains(stderr.String(), fmt.Sprintf("table penguins: penguins.csv, %d rows", testfiles.PenguinsRows)) {
 		t.Fatalf("stderr %q names no conversation or table", stderr.String())
 	}
 
@@ -94,7 +96,7 @@ func TestMCPStdio(t *testing.T) {
 	stderr.Reset()
 	s = stdioSession(t, dataDir, &stderr, "--conversation", m[1])
 	rows, text = sqlRows(t, s, "SELECT count(*) FROM penguins")
-	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != "344" {
+	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != fmt.Sprint(testfiles.PenguinsRows) {
 		t.Errorf("reopened conversation: %v %s", rows, text)
 	}
 	if _, text := sqlRows(t, s, "COPY penguins TO '/tmp/x.csv'"); !strings.Contains(strings.ToLower(text), "refused") && !strings.Contains(text, "read-only") {
@@ -112,7 +114,7 @@ func TestMCPStdioRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"mcp", "--conversation", "nope"}, "not found"},
-		{[]string{"mcp", "--conversation", "x", "--data", penguinsCSV}, "not both"},
+		{[]string{"mcp", "--conversation", "x", "--data", penguinsCSV(t)}, "not both"},
 		{[]string{"mcp", "--data", "missing.csv"}, "missing.csv"},
 		{[]string{"mcp", "extra"}, "unexpected"},
 	} {
@@ -126,10 +128,7 @@ func TestMCPStdioRefusals(t *testing.T) {
 func TestMCPStdioNodeClient(t *testing.T) {
 	nodetest.Require(t)
 	bin := datachatBinary(t)
-	abs, err := filepath.Abs(penguinsCSV)
-	if err != nil {
-		t.Fatal(err)
-	}
+	abs := penguinsCSV(t)
 	out := nodetest.Run(t, []string{"DATACHAT_DATA_DIR=" + t.TempDir(), "DATACHAT_LOG_LEVEL=warn"},
 		"mcp_client.mjs", "stdio", "SELECT count(*) AS n, sum(body_mass_g) AS mass FROM penguins WHERE species = 'Adelie'", bin, "mcp", "--data", abs)
 	var got struct {
@@ -153,7 +152,7 @@ func TestMCPStdioNodeClient(t *testing.T) {
 	if len(got.Tools) != 5 {
 		t.Errorf("tools %+v", got.Tools)
 	}
-	if r := got.SQL.Structured.Rows; got.SQL.IsError || len(r) != 1 || fmt.Sprint(r[0][0]) != "152" || fmt.Sprint(r[0][1]) != "558800" {
+	if r := got.SQL.Structured.Rows; got.SQL.IsError || len(r) != 1 || fmt.Sprint(r[0][0]) != fmt.Sprint(testfiles.AdelieCount) || fmt.Sprint(r[0][1]) != fmt.Sprint(testfiles.AdelieBodyMass) {
 		t.Errorf("execute_sql over stdio: %+v", got.SQL)
 	}
 	if !got.Refused.IsError {
@@ -172,7 +171,7 @@ func TestMCPStdioAnswersAfterStdinCloses(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_sql","arguments":{"query":"SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"}}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
 	}
-	cmd := exec.Command(datachatBinary(t), "mcp", "--data", penguinsCSV)
+	cmd := exec.Command(datachatBinary(t), "mcp", "--data", penguinsCSV(t))
 	cmd.Env = mcpEnv(t.TempDir())
 	cmd.Stdin = strings.NewReader(strings.Join(requests, "\n") + "\n")
 	var stderr bytes.Buffer
@@ -195,7 +194,7 @@ func TestMCPStdioAnswersAfterStdinCloses(t *testing.T) {
 			answers[*msg.ID] = string(msg.Result) + string(msg.Error)
 		}
 	}
-	for id, want := range map[float64]string{1: "protocolVersion", 2: "344", 3: "124", 4: "execute_sql"} {
+	for id, want := range map[float64]string{1: "protocolVersion", 2: fmt.Sprint(testfiles.PenguinsRows), 3: fmt.Sprint(testfiles.GentooCount), 4: "execute_sql"} {
 		if got, ok := answers[id]; !ok {
 			t.Errorf("request %v: no answer\nstdout:\n%s\nstderr: %s", id, out, stderr.String())
 		} else if !strings.Contains(got, want) {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 // postgresSchemaURL returns DATACHAT_TEST_POSTGRES_URL with search_path set to
@@ -152,13 +153,13 @@ func TestTwoProcessesOneDatabase(t *testing.T) {
 	if st, res := do(t, "POST", b.URL()+"/api/conversations/"+conv+"/sql", key, `{"query":"SELECT 42 AS n"}`); st != 200 {
 		t.Errorf("query through B before the upload: HTTP %d %v", st, res)
 	}
-	st, ds := upload(t, a.URL(), key, conv, "testdata/penguins.csv")
+	st, ds := upload(t, a.URL(), key, conv, testfiles.Penguins(t, t.TempDir()))
 	if st != 201 || ds["name"] != "penguins" {
 		t.Fatalf("upload through A: HTTP %d %v", st, ds)
 	}
 	st, res := do(t, "POST", b.URL()+"/api/conversations/"+conv+"/sql", key, `{"query":"SELECT count(*) AS n FROM penguins"}`)
-	if rows, _ := res["rows"].([]any); st != 200 || len(rows) != 1 || rows[0].([]any)[0] != float64(344) {
-		t.Errorf("query through B: HTTP %d %v, want 344 rows counted", st, res)
+	if rows, _ := res["rows"].([]any); st != 200 || len(rows) != 1 || rows[0].([]any)[0] != float64(testfiles.PenguinsRows) {
+		t.Errorf("query through B: HTTP %d %v, want %d rows counted", st, res, testfiles.PenguinsRows)
 	}
 
 	// Rate limits hold across both: 5 a minute for carol, wherever she asks.

@@ -18,12 +18,13 @@ import (
 	"datachat/internal/chroma"
 	"datachat/internal/chroma/chromatest"
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
-// The question and the page of testdata/dmca.pdf (18 pages) that answers it.
+// The question and the page of testfiles' DMCA summary that answers it.
 const (
-	dmcaQuestion = "Which title of the DMCA creates protection for the design of vessel hulls?"
-	dmcaPage     = 17
+	dmcaQuestion = testfiles.DMCAQuestion
+	dmcaPage     = testfiles.DMCAAnswerPage
 )
 
 // TestPostgresRetrievalAcrossProcesses runs two `serve` processes with
@@ -61,8 +62,8 @@ func TestPostgresRetrievalAcrossProcesses(t *testing.T) {
 	b := startProc(t, varsB)
 	conv := newConversation(t, a.URL(), key)
 
-	st, doc := uploadDocument(t, a.URL(), key, conv, "testdata/dmca.pdf")
-	if st != 201 || doc["name"] != "dmca.pdf" || doc["pages"] != float64(18) {
+	st, doc := uploadDocument(t, a.URL(), key, conv, testfiles.DMCA(t, t.TempDir()))
+	if st != 201 || doc["name"] != "dmca.pdf" || doc["pages"] != float64(testfiles.DMCAPages) {
 		t.Fatalf("upload through A: HTTP %d %v", st, doc)
 	}
 	docID, _ := doc["id"].(string)
@@ -161,7 +162,7 @@ func TestIndexRebuiltFromStore(t *testing.T) {
 	a := startProc(t, vars)
 	key := a.Key
 	conv := newConversation(t, a.URL(), key)
-	if st, doc := uploadDocument(t, a.URL(), key, conv, "testdata/dmca.pdf"); st != 201 {
+	if st, doc := uploadDocument(t, a.URL(), key, conv, testfiles.DMCA(t, t.TempDir())); st != 201 {
 		t.Fatalf("upload: HTTP %d %v", st, doc)
 	}
 	if res := searchDocs(t, a.URL(), key, conv, dmcaQuestion); !citesPage(res, "dmca.pdf", dmcaPage) {
@@ -186,7 +187,7 @@ func TestIndexRebuiltFromStore(t *testing.T) {
 }
 
 // TestChromaRetrieval runs `serve` with DATACHAT_RETRIEVAL=chroma against a
-// real Chroma server, embeddings from the OpenAI fake: a real PDF is
+// real Chroma server, embeddings from the OpenAI fake: a PDF is
 // uploaded, searched and cited by page, and deleted; a conversation's
 // deletion drops its collection.
 func TestChromaRetrieval(t *testing.T) {
@@ -207,8 +208,9 @@ func TestChromaRetrieval(t *testing.T) {
 	p := startProc(t, vars)
 	key := p.Key
 	conv := newConversation(t, p.URL(), key)
-	st, doc := uploadDocument(t, p.URL(), key, conv, "testdata/dmca.pdf")
-	if st != 201 || doc["pages"] != float64(18) {
+	dmca := testfiles.DMCA(t, t.TempDir())
+	st, doc := uploadDocument(t, p.URL(), key, conv, dmca)
+	if st != 201 || doc["pages"] != float64(testfiles.DMCAPages) {
 		t.Fatalf("upload: HTTP %d %v", st, doc)
 	}
 	docID, _ := doc["id"].(string)
@@ -236,7 +238,7 @@ func TestChromaRetrieval(t *testing.T) {
 	}
 
 	// Deleting the conversation drops its collection in Chroma.
-	if st, _ := uploadDocument(t, p.URL(), key, conv, "testdata/dmca.pdf"); st != 201 {
+	if st, _ := uploadDocument(t, p.URL(), key, conv, dmca); st != 201 {
 		t.Fatalf("second upload: HTTP %d", st)
 	}
 	coll := srv.URL + "/api/v2/tenants/default_tenant/databases/default_database/collections/" + chroma.CollectionName(conv)

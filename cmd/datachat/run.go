@@ -38,6 +38,7 @@ type Main struct {
 	ConfigPath string
 	Config     *config.Config
 	Env        config.Lookup
+	Stdin      io.Reader // sources add --url - reads the URL here
 	Stdout     io.Writer
 	Stderr     io.Writer
 	Logger     *slog.Logger
@@ -57,7 +58,7 @@ type Main struct {
 // NewMain returns a Main reading the process environment and writing to the
 // process's standard streams.
 func NewMain() *Main {
-	return &Main{Env: os.LookupEnv, Stdout: os.Stdout, Stderr: os.Stderr}
+	return &Main{Env: os.LookupEnv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
 // ParseFlags reads the global flags, the command, its flags and arguments,
@@ -176,6 +177,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runServe(ctx)
 	case "keys":
 		return m.runKeys(ctx)
+	case "sources":
+		return m.runSources(ctx)
 	case "migrate":
 		return m.runMigrate(ctx)
 	case "sql":
@@ -388,10 +391,16 @@ func (m *Main) runServe(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
+	if err := m.applySourceConfig(ctx, st); err != nil {
+		ln.Close()
+		return err
+	}
+	sources := m.newSources(st)
+	runner.Sources = sources
 	runner.LeaseOwner, runner.LeaseNode = owner, node
 	m.closers = append(m.closers, m.sweepLeftStreaming(st, owner, node))
 	m.Server = &server.Server{
-		Store: st, Logger: m.Logger, Workspace: ws, Chat: runner,
+		Store: st, Logger: m.Logger, Workspace: ws, Chat: runner, Sources: sources,
 		AllowedMetadataKeys: m.Config.AllowedMetadataKeys,
 		MaxDocumentBytes:    m.Config.MaxDocumentBytes,
 		MaxDatasetBytes:     m.Config.MaxDatasetBytes,

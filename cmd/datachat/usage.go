@@ -18,6 +18,10 @@ Commands:
   keys create --user NAME                 create an API key (printed once)
   keys list                               list API keys
   keys revoke ID                          revoke an API key
+  sources add NAME --url URL [--tables PATTERNS] [--users NAMES | --all-users]
+                                          add a PostgreSQL or MySQL/MariaDB database as a source
+  sources list                            list database sources (URLs without passwords)
+  sources remove NAME                     remove a source, detaching it everywhere
   ask [--data FILE_OR_URL]… [--doc FILE]… "question"
                                           one chat turn in the terminal
   mcp [--conversation ID | --data FILE_OR_URL]…
@@ -80,6 +84,7 @@ verified examples are used unless --no-dictionary or --no-examples turn
 them off. Needs a model: GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST.
 Nothing is kept but --out.
 `,
+	"sources": sourcesUsage,
 	"migrate": `Usage: datachat migrate
 
 Applies pending database migrations (serve also applies them when it starts).
@@ -97,6 +102,9 @@ type cmdFlags struct {
 	out                      string
 	compare                  bool
 	noDictionary, noExamples bool
+	// sources add
+	url, tables, users string
+	allUsers           bool
 }
 
 // usageError is a wrong command line: main prints it with the usage and
@@ -152,6 +160,10 @@ func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
 		if sub == "create" {
 			fs.StringVar(&f.user, "user", "", "the user's `NAME` (created if new)")
 		}
+	case "sources":
+		if sub == "add" {
+			sourcesAddFlags(fs, f)
+		}
 	}
 	return fs
 }
@@ -165,6 +177,9 @@ func (m *Main) parseCommand(args []string) error {
 		return &usageError{fmt.Sprintf("unknown command %q", name), usage}
 	}
 	f := &m.flags
+	if name == "sources" {
+		return m.parseSources(args)
+	}
 	if name == "keys" {
 		if len(args) == 0 {
 			return &usageError{"keys: want create, list or revoke", commandUsage[name]}
@@ -252,6 +267,10 @@ func (m *Main) help(args []string) error {
 	}
 	if name == "keys" {
 		fmt.Fprint(m.Stdout, commandUsage[name])
+		return flag.ErrHelp
+	}
+	if name == "sources" {
+		helpFor(m.Stdout, name, commandFlags(name, "add", &cmdFlags{}))
 		return flag.ErrHelp
 	}
 	helpFor(m.Stdout, name, commandFlags(name, "", &cmdFlags{}))

@@ -52,6 +52,9 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 	if t.hasDocuments, err = r.Data.HasDocuments(ctx, conv.ID); err != nil {
 		return nil, err
 	}
+	if err := t.describeSources(ctx); err != nil {
+		return nil, err
+	}
 	t.system, err = SystemPrompt(r.Template, t.promptData(datasets, t.initialExcerpts()))
 	return t, err
 }
@@ -92,16 +95,14 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		Explanation string          `json:"explanation"`
 	}
 	if call.Name == ToolExecuteSQL {
-		var q struct {
-			Query string `json:"query"`
-		}
-		if err := json.Unmarshal(call.Args, &q); err != nil || strings.TrimSpace(q.Query) == "" {
+		q, ok := parseSQLArgs(call.Args)
+		if !ok {
 			t.startTool(call.ID, call.Name, call.Args)
 			t.state.SQLFailures++
 			t.record(call, call.Name, t.sqlFailure(toolResult{content: `Error: execute_sql needs {"query": "SELECT …"}.`, err: "missing query"}))
 			return false, nil
 		}
-		rows, err := t.r.Data.EstimateRows(ctx, t.conv.ID, q.Query)
+		rows, err := t.estimateRows(ctx, q)
 		if err != nil {
 			// The query cannot even be planned: no need to ask the user.
 			t.startTool(call.ID, call.Name, call.Args)
@@ -113,6 +114,10 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		a.Action = ToolExecuteSQL
 		a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "estimated_rows": rows})
 		a.Explanation = "Run this SQL query over your data?"
+		if q.Source != "" {
+			a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "source": q.Source, "estimated_rows": rows})
+			a.Explanation = fmt.Sprintf("Run this SQL query in the database %s?", q.Source)
+		}
 	} else if call.Name == ToolLoadDataset {
 		var l struct {
 			URL string `json:"url"`
@@ -171,13 +176,11 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 	if c.Status == datachat.ConfirmApproved {
 		args := c.Parameters
 		if c.Action == ToolExecuteSQL {
-			var p struct {
-				Query string `json:"query"`
-			}
+			var p sqlArgs
 			if err := json.Unmarshal(c.Parameters, &p); err != nil {
 				return fmt.Errorf("confirmation %s: parameters: %w", c.ID, err)
 			}
-			args, _ = json.Marshal(map[string]string{"query": p.Query})
+			args, _ = json.Marshal(p) // the query and its source, without the estimate
 		}
 		t.startTool(call.ID, c.Action, args)
 		started := t.r.now()

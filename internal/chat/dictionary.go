@@ -118,7 +118,7 @@ func (t *turn) examplesFor(ctx context.Context, question string, datasets []*dat
 func (t *turn) promptData(datasets []*datachat.Dataset, excerpts []datachat.Source) PromptData {
 	d := PromptData{
 		Datasets: datasets, Excerpts: excerpts, HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
-		Notes: t.conv.Notes, Examples: t.state.Examples,
+		Sources: t.sources, Notes: t.conv.Notes, Examples: t.state.Examples,
 	}
 	if t.r.NoDictionary {
 		d.Notes = ""

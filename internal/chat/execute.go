@@ -74,10 +74,8 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 	}
 	switch tool {
 	case ToolExecuteSQL:
-		var a struct {
-			Query string `json:"query"`
-		}
-		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
+		a, ok := parseSQLArgs(args)
+		if !ok {
 			t.state.SQLFailures++
 			return t.sqlFailure(fail("execute_sql needs {\"query\": \"SELECT …\"}."))
 		}
@@ -85,7 +83,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 			return fail("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
 		}
 		qstart := time.Now()
-		r, err := t.r.Data.Query(ctx, t.conv.ID, a.Query)
+		r, err := t.query(ctx, a)
 		if o := t.r.Observer; o != nil && ctx.Err() == nil {
 			o.SQLQueried(err == nil, time.Since(qstart))
 		}

@@ -20,22 +20,35 @@ type PromptData struct {
 	// examples chosen for the question.
 	Notes    string
 	Examples []PromptExample
+	// Sources are the database sources attached to the conversation (and
+	// granted to its user), with their dialect and allowed tables.
+	Sources []SourceInfo
 }
 
 // DefaultTemplate is the built-in system prompt. A file at
 // CHAT_DEFAULT_SYSTEM_PROMPT_PATH replaces it; it is a text/template over
-// PromptData with the functions schema, excerpts, notes and examples.
+// PromptData with the functions schema, excerpts, notes, examples and
+// databases.
 const DefaultTemplate = `You are a data analyst assistant. Help users understand and explore their data.
 
 {{if .Datasets -}}
 ## Datasets
 These tables are loaded in this conversation (and only these):
 {{schema .Datasets}}
+{{- else if .Sources -}}
+## Datasets
+No files are loaded in this conversation: its data is in the databases below.
 {{- else -}}
 ## Datasets
 No datasets are loaded yet. If the user's message contains a URL of a Parquet or CSV file, load it with the load_dataset tool before answering. Otherwise, tell the user to add a dataset (upload a Parquet or CSV file, or paste its URL) and answer what you can without data.
 {{- end}}
 {{- notes .Notes}}{{examples .Examples}}
+{{- if .Sources}}
+
+## Databases
+These databases are attached to this conversation (and only these). To query one, call execute_sql with its name as "source" and write the query in that database's own SQL dialect, not DuckDB's; only the tables listed here can be read, named as given. Without "source", execute_sql queries the datasets with DuckDB. One query runs in one place: it cannot join a database's tables with the datasets or with another database's.
+{{databases .Sources}}
+{{- end}}
 
 ## How to query
 - Use the execute_sql tool. The SQL dialect is DuckDB: standard SQL plus DuckDB functions (date_trunc, strftime, regexp_matches, list and struct functions, QUALIFY, PIVOT, GROUP BY ALL). Quote identifiers that are not lower-case words with double quotes, strings with single quotes.
@@ -61,10 +74,11 @@ Answer concisely and helpfully, in Markdown.`
 // ParseTemplate parses a system prompt template.
 func ParseTemplate(text string) (*template.Template, error) {
 	return template.New("system").Funcs(template.FuncMap{
-		"schema":   schemaText,
-		"excerpts": excerptsText,
-		"notes":    notesText,
-		"examples": examplesText,
+		"schema":    schemaText,
+		"excerpts":  excerptsText,
+		"notes":     notesText,
+		"examples":  examplesText,
+		"databases": databasesText,
 	}).Option("missingkey=error").Parse(text)
 }
 

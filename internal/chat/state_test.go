@@ -33,6 +33,7 @@ const turnStateV1 = `{
  "excerpts": 1,
  "pending": {"ID": "c2", "Name": "load_dataset", "Args": {"url": "https://example.com/a.csv"}, "Signature": ""},
  "skipped": [{"ID": "c3", "Name": "search_documents", "Args": {"query": "mass"}, "Signature": ""}],
+ "examples": [{"question": "How many birds per island?", "sql": "SELECT island, count(*) FROM birds GROUP BY island", "renames": {"birds": "penguins"}}],
  "results": [{"call_id": "c1", "result": {"columns": [{"name": "count_star()", "type": "BIGINT", "sql_type": "BIGINT"}], "rows": [[344]], "row_count": 1, "truncated": false, "elapsed_ms": 1.5}}]
 }`
 
@@ -58,6 +59,8 @@ func TestTurnStateGolden(t *testing.T) {
 		Excerpts:  1,
 		Pending:   &datachat.ModelToolCall{ID: "c2", Name: "load_dataset", Args: json.RawMessage(`{"url": "https://example.com/a.csv"}`)},
 		Skipped:   []datachat.ModelToolCall{{ID: "c3", Name: "search_documents", Args: json.RawMessage(`{"query": "mass"}`)}},
+		Examples: []PromptExample{{Question: "How many birds per island?", SQL: "SELECT island, count(*) FROM birds GROUP BY island",
+			Renames: map[string]string{"birds": "penguins"}}},
 		Results: []callResult{{CallID: "c1", Result: &datachat.QueryResult{
 			Columns: []datachat.Column{{Name: "count_star()", Type: "BIGINT", SQLType: "BIGINT"}}, Rows: [][]any{{344.0}}, RowCount: 1, ElapsedMS: 1.5,
 		}}},

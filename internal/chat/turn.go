@@ -42,6 +42,7 @@ type turn struct {
 	history      []*datachat.Message // pruned, for the model
 	system       string
 	hasDocuments bool
+	sources      []SourceInfo // the conversation's database sources
 	state        turnState
 
 	confirmation *datachat.Confirmation // to ask for, when pausing
@@ -131,6 +132,9 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 		return err
 	}
 	if t.hasDocuments, err = t.r.Data.HasDocuments(ctx, t.conv.ID); err != nil {
+		return err
+	}
+	if err := t.describeSources(ctx); err != nil {
 		return err
 	}
 	var excerpts []datachat.Source
@@ -244,7 +248,7 @@ func (t *turn) request() *datachat.ModelRequest {
 	}
 	req.Temperature = &temp
 	if !t.state.NoTools {
-		req.Tools = tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments)
+		req.Tools = withSourceArg(tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments), t.sourceNames())
 	}
 	return req
 }

@@ -102,6 +102,14 @@ type Config struct {
 	// heap, mutex and block profiles of its run there (DATACHAT_PROFILE_DIR;
 	// off by default: it slows serve down).
 	ProfileDir string
+	// SecretKey is DATACHAT_SECRET_KEY, the key that seals database sources'
+	// credentials (32 bytes in standard base64); "" means the key file
+	// secret.key in DataDir, made on first use.
+	SecretKey string
+	// Sources is DATACHAT_SOURCES: the database sources serve applies when
+	// it starts (a list in the --config file). nil when not set; an empty
+	// list when set to none.
+	Sources []SourceConfig
 }
 
 // Provider names.
@@ -190,6 +198,9 @@ func Load(path string, env Lookup) (*Config, error) {
 
 		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
+
+		SecretKey: p.secretKey("DATACHAT_SECRET_KEY"),
+		Sources:   p.sources("DATACHAT_SOURCES"),
 	}
 	p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text") // reserved: only text is accepted
 	_, c.OllamaHostSet = get("OLLAMA_HOST")
@@ -353,6 +364,14 @@ func readFile(path string) (map[string]string, error) {
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {
 		key := strings.ToUpper(k)
+		if key == "DATACHAT_SOURCES" { // a list of mappings, parsed as such
+			text, err := yamlText(v)
+			if err != nil {
+				return nil, fmt.Errorf("--config %s: DATACHAT_SOURCES: want a list of sources", path)
+			}
+			out[key] = text
+			continue
+		}
 		switch v := v.(type) {
 		case nil:
 			out[key] = ""

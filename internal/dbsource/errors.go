@@ -71,6 +71,28 @@ func (e *RoleError) As(target any) bool {
 	return false
 }
 
+// LoginError is a source whose server answered but refused the connection:
+// its login (role, password) or the database its URL names. Reason is the
+// server's own message, which names neither the password nor the URL. The
+// operator fixes the source's URL.
+type LoginError struct {
+	Source string
+	Reason string
+}
+
+func (e *LoginError) Error() string {
+	return fmt.Sprintf("source %s: the database server refused the connection: %s; correct the source's URL (datachat sources add %s again)", e.Source, e.Reason, e.Source)
+}
+
+// As shows a LoginError as an EINVALID *datachat.Error: the operator fixes it.
+func (e *LoginError) As(target any) bool {
+	if t, ok := target.(**datachat.Error); ok {
+		*t = &datachat.Error{Code: datachat.EINVALID, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
 // candidates suggests tables for an unknown one: the allowed tables, closest
 // names first, at most 8.
 func candidates(missing string, tables []string) string {

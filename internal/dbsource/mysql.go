@@ -314,6 +314,12 @@ func (e *myEngine) connErr(err error) error {
 	if errors.As(err, &re) {
 		return re
 	}
+	// The server refused the login (1045 access denied, 1698 without a
+	// password) or the database (1044 no access to it, 1049 no such one).
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == 1044 || me.Number == 1045 || me.Number == 1049 || me.Number == 1698) {
+		return &LoginError{Source: e.db.src.Name, Reason: me.Message}
+	}
 	return fmt.Errorf("source %s: connect to MySQL: %w", e.db.src.Name, err)
 }
 

@@ -69,6 +69,12 @@ func (e *pgEngine) connErr(err error) error {
 	if errors.As(err, &re) {
 		return re
 	}
+	// The server refused the login (SQLSTATE class 28: no such role, a
+	// wrong password, no pg_hba.conf entry), the database (3D000: it does
+	// not exist) or its CONNECT privilege (42501).
+	if c := pgCode(err); strings.HasPrefix(c, "28") || c == "3D000" || c == "42501" {
+		return &LoginError{Source: e.db.src.Name, Reason: pgMessage(err)}
+	}
 	return fmt.Errorf("source %s: connect to PostgreSQL: %w", e.db.src.Name, err)
 }
 

@@ -250,6 +250,27 @@ func (e *Engine) WaitLoad(ctx context.Context, cond func(queued, running int) bo
 	return nil
 }
 
+// WaitSpares returns once the spare processes are all started, so that the
+// next new conversation need not wait for one; or with ctx's error when ctx
+// ends first. It is for benchmarks and tests, one waiter at a time, and shares
+// WaitLoad's signal.
+func (e *Engine) WaitSpares(ctx context.Context) error {
+	for {
+		e.mu.Lock()
+		ready := len(e.spares) >= e.opts.Spares || e.closed
+		e.mu.Unlock()
+		if ready {
+			return nil
+		}
+		e.refillSpare()
+		select {
+		case <-e.changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // Processes reports how many worker processes are up (idle ones included).
 func (e *Engine) Processes() int {
 	e.mu.Lock()
@@ -647,6 +668,7 @@ func (e *Engine) refillSpare() {
 				e.spares, p = append(e.spares, p), nil
 			}
 			e.mu.Unlock()
+			e.poke()
 			if err != nil {
 				e.opts.Logger.Warn("start spare sql worker", slog.String("error", err.Error()))
 				return

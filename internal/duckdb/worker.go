@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"datachat"
+
+	"github.com/duckdb/duckdb-go/v2/mapping"
 )
 
 // A worker is this same binary, started by the server with workerEnv set. It
@@ -59,6 +61,7 @@ func workerMain() int {
 	}
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
+	prewarm()
 	first, err := readFrame(r)
 	if err != nil || len(first) == 0 {
 		return 0 // the server went away before giving work
@@ -73,6 +76,24 @@ func workerMain() int {
 	}
 	fmt.Fprintf(os.Stderr, "datachat sql worker: unknown first frame %d\n", first[0])
 	return 2
+}
+
+// prewarm readies DuckDB in this process while it waits for work (workers
+// are started ahead, as spares): the first database a process opens pays
+// for loading DuckDB's code and building its static state, and the first
+// statement checked for its parse tree for the JSON serialiser; a throwaway
+// in-memory database does both, so a new conversation's open does not. It
+// touches no file and ends before the worker takes its limits and its work.
+func prewarm() {
+	db, err := openDatabase("", [][2]string{{"threads", "1"}})
+	if err != nil {
+		return // the real open reports what is wrong
+	}
+	defer mapping.Close(&db)
+	withConn(context.Background(), db, func(conn mapping.Connection) error {
+		_, err := scalarString(conn, "SELECT json_serialize_sql('SELECT count(*) FROM range(3) t(x) WHERE x > 1')::VARCHAR")
+		return err
+	})
 }
 
 // reply writes one answer frame: the payload written by fn, or err.

@@ -2,10 +2,12 @@ package extract
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"datachat/internal/sharedtest"
+	"datachat/internal/testfiles"
 )
 
 // checkBlocks checks what every decoder promises: valid UTF-8, no empty
@@ -22,17 +24,19 @@ func checkBlocks(t *testing.T, doc *Document) {
 	}
 }
 
-// addFileSeed adds a file as a seed. (Run the fuzzers with a short
-// -fuzzminimizetime: minimizing a new input the size of these files takes
-// the default minute, during which no progress shows.)
-func addFileSeed(f *testing.F, path string) {
-	if data, err := os.ReadFile(path); err == nil {
+// addSharedSeed adds a file of ../shared as a seed, when ../shared is there.
+// (Run the fuzzers with a short -fuzzminimizetime: minimizing a new input
+// the size of these files takes the default minute, during which no
+// progress shows.)
+func addSharedSeed(f *testing.F, rel string) {
+	if data := sharedtest.Seed(f, rel); data != nil {
 		f.Add(data)
 	}
 }
 
 func FuzzExtractText(f *testing.F) {
-	addFileSeed(f, "testdata/fake-text-utf-16-le.txt")
+	addSharedSeed(f, "data/docs/fake-text-utf-16-le.txt")
+	f.Add(testfiles.NotesUTF16())
 	f.Add([]byte("plain\r\n\r\ntext\fpage"))
 	f.Add([]byte("\xff\xfeh\x00i\x00"))
 	f.Add([]byte("\xef\xbb\xbfbom \xc3\xa2\xc2\x80\xc2\x93"))
@@ -47,8 +51,9 @@ func FuzzExtractText(f *testing.F) {
 }
 
 func FuzzExtractMarkdown(f *testing.F) {
-	addFileSeed(f, "testdata/ibm_wiki.md")
-	addFileSeed(f, "testdata/avengers_README.md")
+	addSharedSeed(f, "data/docs/ibm_wiki.md")
+	addSharedSeed(f, "data/docs/avengers_README.md")
+	f.Add(testfiles.HistoryMarkdown())
 	f.Add([]byte("---\ntitle: x\n---\n# a\n<!-- c\n-->\n```\ncode\n```\n> > q\n| a |\n|---|\n"))
 	f.Add([]byte("````\n```\n~~~\nx\nSetext\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -58,7 +63,8 @@ func FuzzExtractMarkdown(f *testing.F) {
 }
 
 func FuzzExtractHTML(f *testing.F) {
-	addFileSeed(f, "testdata/autogen_blog.html")
+	addSharedSeed(f, "data/docs/autogen_blog.html")
+	f.Add(testfiles.BlogHTML())
 	f.Add([]byte("<html><body><main><h1>t</h1><table><tr><td><table><tr><td>x</td></tr></table></td></tr></table><pre>a\n b</pre></main></body></html>"))
 	f.Add([]byte("<nav><nav></nav>text<script>x</script><h2>h</h2><li>"))
 	f.Add([]byte("<meta charset=\"shift_jis\"><p>\x82\xa0</p>"))
@@ -72,8 +78,9 @@ func FuzzExtractHTML(f *testing.F) {
 }
 
 func FuzzExtractDOCX(f *testing.F) {
-	addFileSeed(f, "testdata/word_sample.docx")
-	f.Add(docxBytes(f, `<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>h</w:t></w:r></w:p><w:tbl><w:tr><w:tc><w:p><w:r><w:t>c</w:t></w:r></w:p></w:tc></w:tr></w:tbl>`, nil))
+	addSharedSeed(f, "data/docs/word_sample.docx")
+	f.Add(testfiles.TripDOCX())
+	f.Add(testfiles.DOCX(`<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>h</w:t></w:r></w:p><w:tbl><w:tr><w:tc><w:p><w:r><w:t>c</w:t></w:r></w:p></w:tc></w:tr></w:tbl>`, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		doc, err := extractDOCX(bytes.NewReader(data), int64(len(data)))
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/sharedtest"
+	"datachat/internal/testfiles"
 )
 
 // extractWith extracts data with e.
@@ -34,13 +36,13 @@ func newExtractor(t *testing.T, opts PDFOptions) *Extractor {
 
 // threePages is a PDF of three pages: two paragraphs, nothing, one
 // paragraph with a word broken by a hyphen.
-var threePages = testPDF{flate: true, pages: [][]byte{
-	textPage(
+var threePages = testfiles.PDF{Flate: true, Pages: [][]byte{
+	testfiles.TextPage(
 		[]string{"Quarterly report for the northern region.", "Revenue grew by twelve percent."},
 		[]string{"Costs stayed flat over the year."}),
 	nil,
-	textPage([]string{"The third page explains the extrac-", "tion of text and ends here."}),
-}}.bytes()
+	testfiles.TextPage([]string{"The third page explains the extrac-", "tion of text and ends here."}),
+}}.Bytes()
 
 func TestPDFPagesAndParagraphs(t *testing.T) {
 	doc, err := extractBytes(t, "report.pdf", threePages)
@@ -66,11 +68,11 @@ func TestPDFPagesAndParagraphs(t *testing.T) {
 
 func TestPDFManyPages(t *testing.T) {
 	const n = 40
-	var p testPDF
+	var p testfiles.PDF
 	for i := range n {
-		p.pages = append(p.pages, textPage([]string{fmt.Sprintf("This is page number %d of the long document.", i+1)}))
+		p.Pages = append(p.Pages, testfiles.TextPage([]string{fmt.Sprintf("This is page number %d of the long document.", i+1)}))
 	}
-	doc, err := extractBytes(t, "long.pdf", p.bytes())
+	doc, err := extractBytes(t, "long.pdf", p.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +89,9 @@ func TestPDFManyPages(t *testing.T) {
 func TestPDFNoText(t *testing.T) {
 	for name, data := range map[string][]byte{
 		"scan.pdf":   imageOnlyPDF(),
-		"image.pdf":  testPDF{image: true, pages: [][]byte{[]byte("q 200 0 0 200 72 500 cm /Im1 Do Q")}}.bytes(),
-		"blank.pdf":  testPDF{pages: [][]byte{nil, nil}}.bytes(),
-		"spaces.pdf": testPDF{pages: [][]byte{textPage([]string{"   "})}}.bytes(),
+		"image.pdf":  testfiles.PDF{Image: true, Pages: [][]byte{[]byte("q 200 0 0 200 72 500 cm /Im1 Do Q")}}.Bytes(),
+		"blank.pdf":  testfiles.PDF{Pages: [][]byte{nil, nil}}.Bytes(),
+		"spaces.pdf": testfiles.PDF{Pages: [][]byte{testfiles.TextPage([]string{"   "})}}.Bytes(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := extractBytes(t, name, data)
@@ -99,20 +101,20 @@ func TestPDFNoText(t *testing.T) {
 }
 
 func TestPDFEncrypted(t *testing.T) {
-	page := textPage([]string{"Only for the eyes of those who know the password."})
+	page := testfiles.TextPage([]string{"Only for the eyes of those who know the password."})
 	t.Run("user password", func(t *testing.T) {
-		data := testPDF{encrypt: true, userPass: "secret", pages: [][]byte{page}}.bytes()
+		data := testfiles.PDF{Encrypt: true, UserPassword: "secret", Pages: [][]byte{page}}.Bytes()
 		_, err := extractBytes(t, "locked.pdf", data)
 		checkInvalid(t, err, ErrEncrypted, "locked.pdf", "encrypted document: a password is needed")
 	})
 	t.Run("copying forbidden", func(t *testing.T) {
-		data := testPDF{encrypt: true, perms: -4 &^ 0x10, pages: [][]byte{page}}.bytes()
+		data := testfiles.PDF{Encrypt: true, Permissions: -4 &^ 0x10, Pages: [][]byte{page}}.Bytes()
 		_, err := extractBytes(t, "nocopy.pdf", data)
 		checkInvalid(t, err, ErrEncrypted, "nocopy.pdf", "encrypted document: its permissions forbid copying its text")
 	})
 	t.Run("empty user password", func(t *testing.T) {
-		// Like dmca.pdf: encrypted, but anyone may open it.
-		data := testPDF{encrypt: true, flate: true, pages: [][]byte{page}}.bytes()
+		// Like the DMCA summaries: encrypted, but anyone may open it.
+		data := testfiles.PDF{Encrypt: true, Flate: true, Pages: [][]byte{page}}.Bytes()
 		doc, err := extractBytes(t, "open.pdf", data)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +164,7 @@ func TestPDFDamaged(t *testing.T) {
 // with the default options it fails inside the memory cap, and the reader
 // goes on reading other files.
 func TestPDFFlateBomb(t *testing.T) {
-	bomb := flateBomb()
+	bomb := testfiles.FlateBomb()
 	if len(bomb) > 1<<20 {
 		t.Fatalf("the bomb is %d bytes, want well under 1 MiB", len(bomb))
 	}
@@ -209,7 +211,7 @@ func TestPDFTimeout(t *testing.T) {
 		// Unpacking the bomb takes PDFium far longer than 10 ms: the
 		// timeout kills the instance in the middle of a WebAssembly call.
 		e := newExtractor(t, PDFOptions{Timeout: 10 * time.Millisecond})
-		_, err := extractWith(t, e, t.Context(), "bomb.pdf", flateBomb())
+		_, err := extractWith(t, e, t.Context(), "bomb.pdf", testfiles.FlateBomb())
 		checkInvalid(t, err, ErrDamaged, "bomb.pdf", "reading the PDF took longer than 10ms")
 	})
 	t.Run("caller's deadline", func(t *testing.T) {
@@ -384,7 +386,7 @@ func TestSplitPDFLines(t *testing.T) {
 // an encrypted or damaged file. Of the shared files, only
 // libreoffice-writer-password.pdf (it needs a user password) fails.
 func TestExtractSharedPDFs(t *testing.T) {
-	dir := sharedDocs(t)
+	dir := sharedtest.Path(t, "data/docs")
 	paths, err := filepath.Glob(filepath.Join(dir, "*.pdf"))
 	if err != nil {
 		t.Fatal(err)

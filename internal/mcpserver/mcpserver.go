@@ -70,6 +70,9 @@ type Options struct {
 	// Budget, if set, is asked before each tool call runs; an error (the
 	// user is over a rate limit) is the call's answer instead.
 	Budget func(tool string) error
+	// Sources, if set, are the database sources attached to conversations:
+	// execute_sql takes a source, and list_datasets lists the databases.
+	Sources chat.Sources
 }
 
 // sampleRows is how many rows describe_dataset shows.
@@ -122,13 +125,23 @@ func New(o Options) *mcp.Server {
 		}, "url"),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
 	}, observed(t, ToolLoadDataset, t.loadDataset))
-	mcp.AddTool(srv, &mcp.Tool{
+	sqlTool := &mcp.Tool{
 		Name: ToolExecuteSQL,
 		Description: "Run one read-only DuckDB SQL statement over the conversation's datasets (tables named as list_datasets shows) in a sandbox, " +
 			"and return {columns, rows, row_count, truncated, elapsed_ms}; at most 1000 rows come back, so aggregate in SQL.",
 		InputSchema: schema(fixed, ToolExecuteSQL, map[string]string{"query": "One DuckDB SQL statement."}, "query"),
 		Annotations: readOnly,
-	}, observed(t, ToolExecuteSQL, t.executeSQL))
+	}
+	if o.Sources != nil {
+		sqlTool.Description = "Run one read-only SQL statement in a sandbox, over the conversation's datasets with DuckDB (tables named as list_datasets shows) " +
+			"or, with source, in one of the conversation's databases (list_datasets' databases) in that database's own SQL; " +
+			"return {columns, rows, row_count, truncated, elapsed_ms}; at most 1000 rows come back, so aggregate in SQL."
+		sqlTool.InputSchema = schema(fixed, ToolExecuteSQL+" with sources", map[string]string{
+			"query":  "One SQL statement: DuckDB's over the datasets, or the database's own with source.",
+			"source": "The name of a database attached to the conversation (list_datasets' databases) to run the query in; omit it for the datasets.",
+		}, "query")
+	}
+	mcp.AddTool(srv, sqlTool, observed(t, ToolExecuteSQL, t.executeSQL))
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolSearchDocuments,
 		Description: "Search the conversation's documents and return the most relevant excerpts with their document and page (an empty list when there are none).",
@@ -199,6 +212,7 @@ type (
 	sqlArgs struct {
 		ConversationID string `json:"conversation_id"`
 		Query          string `json:"query"`
+		Source         string `json:"source,omitempty"`
 	}
 	searchArgs struct {
 		ConversationID string `json:"conversation_id"`
@@ -227,6 +241,24 @@ type (
 	}
 	DatasetList struct {
 		Datasets []DatasetInfo `json:"datasets"`
+		// Databases are the database sources attached to the conversation,
+		// which execute_sql queries with their name as source.
+		Databases []DatabaseInfo `json:"databases,omitempty"`
+	}
+	// DatabaseInfo is a database source as the tools show it: its SQL
+	// dialect and the tables queries may read.
+	DatabaseInfo struct {
+		Name        string          `json:"name"`
+		Kind        string          `json:"kind"`
+		Dialect     string          `json:"dialect,omitempty"`
+		Tables      []DatabaseTable `json:"tables"`
+		Unavailable string          `json:"unavailable,omitempty"`
+	}
+	DatabaseTable struct {
+		Name    string            `json:"name"`
+		View    bool              `json:"view,omitempty"`
+		Rows    *int64            `json:"rows,omitempty"`
+		Columns []datachat.Column `json:"columns"`
 	}
 	DatasetDescription struct {
 		DatasetInfo
@@ -313,6 +345,19 @@ func (t *tools) listDatasets(ctx context.Context, _ *mcp.CallToolRequest, in con
 	for i, d := range ds {
 		out.Datasets[i] = info(d)
 	}
+	if t.o.Sources != nil && t.o.User != nil {
+		srcs, err := t.o.Sources.Describe(ctx, t.o.User, conv)
+		if err != nil {
+			return nil, DatasetList{}, err
+		}
+		for _, s := range srcs {
+			db := DatabaseInfo{Name: s.Name, Kind: s.Kind, Dialect: s.Dialect, Unavailable: s.Unavailable, Tables: []DatabaseTable{}}
+			for _, tb := range s.Tables {
+				db.Tables = append(db.Tables, DatabaseTable{Name: tb.Name, View: tb.View, Rows: tb.Rows, Columns: tb.Columns})
+			}
+			out.Databases = append(out.Databases, db)
+		}
+	}
 	return nil, out, nil
 }
 
@@ -387,7 +432,12 @@ func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlAr
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, nil, datachat.Errorf(datachat.EINVALID, "query is required: one DuckDB SQL statement.")
 	}
-	r, err := t.query(ctx, conv, in.Query)
+	var r *datachat.QueryResult
+	if source := strings.ToLower(strings.TrimSpace(in.Source)); source != "" {
+		r, err = t.querySource(ctx, conv, source, in.Query)
+	} else {
+		r, err = t.query(ctx, conv, in.Query)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -395,6 +445,21 @@ func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlAr
 		r.Rows = [][]any{}
 	}
 	return nil, r, nil
+}
+
+// querySource runs SQL on a database source attached to the conversation,
+// reporting its duration.
+func (t *tools) querySource(ctx context.Context, conv, source, sql string) (*datachat.QueryResult, error) {
+	if t.o.Sources == nil || t.o.User == nil {
+		return nil, datachat.Errorf(datachat.EINVALID, "No database sources on this server: omit source to query the datasets.")
+	}
+	start := time.Now()
+	ctx = datachat.WithUserID(ctx, t.o.User.ID)
+	r, err := t.o.Sources.Query(ctx, t.o.User, conv, source, sql)
+	if t.o.Observer != nil {
+		t.o.Observer.SQLQueried(err == nil, time.Since(start))
+	}
+	return r, err
 }
 
 // query runs SQL through the workspace, reporting its duration.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"datachat/internal/testfiles"
 )
 
 // TestBudgetRefillsAndForgets runs a budget on a fake clock: a burst of a
@@ -113,7 +115,7 @@ func TestBudgetsOverHTTP(t *testing.T) {
 	}
 
 	// Uploads: the dataset already spent the burst; documents share it.
-	if st, res := cs.upload(t, base+"/documents", cs.alice, "testdata/ibm_wiki.md", "file"); st != 429 || !strings.Contains(fmt.Sprint(res), "Too many uploads: the limit is 4 an hour per user") {
+	if st, res := cs.upload(t, base+"/documents", cs.alice, testfiles.History(t, t.TempDir()), "file"); st != 429 || !strings.Contains(fmt.Sprint(res), "Too many uploads: the limit is 4 an hour per user") {
 		t.Errorf("document upload over the budget: got %d %v, want 429", st, res)
 	}
 	if st, res := cs.post(t, base+"/datasets", cs.alice, `{"url":"http://127.0.0.1:1/x.csv"}`); st != 429 {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"datachat/internal/llmtest"
 	"datachat/internal/ollama"
 	"datachat/internal/openai"
+	"datachat/internal/testfiles"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -181,7 +181,7 @@ func tokens(evs []chat.Event) string {
 // withPenguins makes a conversation of alice's with penguins.csv loaded.
 func (cs *chatServer) withPenguins(t *testing.T) string {
 	conv := cs.newConversation(t, cs.alice)
-	if st, d := cs.upload(t, "/api/conversations/"+conv+"/datasets", cs.alice, "testdata/penguins.csv", "file"); st != 201 {
+	if st, d := cs.upload(t, "/api/conversations/"+conv+"/datasets", cs.alice, testfiles.Penguins(t, t.TempDir()), "file"); st != 201 {
 		t.Fatalf("upload: %d %v", st, d)
 	}
 	return conv
@@ -282,7 +282,7 @@ func TestChatSelfCorrects(t *testing.T) {
 	if first.OK || !strings.Contains(first.Content, "body_mas") || !strings.Contains(first.Content, "body_mass_g") {
 		t.Errorf("failed attempt should name the bad column and the candidate: %+v", first)
 	}
-	if !strings.Contains(tokens(evs), "The average is 4202") {
+	if want := fmt.Sprintf("The average is %d g.", testfiles.MeanBodyMass); !strings.Contains(tokens(evs), want) {
 		t.Errorf("answer %q", tokens(evs))
 	}
 }
@@ -489,7 +489,7 @@ func TestChatConfirmation(t *testing.T) {
 		}
 		c2.send("confirm_action", map[string]any{"id": conf.ID, "approved": true})
 		evs = c2.until("chat_complete")
-		female := countSex(t, "FEMALE")
+		female := countSex("FEMALE")
 		if !strings.Contains(tokens(evs), fmt.Sprintf("There are %d female penguins.", female)) {
 			t.Errorf("answer %q, want %d", tokens(evs), female)
 		}
@@ -544,13 +544,9 @@ func TestChatConfirmation(t *testing.T) {
 }
 
 // countSex counts the penguins of one sex in the CSV, independently of DuckDB.
-func countSex(t *testing.T, sex string) int {
-	b, err := os.ReadFile("testdata/penguins.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
+func countSex(sex string) int {
 	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(string(testfiles.PenguinsCSV()), "\n") {
 		if strings.HasSuffix(strings.TrimSpace(line), ","+sex) {
 			n++
 		}
@@ -565,7 +561,7 @@ func (ts *testServer) getJSON(t *testing.T, url string) (int, map[string]any) {
 }
 
 func TestChatLoadsURLFromMessage(t *testing.T) {
-	csvBytes, _ := os.ReadFile("testdata/penguins.csv")
+	csvBytes := testfiles.PenguinsCSV()
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
 	defer files.Close()
 	url := files.URL + "/penguins.csv"
@@ -782,8 +778,11 @@ func TestChatCancelStopsRunningQuery(t *testing.T) {
 	start := time.Now()
 	c.send("chat_cancel", map[string]any{})
 	evs := c.until("chat_complete")
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("cancel took %v", took)
+	// The query runs for hours unless stopped: a turn that ends before the
+	// engine's own timeout was ended by the cancel. (Not a measure of how
+	// fast the cancel is, which a loaded machine stretches.)
+	if took, limit := time.Since(start), cs.Workspace.Engine.Options().Timeout; took >= limit {
+		t.Errorf("the turn ended %v after the cancel: the query ran to the engine's timeout (%v)", took, limit)
 	}
 	done := decode[chat.CompleteEvent](t, find(evs, "chat_complete")[0])
 	if done.Status != "cancelled" {

@@ -68,6 +68,7 @@ type conversationDetail struct {
 	*datachat.Conversation
 	Messages            []*datachat.Message    `json:"messages"`
 	PendingConfirmation *datachat.Confirmation `json:"pending_confirmation"`
+	Sources             []sourceView           `json:"sources"` // the database sources attached
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
@@ -86,6 +87,10 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 		msgs = []*datachat.Message{}
 	}
 	d := conversationDetail{Conversation: c, Messages: msgs}
+	if d.Sources, err = s.attachedSources(ctx, c.ID); err != nil {
+		s.error(w, r, err)
+		return
+	}
 	switch p, err := s.Store.PendingConfirmation(ctx, c.ID); {
 	case err == nil:
 		d.PendingConfirmation = p

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -10,9 +11,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+
+	"datachat/internal/testfiles"
 )
 
 // upload posts path as the multipart field "file" and returns status and body.
@@ -73,12 +79,7 @@ func (ts *testServer) newConversation(t *testing.T, key string) string {
 // penguinsOracle computes, independently of DuckDB, the number of Adelie
 // penguins and their total body mass from the CSV.
 func penguinsOracle(t *testing.T) (count int, mass float64) {
-	f, err := os.Open("testdata/penguins.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(testfiles.PenguinsCSV())).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +94,36 @@ func penguinsOracle(t *testing.T) (count int, mass float64) {
 	return count, mass
 }
 
+// alltypesParquet writes dir/alltypes.parquet with DuckDB: 8 rows of an
+// integer id and boolean, integer, floating-point, date, text and
+// timestamp columns.
+func alltypesParquet(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "alltypes.parquet")
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(`COPY (SELECT i::INTEGER AS id, i % 2 = 0 AS bool_col, (i % 2)::TINYINT AS tinyint_col,
+		(i % 2)::SMALLINT AS smallint_col, (i % 2)::INTEGER AS int_col, (i % 2 * 10)::BIGINT AS bigint_col,
+		(i % 2 * 1.1)::FLOAT AS float_col, (i % 2 * 10.1)::DOUBLE AS double_col, DATE '2009-03-01' + i::INTEGER AS date_col,
+		(i % 2)::VARCHAR AS string_col, TIMESTAMP '2009-03-01 00:00:00' + INTERVAL (i) MINUTE AS timestamp_col
+		FROM range(8) t(i)) TO '` + strings.ReplaceAll(path, "'", "''") + `' (FORMAT parquet)`)
+	if err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+	return path
+}
+
 func TestDatasetUploadAndSQL(t *testing.T) {
 	ts := newTestServer(t)
 	conv := ts.newConversation(t, ts.alice)
 	base := "/api/conversations/" + conv
 
-	st, d := ts.upload(t, base+"/datasets", ts.alice, "testdata/penguins.csv", "file")
+	dir := t.TempDir()
+	penguins := testfiles.Penguins(t, dir)
+	st, d := ts.upload(t, base+"/datasets", ts.alice, penguins, "file")
 	if st != 201 {
 		t.Fatalf("upload csv: %d %v", st, d)
 	}
@@ -109,14 +134,22 @@ func TestDatasetUploadAndSQL(t *testing.T) {
 	if len(cols) != 7 || cols[0].(map[string]any)["name"] != "species" || cols[0].(map[string]any)["type"] != "text" {
 		t.Errorf("csv columns: got %v", cols)
 	}
-	st, p := ts.upload(t, base+"/datasets", ts.alice, "testdata/alltypes_plain.parquet", "file")
-	if st != 201 || p["name"] != "alltypes_plain" || p["row_count"] != float64(8) {
+	alltypes := alltypesParquet(t, dir)
+	st, p := ts.upload(t, base+"/datasets", ts.alice, alltypes, "file")
+	if st != 201 || p["name"] != "alltypes" || p["row_count"] != float64(8) {
 		t.Fatalf("upload parquet: %d %v", st, p)
 	}
+	var types []string
+	for _, c := range p["columns"].([]any) {
+		types = append(types, fmt.Sprint(c.(map[string]any)["type"]))
+	}
+	if got, want := strings.Join(types, " "), "integer boolean integer integer integer integer float float date text timestamp"; got != want {
+		t.Errorf("parquet column types: got %s, want %s", got, want)
+	}
 	// The same file again gets a new table name.
-	st, again := ts.upload(t, base+"/datasets", ts.alice, "testdata/alltypes_plain.parquet", "file")
-	if st != 201 || again["name"] != "alltypes_plain_2" {
-		t.Errorf("second upload: %d %v, want name alltypes_plain_2", st, again)
+	st, again := ts.upload(t, base+"/datasets", ts.alice, alltypes, "file")
+	if st != 201 || again["name"] != "alltypes_2" {
+		t.Errorf("second upload: %d %v, want name alltypes_2", st, again)
 	}
 
 	wantCount, wantMass := penguinsOracle(t)
@@ -132,7 +165,7 @@ func TestDatasetUploadAndSQL(t *testing.T) {
 		t.Errorf("sql shape: got %v", res)
 	}
 
-	st, res = ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT count(*) FROM alltypes_plain JOIN alltypes_plain_2 USING (id)"}`)
+	st, res = ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT count(*) FROM alltypes JOIN alltypes_2 USING (id)"}`)
 	if st != 200 || fmt.Sprint(res["rows"].([]any)[0].([]any)[0]) != "8" {
 		t.Errorf("join: %d %v", st, res)
 	}
@@ -154,7 +187,7 @@ func TestDatasetUploadAndSQL(t *testing.T) {
 	if st, _ := ts.post(t, base+"/sql", ts.bob, `{"query":"SELECT 1"}`); st != 404 {
 		t.Errorf("bob's sql on alice's conversation: got %d, want 404", st)
 	}
-	if st, _ := ts.upload(t, base+"/datasets", ts.bob, "testdata/penguins.csv", "file"); st != 404 {
+	if st, _ := ts.upload(t, base+"/datasets", ts.bob, penguins, "file"); st != 404 {
 		t.Errorf("bob's upload: got %d, want 404", st)
 	}
 
@@ -170,7 +203,7 @@ func TestDatasetUploadAndSQL(t *testing.T) {
 	if st, _ := doJSON(t, req); st != 204 {
 		t.Errorf("delete dataset: got %d", st)
 	}
-	if st, _ := ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT * FROM alltypes_plain"}`); st != 400 {
+	if st, _ := ts.post(t, base+"/sql", ts.alice, `{"query":"SELECT * FROM alltypes"}`); st != 400 {
 		t.Errorf("query deleted table: got %d, want 400", st)
 	}
 	req, _ = http.NewRequest("GET", ts.URL+base+"/datasets", nil)
@@ -200,7 +233,8 @@ func TestDatasetUploadRefusals(t *testing.T) {
 	if st, res := ts.upload(t, base+"/datasets", ts.alice, bad, "file"); st != 400 || !strings.Contains(fmt.Sprint(res), "notes.csv") {
 		t.Errorf("binary junk: got %d %v, want 400 naming the file", st, res)
 	}
-	if st, _ := ts.upload(t, base+"/datasets", ts.alice, "testdata/penguins.csv", "upload"); st != 400 {
+	penguins := testfiles.Penguins(t, t.TempDir())
+	if st, _ := ts.upload(t, base+"/datasets", ts.alice, penguins, "upload"); st != 400 {
 		t.Errorf("wrong field: got %d, want 400", st)
 	}
 	if st, _ := ts.post(t, base+"/datasets", ts.alice, `{"url":"file:///etc/passwd"}`); st != 400 {
@@ -210,7 +244,7 @@ func TestDatasetUploadRefusals(t *testing.T) {
 		t.Errorf("no url: got %d, want 400", st)
 	}
 	ts.MaxDatasetBytes = 1000
-	if st, res := ts.upload(t, base+"/datasets", ts.alice, "testdata/penguins.csv", "file"); st != 400 {
+	if st, res := ts.upload(t, base+"/datasets", ts.alice, penguins, "file"); st != 400 {
 		t.Errorf("too large: got %d %v, want 400", st, res)
 	}
 }
@@ -219,7 +253,7 @@ func TestDatasetFromURL(t *testing.T) {
 	ts := newTestServer(t)
 	conv := ts.newConversation(t, ts.alice)
 	base := "/api/conversations/" + conv
-	csvBytes, _ := os.ReadFile("testdata/penguins.csv")
+	csvBytes := testfiles.PenguinsCSV()
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/data/penguins.csv":

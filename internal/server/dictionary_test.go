@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -11,12 +12,13 @@ import (
 
 	"datachat"
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 func (ts *testServer) penguins(t *testing.T, key string) (conv, datasetID string) {
 	t.Helper()
 	conv = ts.newConversation(t, key)
-	st, d := ts.upload(t, "/api/conversations/"+conv+"/datasets", key, "testdata/penguins.csv", "file")
+	st, d := ts.upload(t, "/api/conversations/"+conv+"/datasets", key, testfiles.Penguins(t, t.TempDir()), "file")
 	if st != 201 {
 		t.Fatalf("upload: %d %v", st, d)
 	}
@@ -94,11 +96,12 @@ func mustJSON(v any) string {
 // receives it), and an example over other columns does not.
 func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 	const speciesSQL = "SELECT species, count(*) AS n FROM penguins GROUP BY species ORDER BY species"
-	const otherSQL = "SELECT count(*) AS n FROM alltypes_plain WHERE bool_col"
+	const otherSQL = "SELECT count(*) AS n FROM alltypes WHERE bool_col"
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{
 		Turns: []llmtest.Turn{
 			{Match: &llmtest.Match{LastRole: "user", Contains: "penguins per species"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"`+speciesSQL+`"}`)}},
-			{Match: &llmtest.Match{LastRole: "tool"}, Text: []string{"Adelie 152, Chinstrap 68, Gentoo 124."}},
+			{Match: &llmtest.Match{LastRole: "tool"}, Text: []string{fmt.Sprintf("Adelie %d, Chinstrap %d, Gentoo %d.", testfiles.AdelieCount, testfiles.ChinstrapCount, testfiles.GentooCount)}},
+			{Match: &llmtest.Match{LastRole: "user", Contains: "warehouse"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT 1","source":"warehouse"}`)}},
 		},
 		Default: &llmtest.Turn{Text: []string{"Noted."}},
 	})
@@ -121,7 +124,7 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 		t.Errorf("an unedited query ran again: %v", ex)
 	}
 	other := cs.newConversation(t, cs.alice)
-	if st, d := cs.upload(t, "/api/conversations/"+other+"/datasets", cs.alice, "testdata/alltypes_plain.parquet", "file"); st != 201 {
+	if st, d := cs.upload(t, "/api/conversations/"+other+"/datasets", cs.alice, alltypesParquet(t, t.TempDir()), "file"); st != 201 {
 		t.Fatalf("upload: %d %v", st, d)
 	}
 	st, ex2 := cs.post(t, "/api/examples", cs.alice, `{"conversation_id":"`+other+`","question":"How many penguins per species, of all types?","sql":"`+otherSQL+`","verdict":"correct"}`)
@@ -146,6 +149,21 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 		}
 	}
 
+	// A query run in a database source is no example (examples are over the
+	// datasets), whatever the verdict.
+	c.send("chat_send", map[string]string{"content": "How many penguins in the warehouse?"})
+	evs = c.until("chat_complete")
+	srcDone := decode[struct {
+		MessageID string `json:"message_id"`
+	}](t, find(evs, "chat_complete")[0])
+	srcCall := decode[struct{ ID string }](t, find(evs, "tool_call_start")[0])
+	for _, verdict := range []string{"correct", "wrong"} {
+		body := `{"conversation_id":"` + conv + `","message_id":"` + srcDone.MessageID + `","call_id":"` + srcCall.ID + `","verdict":"` + verdict + `"}`
+		if st, b := cs.post(t, "/api/examples", cs.alice, body); st != 400 || !strings.Contains(mustJSON(b), "ran in the database warehouse") {
+			t.Errorf("marking a database source's query %s: %d %v", verdict, st, b)
+		}
+	}
+
 	patch := func(url, body string) {
 		t.Helper()
 		req, _ := http.NewRequest("PATCH", cs.URL+url, strings.NewReader(body))
@@ -162,7 +180,7 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 	reqs := cs.fake.ChatRequests()
 	sys := reqs[len(reqs)-1].Messages[0].Text
 	for _, want := range []string{
-		"Table penguins (from penguins.csv, 344 rows): Palmer penguins.",
+		fmt.Sprintf("Table penguins (from penguins.csv, %d rows): Palmer penguins.", testfiles.PenguinsRows),
 		"- island: text — Where the bird was seen.",
 		"## Business rules from the user\n", "Count only birds seen after 2008.",
 		"## Verified examples (question → SQL)", "Example 1. How many penguins per species?\n```sql\n" + speciesSQL + "\n```",

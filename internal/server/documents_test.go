@@ -7,6 +7,7 @@ import (
 
 	"datachat/internal/chat"
 	"datachat/internal/llmtest"
+	"datachat/internal/testfiles"
 )
 
 func TestDocumentsAndSearch(t *testing.T) {
@@ -15,32 +16,34 @@ func TestDocumentsAndSearch(t *testing.T) {
 	conv := ts.newConversation(t, ts.alice)
 	base := "/api/conversations/" + conv
 
-	st, d := ts.upload(t, base+"/documents", ts.alice, "testdata/google-doc-document.pdf", "file")
-	if st != 201 || d["name"] != "google-doc-document.pdf" || d["pages"] != float64(1) || d["chunks"].(float64) < 1 {
+	dir := t.TempDir()
+	st, d := ts.upload(t, base+"/documents", ts.alice, testfiles.Guide(t, dir), "file")
+	if st != 201 || d["name"] != testfiles.GuideName || d["pages"] != float64(testfiles.GuidePages) || d["chunks"].(float64) < testfiles.GuidePages {
 		t.Fatalf("upload pdf: %d %v", st, d)
 	}
-	st, md := ts.upload(t, base+"/documents", ts.alice, "testdata/ibm_wiki.md", "file")
+	st, md := ts.upload(t, base+"/documents", ts.alice, testfiles.History(t, dir), "file")
 	if st != 201 || md["chunks"].(float64) < 2 {
 		t.Fatalf("upload md: %d %v", st, md)
 	}
-	st, res := ts.upload(t, base+"/documents", ts.alice, "testdata/libreoffice-writer-password.pdf", "file")
-	if msg := fmt.Sprint(res); st != 400 || !strings.Contains(msg, "libreoffice-writer-password.pdf") || !strings.Contains(msg, "password") {
+	st, res := ts.upload(t, base+"/documents", ts.alice, testfiles.Locked(t, dir), "file")
+	if msg := fmt.Sprint(res); st != 400 || !strings.Contains(msg, testfiles.LockedName) || !strings.Contains(msg, "password") {
 		t.Errorf("password-protected pdf: %d %v, want 400 naming the file and the password", st, res)
 	}
 
-	st, found := ts.post(t, base+"/search", ts.alice, `{"query":"Beautiful is better than ugly","top_k":3}`)
+	st, found := ts.post(t, base+"/search", ts.alice, fmt.Sprintf(`{"query":%q,"top_k":3}`, testfiles.GuidePhrase))
 	if st != 200 {
 		t.Fatalf("search: %d %v", st, found)
 	}
 	results := found["results"].([]any)
 	first := results[0].(map[string]any)
 	meta := first["metadata"].(map[string]any)
-	if meta["document"] != "google-doc-document.pdf" || meta["page"] != float64(1) || meta["document_id"] != d["id"] || !strings.Contains(first["text"].(string), "Beautiful is better than ugly") {
+	if meta["document"] != testfiles.GuideName || meta["page"] != float64(testfiles.GuidePhrasePage) || meta["document_id"] != d["id"] || !strings.Contains(first["text"].(string), testfiles.GuidePhrase) {
 		t.Errorf("top result %v", first)
 	}
-	st, found = ts.post(t, base+"/search", ts.alice, `{"query":"When was IBM founded and renamed?"}`)
-	if top := found["results"].([]any)[0].(map[string]any)["metadata"].(map[string]any); st != 200 || top["document"] != "ibm_wiki.md" {
-		t.Errorf("IBM question: %d %v", st, top)
+	st, found = ts.post(t, base+"/search", ts.alice, fmt.Sprintf(`{"query":%q}`, testfiles.HistoryQuestion))
+	if top := found["results"].([]any)[0].(map[string]any); st != 200 || top["metadata"].(map[string]any)["document"] != testfiles.HistoryName ||
+		!strings.Contains(strings.ToLower(top["text"].(string)), "renamed harbour instruments") {
+		t.Errorf("history question: %d %v", st, top)
 	}
 	for _, tc := range []struct{ body, want string }{
 		{`{"query":"x","metadata_filters":{"author":"me"}}`, "author"},
@@ -51,10 +54,10 @@ func TestDocumentsAndSearch(t *testing.T) {
 			t.Errorf("%s: %d %v", tc.body, st, res)
 		}
 	}
-	if st, res := ts.post(t, base+"/search", ts.alice, `{"query":"IBM","metadata_filters":{"source":"nowhere"}}`); st != 200 || len(res["results"].([]any)) != 0 {
+	if st, res := ts.post(t, base+"/search", ts.alice, `{"query":"Harbour","metadata_filters":{"source":"nowhere"}}`); st != 200 || len(res["results"].([]any)) != 0 {
 		t.Errorf("allowed filter matching nothing: %d %v", st, res)
 	}
-	if st, _ := ts.post(t, base+"/search", ts.bob, `{"query":"IBM"}`); st != 404 {
+	if st, _ := ts.post(t, base+"/search", ts.bob, `{"query":"Harbour"}`); st != 404 {
 		t.Errorf("bob searching alice's documents: %d", st)
 	}
 
@@ -63,9 +66,9 @@ func TestDocumentsAndSearch(t *testing.T) {
 	if st, _ := doJSON(t, req); st != 204 {
 		t.Errorf("delete document: %d", st)
 	}
-	_, found = ts.post(t, base+"/search", ts.alice, `{"query":"IBM founded"}`)
+	_, found = ts.post(t, base+"/search", ts.alice, `{"query":"Harbour founded"}`)
 	for _, r := range found["results"].([]any) {
-		if r.(map[string]any)["metadata"].(map[string]any)["document"] == "ibm_wiki.md" {
+		if r.(map[string]any)["metadata"].(map[string]any)["document"] == testfiles.HistoryName {
 			t.Errorf("deleted document still found")
 		}
 	}
@@ -80,24 +83,24 @@ func TestChatCitesDocuments(t *testing.T) {
 	cs := newChatServer(t, llmtest.Gemini, llmtest.Script{Default: &llmtest.Turn{
 		ReplyFunc: func(r *llmtest.Request) string {
 			system = r.Messages[0].Text
-			return "Beautiful is better than ugly [1]."
+			return "Clear names beat clever comments [1]."
 		},
 	}})
 	conv := cs.newConversation(t, cs.alice)
-	if st, d := cs.upload(t, "/api/conversations/"+conv+"/documents", cs.alice, "testdata/google-doc-document.pdf", "file"); st != 201 {
+	if st, d := cs.upload(t, "/api/conversations/"+conv+"/documents", cs.alice, testfiles.Guide(t, t.TempDir()), "file"); st != 201 {
 		t.Fatalf("upload: %d %v", st, d)
 	}
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "What does the Zen of Python say about beauty?"})
+	c.send("chat_send", map[string]string{"content": "Why are clear names better than clever comments?"})
 	evs := c.until("chat_complete")
-	if !strings.Contains(system, "[1] google-doc-document.pdf, page 1") || !strings.Contains(system, "Beautiful is better than ugly") {
+	if want := fmt.Sprintf("[1] %s, page %d", testfiles.GuideName, testfiles.GuidePhrasePage); !strings.Contains(system, want) || !strings.Contains(system, testfiles.GuidePhrase) {
 		t.Errorf("system prompt lacks the cited excerpt:\n%s", system)
 	}
 	if !cs.fake.ChatRequests()[0].HasTool("search_documents") {
 		t.Errorf("search_documents not offered")
 	}
 	done := decode[chat.CompleteEvent](t, find(evs, "chat_complete")[0])
-	if len(done.Sources) == 0 || done.Sources[0].Metadata["document"] != "google-doc-document.pdf" || fmt.Sprint(done.Sources[0].Metadata["page"]) != "1" {
+	if len(done.Sources) == 0 || done.Sources[0].Metadata["document"] != testfiles.GuideName || fmt.Sprint(done.Sources[0].Metadata["page"]) != fmt.Sprint(testfiles.GuidePhrasePage) {
 		t.Errorf("chat_complete sources %+v", done.Sources)
 	}
 	// Reopened, the answer still has them: its [1] resolves as it did.
@@ -118,7 +121,7 @@ func TestChatCitesDocuments(t *testing.T) {
 		t.Errorf("the user's message has sources: %v", msgs[0])
 	}
 	// /chat/query returns the same sources with retrieval timings.
-	st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"beauty?","conversation_id":"`+conv+`"}`)
+	st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"clear names?","conversation_id":"`+conv+`"}`)
 	if st != 200 || len(body["sources"].([]any)) == 0 {
 		t.Fatalf("/chat/query: %d %v", st, body)
 	}

@@ -75,9 +75,15 @@ func (s *Server) createExample(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var args struct {
-			Query string `json:"query"`
+			Query  string `json:"query"`
+			Source string `json:"source"`
 		}
 		_ = json.Unmarshal(tc.Args, &args)
+		if args.Source != "" {
+			// Examples are over the datasets' columns, in DuckDB's SQL.
+			s.error(w, r, datachat.Errorf(datachat.EINVALID, "This query ran in the database %s: verified examples are queries over the conversation's datasets.", args.Source))
+			return
+		}
 		e.MessageID, e.CallID, e.Question, e.SQL = req.MessageID, req.CallID, question, args.Query
 		if req.SQL == nil || strings.TrimSpace(*req.SQL) == strings.TrimSpace(args.Query) {
 			run = false

@@ -28,7 +28,7 @@ func (s *Server) mcpHandler() http.HandlerFunc {
 		}
 		m.once.Do(func() {
 			m.srv = mcpserver.New(mcpserver.Options{
-				Workspace: s.Workspace, Store: s.Store, User: u,
+				Workspace: s.Workspace, Store: s.Store, User: u, Sources: s.mcpSources(),
 				Logger: s.logger(r), SDKLogger: sdkLog, Observer: obs, SchemaCache: schemas,
 				Budget: s.mcpBudget(u.ID),
 			})

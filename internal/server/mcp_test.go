@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat/internal/nodetest"
+	"datachat/internal/testfiles"
 )
 
 // keyTransport adds an API key to every request.
@@ -112,7 +112,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Errorf("search_documents without documents: %v", out)
 	}
 
-	csvBytes, _ := os.ReadFile("testdata/penguins.csv")
+	csvBytes := testfiles.PenguinsCSV()
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
 	defer files.Close()
 	out, _, isErr = callTool(t, s, "load_dataset", map[string]any{"conversation_id": conv, "url": files.URL + "/more.csv"})

@@ -8,13 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
 	"datachat/internal/chat"
 	"datachat/internal/llmtest"
 	"datachat/internal/nodetest"
+	"datachat/internal/testfiles"
 )
 
 // sqlTurns scripts n questions answered through SQL: the model runs
@@ -258,7 +258,7 @@ func TestOpenAINewConversationFromMessages(t *testing.T) {
 }
 
 func TestOpenAILoadsURLFromMessage(t *testing.T) {
-	csvBytes, _ := os.ReadFile("testdata/penguins.csv")
+	csvBytes := testfiles.PenguinsCSV()
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
 	defer files.Close()
 	url := files.URL + "/penguins.csv"

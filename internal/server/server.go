@@ -29,6 +29,9 @@ type Server struct {
 
 	Chat      *chat.Runner
 	Workspace *workspace.Workspace
+	// Sources are the database sources users attach to conversations; nil:
+	// none (GET /api/sources lists none).
+	Sources *workspace.Sources
 
 	MaxDatasetBytes  int64 // largest upload accepted
 	MaxDocumentBytes int64
@@ -141,6 +144,11 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/conversations/{id}/documents", s.auth(s.listDocuments))
 	mux.Handle("DELETE /api/conversations/{id}/documents/{doc_id}", s.auth(s.deleteDocument))
 	mux.Handle("POST /api/conversations/{id}/search", s.auth(s.search))
+
+	mux.Handle("GET /api/sources", s.auth(s.listSources))
+	mux.Handle("GET /api/conversations/{id}/sources", s.auth(s.listConversationSources))
+	mux.Handle("POST /api/conversations/{id}/sources", s.auth(s.attachSource))
+	mux.Handle("DELETE /api/conversations/{id}/sources/{name}", s.auth(s.detachSource))
 
 	mux.Handle("GET /ws", s.auth(s.serveWS))
 	mux.Handle("POST /chat/query", s.auth(s.asTurn(s.chatQuery)))

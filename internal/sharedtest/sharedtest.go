@@ -39,7 +39,8 @@ func findRoot() {
 	}
 	shared := filepath.Join(filepath.Dir(dir), "shared")
 	if fi, err := os.Stat(shared); err != nil || !fi.IsDir() {
-		rootErr = "the shared test files are not at " + shared + " (they live beside the repository as ../shared)"
+		rootErr = "the shared test files are not at " + shared + ": this test reads real files written by others, " +
+			"which are never copied into the repository; put the shared folder beside the repository as ../shared to run it"
 		return
 	}
 	root = shared

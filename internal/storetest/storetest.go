@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"CascadeDelete", testCascadeDelete},
 		{"Dictionary", testDictionary},
 		{"Examples", testExamples},
+		{"DBSources", testDBSources},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,11 @@
 //   DATACHAT_E2E_EXTRAS    "1" adds steps that need mock-server.mjs's scripted
 //                          answers (chat_error, citations, hostile Markdown)
 //   DATACHAT_E2E_DOC       a document to upload for the citation step (extras)
+//   DATACHAT_E2E_SOURCE    a database source granted to the key's user: the data
+//                          panel attaches it and DATACHAT_E2E_Q_SOURCE queries it
+//                          (unset: that step is skipped)
+//   DATACHAT_E2E_Q_SOURCE  question whose answer runs execute_sql on the source
+//   DATACHAT_E2E_SOURCE_ANSWER  text the source's result table and answer must hold
 //
 // Prints one line per step and a final line "N passed, M failed[, K skipped]";
 // exits 1 if any step failed. A failed step saves fail-<step>.png in the
@@ -43,6 +48,9 @@ const COLUMN_NOTE = 'Described in the browser test.';
 const NOTES = 'Count every bird once (browser test).';
 const TABLE_NOTE = 'Imported from a dictionary file.';
 const IMPORTED_NOTE = 'A column described by the file.';
+const SOURCE = env.DATACHAT_E2E_SOURCE || '';
+const Q_SOURCE = env.DATACHAT_E2E_Q_SOURCE || 'How many Gentoo penguins are in the warehouse?';
+const SOURCE_ANSWER = env.DATACHAT_E2E_SOURCE_ANSWER || '';
 
 function usage(msg) {
   console.error(`run.mjs: ${msg}\nSet DATACHAT_E2E_URL, DATACHAT_E2E_KEY and DATACHAT_E2E_CSV (see the top of web/e2e/run.mjs).`);
@@ -406,6 +414,34 @@ async function main() {
     expect(status === 'complete', `after approval the answer's status is ${status}, want complete`);
   });
 
+  const sourceStep = `database ${SOURCE || 'source'} is attached in the data panel and the answer's SQL card says it ran there`;
+  if (!SOURCE) {
+    results.push({ name: sourceStep, status: 'skipped' });
+    console.log(`skip ${results.length} - ${sourceStep}: DATACHAT_E2E_SOURCE is not set`);
+  } else {
+    await step(sourceStep, async () => {
+      const item = page.locator(`[data-testid="source-item"][data-name="${SOURCE}"]`);
+      await item.waitFor({ state: 'visible' });
+      expect(await item.getAttribute('data-attached') === 'false', 'the source is attached before the user attached it');
+      await item.getByTestId('source-attach').click();
+      await page.locator(`[data-testid="source-item"][data-name="${SOURCE}"][data-attached="true"]`).waitFor();
+      expect(await item.getByTestId('source-attach').getAttribute('aria-pressed') === 'true', 'the Attach button is not pressed');
+      await shot('07c-source-attached');
+      await ask(Q_SOURCE);
+      await lastAssistant().waitFor();
+      await waitTurnEnd();
+      const card = lastAssistant().locator('[data-testid="sql-card"][data-state="ok"]').last();
+      await card.waitFor();
+      const on = await card.getByTestId('sql-source').textContent();
+      expect(on.includes(SOURCE), `the SQL card says ${JSON.stringify(on)}, want the source ${SOURCE}`);
+      const cells = await card.getByTestId('result-table').locator('tbody td').allTextContents();
+      expect(!SOURCE_ANSWER || cells.some((c) => c.trim() === SOURCE_ANSWER), `the result table holds ${JSON.stringify(cells)}, want ${SOURCE_ANSWER}`);
+      const text = await lastAssistant().locator('.md').allTextContents();
+      expect(!SOURCE_ANSWER || text.join(' ').includes(SOURCE_ANSWER), `the answer ${JSON.stringify(text.join(' '))} lacks ${SOURCE_ANSWER}`);
+      await shot('07d-source-answer');
+    });
+  }
+
   if (EXTRAS) {
     await step('a chat_error shows its message, reason and suggested action', async () => {
       await ask('Trigger an error please');
@@ -491,6 +527,7 @@ async function main() {
     expect(await byTestId('message-user').last().locator('[data-testid="sql-card"][data-state="ok"]').count() === 1,
       'after a reload the SQL the user ran is not shown with its result');
     await byTestId('dataset-item').first().waitFor();
+    if (SOURCE) await page.locator(`[data-testid="source-item"][data-name="${SOURCE}"][data-attached="true"]`).waitFor();
     expect(await page.locator('#message-list').locator('img, script, iframe').count() === 0, 'stored messages created img/script/iframe elements');
     if (EXTRAS) {
       const err = byTestId('chat-error').first();

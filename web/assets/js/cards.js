@@ -61,12 +61,14 @@ export function createToolCard(tool, args, ctx = {}) {
 class SQLCard {
   constructor(args) {
     this.query = String(args.query ?? args.sql ?? '');
+    this.source = args.source ? String(args.source) : ''; // the database it ran on; none: the datasets
     this.status = h('span.card-status.running', null, spinner(), 'Running…');
     this.result = h('div.card-result');
     this.el = h('details.tool-card.sql-card', { testid: 'sql-card', open: true, dataset: { state: 'running' } },
       h('summary', null,
         h('span.card-icon', null, icon('table', 16)),
         h('span.card-title', null, 'SQL query'),
+        this.source ? h('span.card-detail.sql-source', { testid: 'sql-source', title: `Ran in the database ${this.source}` }, `on ${this.source}`) : null,
         this.status,
         h('span.card-chevron', null, icon('chevron', 14))),
       h('div.card-body', null,

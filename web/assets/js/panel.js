@@ -4,6 +4,7 @@
 import { h, icon, clear, append, formatBytes, formatCount } from './dom.js';
 import { listOf } from './api.js';
 import { editableText, NotesBox, renderExamples } from './dictionary.js';
+import { SourcesSection } from './sources.js';
 
 const DATASET_EXT = /\.(csv|tsv|parquet|pq|json|jsonl|ndjson)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
 const DOCUMENT_EXT = /\.(pdf|docx|md|markdown|html?|txt|text)$/i;
@@ -52,6 +53,7 @@ export class DataPanel {
       examples.subscribe(show);
       show();
     }
+    this.sources = new SourcesSection({ api, ensureConversation });
 
     this.urlForm.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -101,6 +103,7 @@ export class DataPanel {
     this.notes.set('', !!convId);
     if (this.dictStatus) this.setStatus(this.dictStatus, '');
     this.render();
+    this.sources.load(convId);
     if (!convId) return;
     try {
       const [ds, docs, dict] = await Promise.all([

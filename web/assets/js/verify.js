@@ -62,7 +62,8 @@ export class Examples {
 /**
  * verifyAnswer adds the verdict bar to each SQL card of an answer whose
  * query ran, now that its message id is known (a streamed answer's at
- * chat_complete, a stored one's at once). view.ctx.verify holds
+ * chat_complete, a stored one's at once); not to a query run in a database
+ * source, since examples are over the datasets. view.ctx.verify holds
  * {examples, conversationId}.
  */
 export function verifyAnswer(view, messageId) {
@@ -71,6 +72,7 @@ export function verifyAnswer(view, messageId) {
   for (const [callId, card] of view.cards) {
     if (!card || !card.el || card.el.dataset.testid !== 'sql-card' || card.verifyBar) continue;
     if (card.el.dataset.state !== 'ok') continue;
+    if (card.source) continue; // a database source's query: examples are over the datasets
     card.verifyBar = new VerifyBar(card, { ...v, messageId, callId });
   }
 }

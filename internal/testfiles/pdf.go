@@ -1,4 +1,4 @@
-package extract
+package testfiles
 
 import (
 	"bytes"
@@ -11,27 +11,30 @@ import (
 	"sync"
 )
 
-// testPDF describes a PDF for the tests to write: pages of content streams
-// in Helvetica (/F1), optionally Flate-compressed and encrypted with the
-// standard security handler (revision 2, 40-bit RC4).
-type testPDF struct {
-	pages    [][]byte // content stream of each page; nil: an empty page
-	flate    bool
-	encrypt  bool
-	userPass string // with encrypt: the password needed to open the file ("" opens it)
-	perms    int32  // with encrypt: the permission flags (P); 0 means all
-	// image adds a 2×2 grey image /Im1 to every page's resources.
-	image bool
-	// raw, if set, is written as the first page's content stream as it is,
-	// with this /Filter (it must already be encoded).
-	raw       []byte
-	rawFilter string
+// PDF describes a PDF to write: pages of content streams in Helvetica
+// (/F1), optionally Flate-compressed and encrypted with the standard
+// security handler (revision 2, 40-bit RC4).
+type PDF struct {
+	Pages [][]byte // content stream of each page; nil: an empty page
+	Flate bool
+	// Encrypt encrypts the file; UserPassword is then the password needed
+	// to open it ("" opens it) and Permissions the permission flags (P), 0
+	// meaning all.
+	Encrypt      bool
+	UserPassword string
+	Permissions  int32
+	// Image adds a 2×2 grey image /Im1 to every page's resources.
+	Image bool
+	// Raw, if set, is written as the first page's content stream as it is,
+	// with RawFilter as its /Filter (it must already be encoded).
+	Raw       []byte
+	RawFilter string
 }
 
-// textPage returns a content stream that draws paragraphs of lines from the
+// TextPage returns a content stream that draws paragraphs of lines from the
 // top of a Letter page: 12 pt Helvetica, 14 pt between lines and one empty
-// line between paragraphs.
-func textPage(paragraphs ...[]string) []byte {
+// line between paragraphs. The text must be ASCII.
+func TextPage(paragraphs ...[]string) []byte {
 	var b bytes.Buffer
 	b.WriteString("BT /F1 12 Tf 14 TL 72 720 Td\n")
 	for i, para := range paragraphs {
@@ -68,24 +71,24 @@ func rc4Crypt(key, data []byte) []byte {
 	return out
 }
 
-// bytes writes the PDF.
-func (p testPDF) bytes() []byte {
+// Bytes returns the PDF file.
+func (p PDF) Bytes() []byte {
 	var b bytes.Buffer
 	var offsets []int
 	id := []byte("datachat-test-id")
-	perms := p.perms
+	perms := p.Permissions
 	if perms == 0 {
 		perms = -4 // every permission (bits 3 and up set)
 	}
 	var key []byte // the file key when encrypting
 	var o, u []byte
-	if p.encrypt {
+	if p.Encrypt {
 		// Algorithms 3, 2 and 4 of PDF 1.7, 7.6.3.4, for revision 2; the
 		// owner password is "owner".
 		h := md5.Sum(padPassword("owner"))
-		o = rc4Crypt(h[:5], padPassword(p.userPass))
+		o = rc4Crypt(h[:5], padPassword(p.UserPassword))
 		m := md5.New()
-		m.Write(padPassword(p.userPass))
+		m.Write(padPassword(p.UserPassword))
 		m.Write(o)
 		m.Write([]byte{byte(perms), byte(perms >> 8), byte(perms >> 16), byte(perms >> 24)})
 		m.Write(id)
@@ -95,7 +98,7 @@ func (p testPDF) bytes() []byte {
 	// stream returns an object body holding data as a stream, encoded as
 	// asked and encrypted for object number num.
 	stream := func(num int, dict string, data []byte, filter string) string {
-		if filter == "" && p.flate {
+		if filter == "" && p.Flate {
 			var z bytes.Buffer
 			zw := zlib.NewWriter(&z)
 			zw.Write(data)
@@ -117,8 +120,8 @@ func (p testPDF) bytes() []byte {
 		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
 	}
 
-	contents := p.pages
-	if p.raw != nil && len(contents) == 0 {
+	contents := p.Pages
+	if p.Raw != nil && len(contents) == 0 {
 		contents = [][]byte{nil}
 	}
 	n := len(contents)
@@ -136,18 +139,18 @@ func (p testPDF) bytes() []byte {
 	obj(stream(4, "/Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8", []byte{0, 255, 255, 0}, ""))
 	for i, c := range contents {
 		res := "/Font << /F1 3 0 R >>"
-		if p.image {
+		if p.Image {
 			res += " /XObject << /Im1 4 0 R >>"
 		}
 		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << %s >> /Contents %d 0 R >>", res, pageNum(i)+1))
-		if i == 0 && p.raw != nil {
-			obj(stream(pageNum(i)+1, "", p.raw, p.rawFilter))
+		if i == 0 && p.Raw != nil {
+			obj(stream(pageNum(i)+1, "", p.Raw, p.RawFilter))
 		} else {
 			obj(stream(pageNum(i)+1, "", c, ""))
 		}
 	}
 	trailer := fmt.Sprintf("/Size %d /Root 1 0 R /ID [<%x> <%x>]", len(offsets)+1, id, id)
-	if p.encrypt {
+	if p.Encrypt {
 		obj(fmt.Sprintf("<< /Filter /Standard /V 1 /R 2 /O <%x> /U <%x> /P %d >>", o, u, perms))
 		trailer = fmt.Sprintf("/Size %d /Root 1 0 R /Encrypt %d 0 R /ID [<%x> <%x>]", len(offsets)+1, len(offsets), id, id)
 	}
@@ -160,12 +163,14 @@ func (p testPDF) bytes() []byte {
 	return b.Bytes()
 }
 
-// bombSize is how far the content stream of flateBomb unpacks.
-const bombSize = 200 << 20
+// FlateBombSize is how far the content stream of [FlateBomb] unpacks.
+const FlateBombSize = 200 << 20
 
-// flateBomb returns a one-page PDF whose content stream is a line of text
+// FlateBomb returns a one-page PDF whose content stream is a line of text
 // followed by 200 MiB of zeros (white space to a PDF parser), Flate-compressed
 // to about 200 KiB.
+func FlateBomb() []byte { return flateBomb() }
+
 var flateBomb = sync.OnceValue(func() []byte {
 	var z bytes.Buffer
 	zw, err := zlib.NewWriterLevel(&z, zlib.BestCompression)
@@ -174,9 +179,40 @@ var flateBomb = sync.OnceValue(func() []byte {
 	}
 	io.WriteString(zw, "BT /F1 12 Tf 72 720 Td (Hello from the bomb) Tj ET\n")
 	zeros := make([]byte, 1<<20)
-	for range bombSize >> 20 {
+	for range FlateBombSize >> 20 {
 		zw.Write(zeros)
 	}
 	zw.Close()
-	return testPDF{raw: z.Bytes(), rawFilter: "/FlateDecode"}.bytes()
+	return PDF{Raw: z.Bytes(), RawFilter: "/FlateDecode"}.Bytes()
 })
+
+// ProsePage returns a [TextPage] of paragraphs, each wrapped into lines of
+// at most 80 characters.
+func ProsePage(paragraphs ...string) []byte {
+	lines := make([][]string, len(paragraphs))
+	for i, p := range paragraphs {
+		lines[i] = wrap(p, 80)
+	}
+	return TextPage(lines...)
+}
+
+// wrap breaks s into lines of at most width bytes at spaces (a longer word
+// has a line of its own).
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}

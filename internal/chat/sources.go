@@ -1,0 +1,202 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"datachat"
+	"datachat/internal/duckdb"
+)
+
+// Sources are the database sources a turn may query (DESIGN.md §9): those
+// attached to its conversation and granted to its user, each queried where
+// the data is, in its own SQL. internal/workspace implements it.
+//
+// Errors are *datachat.Error: EINVALID for a query the model can correct (the
+// engine's own message and hint), ENOTFOUND for a source that is not
+// attached to the conversation or not granted to the user, EBUSY for a
+// source that does not answer.
+type Sources interface {
+	// Describe lists the conversation's sources for the system prompt, with
+	// their dialect and allowed tables. A source whose catalog cannot be
+	// read now is listed with Unavailable set, not failed.
+	Describe(ctx context.Context, user *datachat.User, conversationID string) ([]SourceInfo, error)
+	// Query runs one statement on a source, as execute_sql does on the
+	// conversation's files: at most 1000 rows, the same result shape.
+	Query(ctx context.Context, user *datachat.User, conversationID, source, sql string) (*datachat.QueryResult, error)
+	// EstimateRows returns the source engine's EXPLAIN estimate of the rows a
+	// statement would return, without running it.
+	EstimateRows(ctx context.Context, user *datachat.User, conversationID, source, sql string) (int64, error)
+}
+
+// SourceInfo is a database source as the system prompt lists it.
+type SourceInfo struct {
+	Name    string
+	Kind    string // postgres or mysql
+	Dialect string // the engine and its version, e.g. "PostgreSQL 15.14"; "" if unknown
+	Tables  []SourceTable
+	// Unavailable says why the source's tables could not be listed now.
+	Unavailable string
+}
+
+// SourceTable is an allowed table of a source.
+type SourceTable struct {
+	Name    string // SCHEMA.TABLE as the source's SQL writes it, quoted where needed
+	View    bool
+	Rows    *int64 // the engine's estimate; nil when it has none
+	Columns []datachat.Column
+}
+
+// sqlArgs are execute_sql's arguments.
+type sqlArgs struct {
+	Query  string `json:"query"`
+	Source string `json:"source,omitempty"`
+}
+
+// parseSQLArgs reads execute_sql's arguments; ok is false without a query.
+func parseSQLArgs(args json.RawMessage) (a sqlArgs, ok bool) {
+	if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
+		return a, false
+	}
+	a.Source = strings.ToLower(strings.TrimSpace(a.Source))
+	return a, true
+}
+
+// sourceNames are the names of the turn's sources.
+func (t *turn) sourceNames() []string {
+	names := make([]string, len(t.sources))
+	for i, s := range t.sources {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// checkSource returns an EINVALID error the model can act on when source is
+// not one of the conversation's sources.
+func (t *turn) checkSource(source string) error {
+	if slices.Contains(t.sourceNames(), source) {
+		return nil
+	}
+	if len(t.sources) == 0 {
+		return datachat.Errorf(datachat.EINVALID, "no database named %q is attached to this conversation, and none is: omit source to query the conversation's datasets with DuckDB.", source)
+	}
+	return datachat.Errorf(datachat.EINVALID, "no database named %q is attached to this conversation; the attached databases are %s. Omit source to query the conversation's datasets with DuckDB.", source, strings.Join(t.sourceNames(), ", "))
+}
+
+// query runs execute_sql's query: on the named source, or without one on the
+// conversation's datasets.
+func (t *turn) query(ctx context.Context, a sqlArgs) (*datachat.QueryResult, error) {
+	if a.Source == "" {
+		return t.r.Data.Query(ctx, t.conv.ID, a.Query)
+	}
+	if err := t.checkSource(a.Source); err != nil {
+		return nil, err
+	}
+	return t.r.Sources.Query(ctx, t.user, t.conv.ID, a.Source, a.Query)
+}
+
+// estimateRows is query's EXPLAIN estimate, for the confirmation gate.
+func (t *turn) estimateRows(ctx context.Context, a sqlArgs) (int64, error) {
+	if a.Source == "" {
+		return t.r.Data.EstimateRows(ctx, t.conv.ID, a.Query)
+	}
+	if err := t.checkSource(a.Source); err != nil {
+		return 0, err
+	}
+	return t.r.Sources.EstimateRows(ctx, t.user, t.conv.ID, a.Source, a.Query)
+}
+
+// describeSources reads the conversation's sources for the prompt.
+func (t *turn) describeSources(ctx context.Context) error {
+	if t.r.Sources == nil {
+		return nil
+	}
+	var err error
+	t.sources, err = t.r.Sources.Describe(ctx, t.user, t.conv.ID)
+	return err
+}
+
+// withSourceArg returns the tools with execute_sql taking a source among the
+// attached ones (the declaration without sources is left as it was).
+func withSourceArg(ts []datachat.ToolSpec, names []string) []datachat.ToolSpec {
+	if len(names) == 0 {
+		return ts
+	}
+	params, _ := json.Marshal(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"query": map[string]any{"type": "string", "description": "One SQL statement: DuckDB SQL over the datasets, or, with source, the database's own SQL over its tables, using the table names as given."},
+			"source": map[string]any{"type": "string", "enum": names,
+				"description": "The attached database to run the query in. Omit it to query the conversation's datasets with DuckDB."},
+		},
+		"required": []string{"query"},
+	})
+	out := slices.Clone(ts)
+	for i, s := range out {
+		if s.Name == ToolExecuteSQL {
+			out[i] = datachat.ToolSpec{
+				Name:        ToolExecuteSQL,
+				Description: "Run one read-only SQL query and return the result rows (at most 1000): over the conversation's datasets with DuckDB, or, with source, in that attached database.",
+				Parameters:  params,
+			}
+		}
+	}
+	return out
+}
+
+// databasesText describes each source for the system prompt: its name and
+// dialect, then each allowed table with its row estimate and columns.
+func databasesText(sources []SourceInfo) string {
+	var b strings.Builder
+	for _, s := range sources {
+		dialect := s.Dialect
+		if dialect == "" {
+			dialect = map[string]string{"postgres": "PostgreSQL", "mysql": "MySQL/MariaDB"}[s.Kind]
+		}
+		fmt.Fprintf(&b, "\nDatabase %s (%s): execute_sql with \"source\": %q, in %s SQL.\n", s.Name, dialect, s.Name, dialect)
+		if s.Unavailable != "" {
+			fmt.Fprintf(&b, "Its tables cannot be listed right now: %s\n", s.Unavailable)
+			continue
+		}
+		if len(s.Tables) == 0 {
+			b.WriteString("No tables can be read in it.\n")
+			continue
+		}
+		for _, tb := range s.Tables {
+			what := "Table"
+			if tb.View {
+				what = "View"
+			}
+			rows := ""
+			if tb.Rows != nil {
+				rows = fmt.Sprintf(" (about %d rows)", *tb.Rows)
+			}
+			fmt.Fprintf(&b, "%s %s%s:\n", what, tb.Name, rows)
+			for _, c := range tb.Columns {
+				fmt.Fprintf(&b, "- %s: %s", quoteIdentFor(s.Kind, c.Name), c.Type)
+				if len(c.Samples) > 0 {
+					fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
+				}
+				b.WriteByte('\n')
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// quoteIdentFor quotes a column name as a source's SQL needs it: double
+// quotes for PostgreSQL, backticks for MySQL, when it is not a plain
+// lower-case identifier or is a reserved word (DuckDB's list, which covers
+// the SQL standard's that both engines reserve).
+func quoteIdentFor(kind, name string) string {
+	if kind != "mysql" {
+		return duckdb.Ident(name)
+	}
+	if duckdb.Ident(name) == name {
+		return name
+	}
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
