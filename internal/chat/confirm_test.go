@@ -295,3 +295,30 @@ func TestConfirmUnfamiliarURL(t *testing.T) {
 		t.Errorf("results %+v", results)
 	}
 }
+
+// TestConfirmationUnstreamed: with streaming off, each half of a paused turn
+// arrives as one chat_token when it ends — the text before the question when
+// the turn pauses, the rest when it completes — so the client ends with the
+// stored answer.
+func TestConfirmationUnstreamed(t *testing.T) {
+	f := newTurnFixture(t, askScript("There is 1 female penguin."))
+	f.r.Streaming = false
+	f.r.Data = newQueryData()
+	sent, c := f.pause(t, "How many women?")
+	evs, _, err := f.confirm(t, c.ID, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, ev := range append(sent, evs...) {
+		if ev.Type == "chat_token" {
+			tokens = append(tokens, ev.Data.(TokenEvent).Token)
+		}
+	}
+	if want := []string{"Let me ask. ", "There is 1 female penguin."}; !reflect.DeepEqual(tokens, want) {
+		t.Errorf("chat_token %q, want %q", tokens, want)
+	}
+	if m := f.answer(t); m.Content != strings.Join(tokens, "") {
+		t.Errorf("stored %q, the client got %q", m.Content, strings.Join(tokens, ""))
+	}
+}

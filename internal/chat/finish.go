@@ -53,7 +53,9 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	m := *t.msg
 	t.mu.Unlock()
 
-	if held != "" && status == datachat.StatusComplete {
+	// With streaming off the text arrives when the turn ends, or pauses: the
+	// words that lead to a confirmation are part of the answer too.
+	if held != "" && (status == datachat.StatusComplete || status == datachat.StatusAwaitingConfirmation) {
 		t.emit("chat_token", TokenEvent{Token: held})
 	}
 	var u *datachat.Usage
