@@ -18,8 +18,7 @@ import (
 const femaleSQL = "SELECT count(*) FROM penguins WHERE sex = 'FEMALE'"
 
 // askScript: the model says a word, asks to run femaleSQL and, in the same
-// answer, searches; once told the outcome it answers with the text of
-// final.
+// answer, searches; once told the outcome it answers final.
 func askScript(final string) llmtest.Script {
 	return llmtest.Script{Turns: []llmtest.Turn{
 		{Match: &llmtest.Match{LastRole: "user"}, Text: []string{"Let me ask. "}, Usage: usage, ToolCalls: []llmtest.ToolCall{
