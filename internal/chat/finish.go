@@ -53,7 +53,10 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	m := *t.msg
 	t.mu.Unlock()
 
-	if held != "" && status == datachat.StatusComplete {
+	// With streaming off the text arrives when the turn ends or pauses, so the
+	// client gets what is stored, as a streaming one does; not when it fails,
+	// so that an API client still gets an error status, not a started answer.
+	if held != "" && status != datachat.StatusError && status != datachat.StatusInterrupted {
 		t.emit("chat_token", TokenEvent{Token: held})
 	}
 	var u *datachat.Usage
