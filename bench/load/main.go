@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,11 +36,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/serve"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 )
@@ -159,17 +158,13 @@ func printMachine(bin string) {
 // server is a `datachat serve` process.
 type server struct {
 	cmd  *exec.Cmd
+	proc *serve.Process
 	pid  int
 	addr string
 	key  string
 	dir  string
 	log  *os.File
 }
-
-var (
-	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
-	keyRE     = regexp.MustCompile(`#key=(\S+)`)
-)
 
 // startServer starts serve on a fresh data directory and waits for /healthz;
 // it returns the time that took.
@@ -203,70 +198,20 @@ func startServer(o options, work, name string, env map[string]string) (*server, 
 	for k, v := range vars {
 		s.cmd.Env = append(s.cmd.Env, k+"="+v)
 	}
-	stdout, _ := s.cmd.StdoutPipe()
-	stderr, _ := s.cmd.StderrPipe()
 	start := time.Now()
-	if err := s.cmd.Start(); err != nil {
-		log.Fatalf("start serve: %v", err)
+	p, err := serve.Start(s.cmd, logf, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
 	}
-	s.pid = s.cmd.Process.Pid
-	addr, key := make(chan string, 1), make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
-				key <- m[1]
-			}
-		}
-	}()
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			fmt.Fprintln(logf, sc.Text())
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.addr = <-addr:
-	case <-time.After(30 * time.Second):
-		log.Fatalf("serve did not start; see %s", logf.Name())
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			log.Fatalf("/healthz never answered; see %s", logf.Name())
-		}
-	}
-	took := time.Since(start)
-	select {
-	case s.key = <-key:
-	case <-time.After(2 * time.Second):
-		log.Fatal("no login URL from serve")
-	}
-	return s, took
+	s.proc, s.pid, s.addr, s.key = p, p.PID, p.Addr, p.Key
+	return s, time.Since(start)
 }
 
 func (s *server) url() string { return "http://" + s.addr }
 
 // stop ends the server with SIGTERM, as an operator would.
 func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(40 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
+	s.proc.Stop(40 * time.Second)
 	s.log.Close()
 }
 
@@ -278,25 +223,8 @@ func procStat(pid int) (rss int64, cpu time.Duration) {
 			rss = kb << 10
 		}
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// Fields after the command name (which may hold spaces): utime and
-		// stime are the 12th and 13th.
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
-			f := strings.Fields(string(b[i+1:]))
-			if len(f) > 13 {
-				ut, _ := strconv.ParseInt(f[11], 10, 64)
-				st, _ := strconv.ParseInt(f[12], 10, 64)
-				cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
-			}
-		}
-	}
+	cpu = serve.CPU(pid)
 	return rss, cpu
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // script answers each question with one tool call, then the tool result with
@@ -507,7 +435,7 @@ func runLevel(o options, work string, n int) string {
 	ids := createConversations(s, n)
 	time.Sleep(time.Second)
 	idleRSS, cpu0 := procStat(s.pid)
-	self0 := selfCPU()
+	self0 := serve.SelfCPU()
 
 	// Sample the server's memory while the load runs.
 	var peak atomic.Int64
@@ -544,7 +472,7 @@ func runLevel(o options, work string, n int) string {
 	close(stopSampling)
 	sampler.Wait()
 	_, cpu1 := procStat(s.pid)
-	selfUsed := selfCPU() - self0
+	selfUsed := serve.SelfCPU() - self0
 
 	var lat []time.Duration
 	var turns, tokens, expected int

@@ -28,7 +28,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -59,6 +58,7 @@ import (
 
 	duckdbdriver "github.com/duckdb/duckdb-go/v2"
 
+	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
 )
 
@@ -463,6 +463,7 @@ func (f *fake) close() {
 // server is the `datachat serve` process.
 type server struct {
 	cmd    *exec.Cmd
+	proc   *serve.Process
 	pid    int
 	addr   string
 	key    string // the admin key of the first start
@@ -475,11 +476,6 @@ type server struct {
 	seenMu sync.Mutex
 	seen   map[int]uint64 // worker pids ever seen, with their start times
 }
-
-var (
-	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
-	keyRE     = regexp.MustCompile(`#key=(\S+)`)
-)
 
 // startServer starts serve on a fresh data directory and waits for /healthz.
 func startServer(o options, work, providerURL string) *server {
@@ -504,68 +500,19 @@ func startServer(o options, work, providerURL string) *server {
 	for k, v := range o.env {
 		vars[k] = v
 	}
-	s := &server{dir: dir, log: logf, exited: make(chan struct{}), seen: map[int]uint64{}}
+	s := &server{dir: dir, log: logf, seen: map[int]uint64{}}
 	for k, v := range vars {
 		s.env = append(s.env, k+"="+v)
 	}
 	slices.Sort(s.env)
 	s.cmd = exec.Command(o.bin, "serve")
 	s.cmd.Env = s.env
-	stdout, _ := s.cmd.StdoutPipe()
-	stderr, _ := s.cmd.StderrPipe()
-	if err := s.cmd.Start(); err != nil {
-		fatalf("start serve: %v", err)
+	p, err := serve.Start(s.cmd, logf, 60*time.Second)
+	if err != nil {
+		fatalf("%v", err)
 	}
-	s.pid = s.cmd.Process.Pid
+	s.proc, s.pid, s.addr, s.key, s.exited = p, p.PID, p.Addr, p.Key, p.Exited
 	atExit(s.stop)
-	addr, key := make(chan string, 1), make(chan string, 1)
-	var pipes sync.WaitGroup
-	pipes.Go(func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
-				key <- m[1]
-			}
-		}
-	})
-	pipes.Go(func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			fmt.Fprintln(logf, sc.Text())
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	})
-	go func() {
-		pipes.Wait() // before Wait, which closes the pipes
-		s.cmd.Wait()
-		close(s.exited)
-	}()
-	select {
-	case s.addr = <-addr:
-	case <-s.exited:
-		fatalf("serve exited at start; see %s", logf.Name())
-	case <-time.After(60 * time.Second):
-		fatalf("serve did not start within 60s; see %s", logf.Name())
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			fatalf("/healthz never answered; see %s", logf.Name())
-		}
-	}
-	select {
-	case s.key = <-key:
-	case <-time.After(5 * time.Second):
-		fatalf("no login URL from serve")
-	}
 	return s
 }
 
@@ -576,18 +523,7 @@ func (s *server) url() string { return "http://" + s.addr }
 func (s *server) stop() { s.once.Do(s.stopOnce) }
 
 func (s *server) stopOnce() {
-	select {
-	case <-s.exited:
-	default:
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(45 * time.Second):
-			log.Printf("serve did not stop within 45s of SIGTERM: killing it")
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-	}
+	s.proc.Stop(45 * time.Second)
 	s.log.Close()
 	s.seenMu.Lock()
 	defer s.seenMu.Unlock()
@@ -801,7 +737,7 @@ func runLoad(o options, work string, convs []*conv) *loadResult {
 
 	mon := startMonitor(s)
 	cpu0 := mon.cpu()
-	self0 := selfCPU()
+	self0 := serve.SelfCPU()
 	busy0, total0 := machineCPU()
 	log.Printf("load: %d conversations for %v, think ≤ %v, mix %s", len(convs), o.duration, o.think, mixText(o.mix))
 	start := time.Now()
@@ -827,7 +763,7 @@ wait:
 	r.wall = time.Since(start)
 	cpu1 := mon.cpu()
 	r.serverCPU, r.workerCPU = cpu1.server-cpu0.server, cpu1.workers-cpu0.workers
-	r.harnessCPU = selfCPU() - self0
+	r.harnessCPU = serve.SelfCPU() - self0
 	busy1, total1 := machineCPU()
 	if total1 > total0 {
 		r.machineBusy = float64(busy1-busy0) / float64(total1-total0) * float64(runtime.NumCPU())
@@ -1077,12 +1013,6 @@ func children(ppid int) map[int]procInfo {
 		}
 	}
 	return out
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // machineCPU returns the machine's busy and total CPU ticks (/proc/stat).
@@ -1367,7 +1297,7 @@ func runBaseline(o options, work string, convs []*conv) *baselineResult {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var errs atomic.Int64
-	cpu0 := selfCPU()
+	cpu0 := serve.SelfCPU()
 	start := time.Now()
 	for i, c := range convs {
 		wg.Go(func() {
@@ -1398,7 +1328,7 @@ func runBaseline(o options, work string, convs []*conv) *baselineResult {
 	}
 	wg.Wait()
 	r.wall = time.Since(start)
-	r.cpu = selfCPU() - cpu0
+	r.cpu = serve.SelfCPU() - cpu0
 	r.errs = int(errs.Load())
 	slices.Sort(r.lat)
 	return r

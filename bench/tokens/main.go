@@ -20,7 +20,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,11 +39,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/serve"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 )
@@ -338,7 +337,7 @@ func runBaseline(o options, n int) result {
 	defer fake.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	r := result{loadAverage: loadAverage()}
-	self0 := selfCPU()
+	self0 := serve.SelfCPU()
 	convs, wall := drive(o, n, func(ctx context.Context, _, _ int, c *conversation) error {
 		body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", fake.URL+"/chat/completions", strings.NewReader(body))
@@ -377,7 +376,7 @@ func runBaseline(o options, n int) result {
 		c.lost += o.tokens - got
 		return nil
 	})
-	r.wall, r.harnessCPU = wall, selfCPU()-self0
+	r.wall, r.harnessCPU = wall, serve.SelfCPU()-self0
 	collect(&r, convs)
 	return r
 }
@@ -414,7 +413,7 @@ func runServer(o options, work string, n, round int, b build) result {
 	waitIdle(srv.pid)
 
 	r := result{loadAverage: loadAverage()}
-	cpu0, self0 := procCPU(srv.pid), selfCPU()
+	cpu0, self0 := serve.CPU(srv.pid), serve.SelfCPU()
 	conns := make([]*websocket.Conn, n)
 	defer func() {
 		for _, c := range conns {
@@ -479,7 +478,7 @@ func runServer(o options, work string, n, round int, b build) result {
 		}
 	})
 	r.wall = wall
-	r.serverCPU, r.harnessCPU = procCPU(srv.pid)-cpu0, selfCPU()-self0
+	r.serverCPU, r.harnessCPU = serve.CPU(srv.pid)-cpu0, serve.SelfCPU()-self0
 	collect(&r, convs)
 	return r
 }
@@ -487,15 +486,11 @@ func runServer(o options, work string, n, round int, b build) result {
 // server is a `datachat serve` process.
 type server struct {
 	cmd       *exec.Cmd
+	proc      *serve.Process
 	pid       int
 	addr, key string
 	log       *os.File
 }
-
-var (
-	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
-	keyRE     = regexp.MustCompile(`#key=(\S+)`)
-)
 
 // startServer starts serve on a fresh data directory (SQLite) and waits for
 // /healthz.
@@ -522,67 +517,18 @@ func startServer(work, name, bin string, env map[string]string) *server {
 	for k, v := range vars {
 		s.cmd.Env = append(s.cmd.Env, k+"="+v)
 	}
-	stdout, _ := s.cmd.StdoutPipe()
-	stderr, _ := s.cmd.StderrPipe()
-	if err := s.cmd.Start(); err != nil {
-		log.Fatalf("start serve: %v", err)
+	p, err := serve.Start(s.cmd, logf, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
 	}
-	s.pid = s.cmd.Process.Pid
-	addr, key := make(chan string, 1), make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
-				key <- m[1]
-			}
-		}
-	}()
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			fmt.Fprintln(logf, sc.Text())
-			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.addr = <-addr:
-	case <-time.After(30 * time.Second):
-		log.Fatalf("serve did not start; see %s", logf.Name())
-	}
-	select {
-	case s.key = <-key:
-	case <-time.After(5 * time.Second):
-		log.Fatal("no login URL from serve")
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			log.Fatalf("/healthz never answered; see %s", logf.Name())
-		}
-	}
+	s.proc, s.pid, s.addr, s.key = p, p.PID, p.Addr, p.Key
 	return s
 }
 
 // stop ends the server with SIGTERM, as an operator would (the profiles of
 // DATACHAT_PROFILE_DIR are written then).
 func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		s.cmd.Process.Kill()
-		<-done
-	}
+	s.proc.Stop(60 * time.Second)
 	s.log.Close()
 }
 
@@ -622,38 +568,11 @@ func createConversations(s *server, n int) []string {
 func waitIdle(pid int) {
 	const every = 500 * time.Millisecond
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		c0 := procCPU(pid)
+		c0 := serve.CPU(pid)
 		time.Sleep(every)
-		if procCPU(pid)-c0 < every/20 {
+		if serve.CPU(pid)-c0 < every/20 {
 			return
 		}
 	}
 	log.Printf("server %d still busy after 30 s; measuring anyway", pid)
-}
-
-// procCPU is the CPU time (user + system) a process used so far.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may hold spaces): utime and stime
-	// are the 12th and 13th.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -1,0 +1,163 @@
+// Package serve starts and stops `datachat serve` for the benchmark programs,
+// and reads the CPU time of processes, so that each benchmark measures the
+// server the same way.
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is a running `datachat serve`.
+type Process struct {
+	Cmd  *exec.Cmd
+	PID  int
+	Addr string // host:port it listens on
+	Key  string // the first user's API key, from the login URL serve prints
+	// Exited is closed once the process has exited and its output is read.
+	Exited chan struct{}
+}
+
+var (
+	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
+	keyRE     = regexp.MustCompile(`#key=(\S+)`)
+)
+
+// Start starts cmd, a `datachat serve` command with its environment (JSON
+// logs at info level, so its address can be read), copies its log (standard
+// error) to logf, and returns once /healthz answers, with the address and
+// the API key of the login URL it prints. It fails when serve exits first or
+// does not answer within timeout.
+func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error) {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start serve: %w", err)
+	}
+	p := &Process{Cmd: cmd, PID: cmd.Process.Pid, Exited: make(chan struct{})}
+	addr, key := make(chan string, 1), make(chan string, 1)
+	var pipes sync.WaitGroup
+	pipes.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case key <- m[1]:
+				default:
+				}
+			}
+		}
+	})
+	pipes.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			fmt.Fprintln(logf, sc.Text())
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	})
+	go func() {
+		pipes.Wait() // before Wait, which closes the pipes
+		cmd.Wait()
+		close(p.Exited)
+	}()
+	fail := func(format string, args ...any) (*Process, error) {
+		p.Stop(time.Second)
+		return nil, fmt.Errorf(format+"; see %s", append(args, logf.Name())...)
+	}
+	deadline := time.After(timeout)
+	select {
+	case p.Addr = <-addr:
+	case <-p.Exited:
+		return fail("serve exited at start")
+	case <-deadline:
+		return fail("serve did not start within %s", timeout)
+	}
+	for {
+		if resp, err := http.Get("http://" + p.Addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		select {
+		case <-p.Exited:
+			return fail("serve exited at start")
+		case <-deadline:
+			return fail("/healthz never answered within %s", timeout)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	select {
+	case p.Key = <-key:
+	case <-deadline:
+		return fail("no login URL from serve within %s", timeout)
+	}
+	return p, nil
+}
+
+// Stop ends the server with SIGTERM, as an operator would, and kills it if
+// it has not exited after grace. It returns once the process has exited.
+func (p *Process) Stop(grace time.Duration) {
+	select {
+	case <-p.Exited:
+		return
+	default:
+	}
+	p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.Exited:
+	case <-time.After(grace):
+		p.Cmd.Process.Kill()
+		<-p.Exited
+	}
+}
+
+// CPU is the CPU time (user and system) pid has used, from /proc; 0 when it
+// cannot be read.
+func CPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): utime and stime
+	// are the 12th and 13th.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// SelfCPU is the CPU time this process has used.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
