@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"datachat/internal/chat"
 	"datachat/internal/eval"
 )
 
@@ -33,23 +32,9 @@ func (m *Main) runEval(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "datachat-eval-")
+	ws, runner, err := m.scratchRunner("datachat-eval-")
 	if err != nil {
 		return err
-	}
-	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
-	ws, err := m.newWorkspaceAt(dir)
-	if err != nil {
-		return err
-	}
-	runner, err := m.newRunner(ws.Store, ws)
-	if err != nil {
-		return err
-	}
-	if runner.Model == nil {
-		ev := chat.ErrorEventFor(chat.NotConfiguredError())
-		action, _, _ := strings.Cut(ev.SuggestedAction, ", then restart")
-		return fmt.Errorf("%s %s %s, then run the command again.", ev.Message, ev.Reason, strings.TrimSuffix(action, "."))
 	}
 	// The server's per-user limits are not the measure's: a suite runs as
 	// fast as the model answers.

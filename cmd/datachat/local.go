@@ -118,29 +118,41 @@ func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
 	return m.newWorkspace(st, dir, "embedded")
 }
 
-// runAsk is `datachat ask --data FILE_OR_URL… "question"`: one turn in the
-// terminal, the answer streamed to stdout and tool calls to stderr.
-func (m *Main) runAsk(ctx context.Context) error {
-	data, docs := m.flags.data, m.flags.docs
-	dir, err := os.MkdirTemp("", "datachat-ask-")
+// scratchRunner makes a workspace in a temporary directory, removed when the
+// command ends, and a chat runner on it: for the commands that run turns
+// once (ask, eval). Without a model it says what to set, for a command that
+// is run again rather than restarted.
+func (m *Main) scratchRunner(prefix string) (*workspace.Workspace, *chat.Runner, error) {
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
 	ws, err := m.newWorkspaceAt(dir)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	runner, err := m.newRunner(ws.Store, ws)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if runner.Model == nil {
 		// The chat's advice is the server's ("…, then restart datachat"):
 		// a command run once is simply run again.
 		ev := chat.ErrorEventFor(chat.NotConfiguredError())
 		action, _, _ := strings.Cut(ev.SuggestedAction, ", then restart")
-		return fmt.Errorf("%s %s %s, then run the command again.", ev.Message, ev.Reason, strings.TrimSuffix(action, "."))
+		return nil, nil, fmt.Errorf("%s %s %s, then run the command again.", ev.Message, ev.Reason, strings.TrimSuffix(action, "."))
+	}
+	return ws, runner, nil
+}
+
+// runAsk is `datachat ask --data FILE_OR_URL… "question"`: one turn in the
+// terminal, the answer streamed to stdout and tool calls to stderr.
+func (m *Main) runAsk(ctx context.Context) error {
+	data, docs := m.flags.data, m.flags.docs
+	ws, runner, err := m.scratchRunner("datachat-ask-")
+	if err != nil {
+		return err
 	}
 	conv, err := m.localConversation(ctx, ws, "datachat ask", data)
 	if err != nil {
