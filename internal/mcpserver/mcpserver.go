@@ -7,7 +7,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -145,9 +144,10 @@ func New(o Options) *mcp.Server {
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolSearchDocuments,
 		Description: "Search the conversation's documents and return the most relevant excerpts with their document and page (an empty list when there are none).",
-		InputSchema: schemaWith(fixed, ToolSearchDocuments, map[string]any{
-			"query": map[string]any{"type": "string", "description": "What to look for."},
-			"top_k": map[string]any{"type": "integer", "minimum": 1, "maximum": 20, "description": "How many excerpts (default 5)."},
+		InputSchema: schemaWith(fixed, ToolSearchDocuments, map[string]*jsonschema.Schema{
+			"query": {Type: "string", Description: "What to look for."},
+			"top_k": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(datachat.MaxToolTopK)),
+				Description: fmt.Sprintf("How many excerpts (default %d).", datachat.DefaultTopK)},
 		}, "query"),
 		Annotations: readOnly,
 	}, observed(t, ToolSearchDocuments, t.searchDocuments))
@@ -159,9 +159,9 @@ func ptr[T any](v T) *T { return &v }
 // schema is a tool's input schema with string properties, plus a required
 // conversation_id unless the conversation is fixed.
 func schema(fixed bool, tool string, props map[string]string, required ...string) *jsonschema.Schema {
-	p := map[string]any{}
+	p := map[string]*jsonschema.Schema{}
 	for k, desc := range props {
-		p[k] = map[string]any{"type": "string", "description": desc}
+		p[k] = &jsonschema.Schema{Type: "string", Description: desc}
 	}
 	return schemaWith(fixed, tool, p, required...)
 }
@@ -170,27 +170,16 @@ func schema(fixed bool, tool string, props map[string]string, required ...string
 // schema once per pointer, and the HTTP server builds a server per request.
 var schemas sync.Map // "tool fixed" → *jsonschema.Schema
 
-func schemaWith(fixed bool, tool string, props map[string]any, required ...string) *jsonschema.Schema {
+func schemaWith(fixed bool, tool string, props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
 	key := fmt.Sprint(tool, " ", fixed)
 	if s, ok := schemas.Load(key); ok {
 		return s.(*jsonschema.Schema)
 	}
 	if !fixed {
-		props["conversation_id"] = map[string]any{"type": "string", "description": "The id of the datachat conversation whose data to use."}
+		props["conversation_id"] = &jsonschema.Schema{Type: "string", Description: "The id of the datachat conversation whose data to use."}
 		required = append([]string{"conversation_id"}, required...)
 	}
-	m := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		m["required"] = required
-	}
-	b, err := json.Marshal(m)
-	s := new(jsonschema.Schema)
-	if err == nil {
-		err = json.Unmarshal(b, s)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("input schema of %s: %v", tool, err)) // a bug in the literals above
-	}
+	s := &jsonschema.Schema{Type: "object", Properties: props, Required: required}
 	v, _ := schemas.LoadOrStore(key, s)
 	return v.(*jsonschema.Schema)
 }
