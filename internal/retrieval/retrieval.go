@@ -29,19 +29,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"modernc.org/sqlite" // and database/sql driver "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"datachat"
+	sqlitedb "datachat/internal/sqlite"
 )
 
-// Embedder turns texts into vectors; chat.Embedder satisfies it. Search
+// Embedder turns texts into vectors. Search
 // embeds one query at a time; Add embeds chunks in batches of [EmbedBatch].
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
@@ -118,38 +117,14 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open retrieval index: %w", err)
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	wq := cloneValues(q)
-	wq.Set("_txlock", "immediate")
-	write, err := sql.Open("sqlite", path+"?"+wq.Encode())
+	write, read, err := sqlitedb.Pools(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
+		return nil, fmt.Errorf("open retrieval index: %w", err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
 	if _, err := write.ExecContext(ctx, schema); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open retrieval index %s: create schema: %w", path, err)
-	}
-	rq := cloneValues(q)
-	rq.Add("_pragma", "query_only(1)")
-	read, err := sql.Open("sqlite", path+"?"+rq.Encode())
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
-	}
-	n := max(4, runtime.NumCPU())
-	read.SetMaxOpenConns(n)
-	read.SetMaxIdleConns(n)
-	if err := read.PingContext(ctx); err != nil {
-		write.Close()
 		read.Close()
-		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
+		return nil, fmt.Errorf("open retrieval index %s: create schema: %w", path, err)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -167,14 +142,6 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 		log:      log,
 		cache:    newIndexCache(budget),
 	}, nil
-}
-
-func cloneValues(v url.Values) url.Values {
-	c := make(url.Values, len(v))
-	for k, vs := range v {
-		c[k] = append([]string(nil), vs...)
-	}
-	return c
 }
 
 // Close closes the index.

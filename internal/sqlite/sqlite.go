@@ -77,6 +77,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 
+	write, read, err := Pools(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{path: path, write: write, read: read}, nil
+}
+
+// Pools opens the two connection pools of the SQLite file at path the way
+// every datachat SQLite database is opened (the store's and the retrieval
+// index's): one writer whose transactions BEGIN IMMEDIATE, and up to
+// max(4, cores) query_only readers; WAL, synchronous NORMAL, foreign keys,
+// busy_timeout BusyTimeout; failures classified (a busy or unreachable
+// database, a full disk) and statements kept prepared per connection.
+func Pools(ctx context.Context, path string) (write, read *sql.DB, err error) {
 	// busy_timeout comes first so that switching to WAL already waits for a
 	// lock held by another process.
 	q := url.Values{}
@@ -87,9 +101,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	wq := cloneValues(q)
 	wq.Set("_txlock", "immediate")
-	write, err := openDB(path + "?" + wq.Encode())
+	write, err = openDB(path + "?" + wq.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
@@ -99,15 +113,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// before any read-only connection opens it.
 	if err := pingBusy(ctx, write); err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 
 	rq := cloneValues(q)
 	rq.Set("_query_only", "1")
-	read, err := openDB(path + "?" + rq.Encode())
+	read, err = openDB(path + "?" + rq.Encode())
 	if err != nil {
 		write.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	n := max(4, runtime.NumCPU())
 	read.SetMaxOpenConns(n)
@@ -115,9 +129,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := pingBusy(ctx, read); err != nil {
 		write.Close()
 		read.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &Store{path: path, write: write, read: read}, nil
+	return write, read, nil
 }
 
 func cloneValues(v url.Values) url.Values {
