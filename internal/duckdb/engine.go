@@ -250,14 +250,14 @@ func (e *Engine) WaitLoad(ctx context.Context, cond func(queued, running int) bo
 	return nil
 }
 
-// WaitSpares returns once the spare processes are all started, so that the
-// next new conversation need not wait for one; or with ctx's error when ctx
+// WaitSpares returns once the spare processes are all started and have
+// readied DuckDB, so that the next new conversation need not wait for one; or with ctx's error when ctx
 // ends first. It is for benchmarks and tests, one waiter at a time, and shares
 // WaitLoad's signal.
 func (e *Engine) WaitSpares(ctx context.Context) error {
 	for {
 		e.mu.Lock()
-		ready := len(e.spares) >= e.opts.Spares || e.closed
+		ready := len(e.spares) >= e.opts.Spares && !slices.ContainsFunc(e.spares, func(p *proc) bool { return !p.isReady() }) || e.closed
 		e.mu.Unlock()
 		if ready {
 			return nil
@@ -564,6 +564,7 @@ func (e *Engine) Prepare(conversationID string, tables []Table) {
 			e.stopWorker(w)
 		}
 		e.poke()
+		e.refillSpare()
 	}()
 }
 
@@ -614,6 +615,7 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	}
 	if err != nil {
 		e.stopWorker(w)
+		e.refillSpare()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -625,18 +627,22 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	return w, nil
 }
 
-// takeSpare returns a spare process (starting another in the background),
-// or a new one.
+// takeSpare returns a spare process, or a new one. It does not start the
+// next spare: that waits until the conversation's open and query are done
+// (done, Prepare), so that a new process's start-up does not take the CPU
+// they need.
 func (e *Engine) takeSpare() (*proc, error) {
 	for {
 		e.mu.Lock()
 		var p *proc
-		if n := len(e.spares); n > 0 {
-			p = e.spares[n-1]
-			e.spares = e.spares[:n-1]
+		if len(e.spares) > 0 {
+			// One that has readied DuckDB (prewarm), else the oldest: the
+			// likeliest to be ready soonest.
+			i := max(0, slices.IndexFunc(e.spares, (*proc).isReady))
+			p = e.spares[i]
+			e.spares = slices.Delete(e.spares, i, i+1)
 		}
 		e.mu.Unlock()
-		e.refillSpare()
 		if p == nil {
 			return startProc(&e.opts)
 		}
@@ -662,6 +668,7 @@ func (e *Engine) refillSpare() {
 		go func() {
 			defer e.wg.Done()
 			p, err := startProc(&e.opts)
+			added := p
 			e.mu.Lock()
 			e.filling--
 			if err == nil && !e.closed && len(e.spares) < e.opts.Spares {
@@ -673,8 +680,16 @@ func (e *Engine) refillSpare() {
 				e.opts.Logger.Warn("start spare sql worker", slog.String("error", err.Error()))
 				return
 			}
-			if p != nil {
+			if p != nil { // not needed after all
 				p.shutdown(time.Second)
+				return
+			}
+			// Kept as a spare: tell WaitSpares when it is ready.
+			select {
+			case <-added.ready:
+				e.poke()
+			case <-added.exited:
+			case <-e.quit:
 			}
 		}()
 	}
@@ -700,6 +715,7 @@ func (e *Engine) done(w *worker, failed bool) {
 	for _, old := range toStop {
 		go e.stopWorker(old)
 	}
+	e.refillSpare()
 }
 
 // makeRoomLocked picks idle workers to stop so one more process fits within

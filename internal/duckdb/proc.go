@@ -22,6 +22,7 @@ type proc struct {
 	toW     *os.File      // the pipe the worker reads (its fd 3)
 	w       *bufio.Writer // over toW
 	replies chan []byte   // frames from the worker; closed when reading stops
+	ready   chan struct{} // closed when the worker has readied DuckDB (an empty frame; see prewarm)
 	exited  chan struct{} // closed once the process has been waited for
 	stopped chan struct{} // closed when the server gives the process up
 	stderr  *tailWriter
@@ -58,6 +59,7 @@ func startProc(o *Options) (*proc, error) {
 		toW:     toW,
 		w:       bufio.NewWriterSize(toW, 64<<10),
 		replies: make(chan []byte),
+		ready:   make(chan struct{}),
 		exited:  make(chan struct{}),
 		stopped: make(chan struct{}),
 		stderr:  &tailWriter{max: 16 << 10},
@@ -112,11 +114,30 @@ func (p *proc) read(r *os.File) {
 			}
 			return
 		}
+		if len(b) == 0 {
+			// The worker is ready (see prewarm); no reply is empty.
+			select {
+			case <-p.ready:
+			default:
+				close(p.ready)
+			}
+			continue
+		}
 		select {
 		case p.replies <- b:
 		case <-p.stopped:
 			return
 		}
+	}
+}
+
+// isReady reports whether the worker has said it readied DuckDB.
+func (p *proc) isReady() bool {
+	select {
+	case <-p.ready:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -62,6 +62,9 @@ func workerMain() int {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
 	prewarm()
+	if writeFrame(w, nil) != nil { // ready: an empty frame
+		return 0 // the server went away
+	}
 	first, err := readFrame(r)
 	if err != nil || len(first) == 0 {
 		return 0 // the server went away before giving work
