@@ -23,10 +23,6 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
-}
-
 // runSQL is `datachat sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"`:
 // the sandboxed engine over the given files, with no LLM and no database.
 func (m *Main) runSQL(ctx context.Context) error {
@@ -77,7 +73,7 @@ func (m *Main) localConversation(ctx context.Context, ws *workspace.Workspace, t
 		return nil, err
 	}
 	for _, src := range data {
-		ds, err := m.addData(ctx, ws, conv.ID, src)
+		ds, err := ws.AddFromPath(ctx, conv.ID, src)
 		if err != nil {
 			return nil, fmt.Errorf("--data %s: %s", src, datachat.ErrorMessage(err))
 		}
@@ -86,19 +82,6 @@ func (m *Main) localConversation(ctx context.Context, ws *workspace.Workspace, t
 		}
 	}
 	return conv, nil
-}
-
-// addData adds one --data argument to a conversation: a URL, or a local file.
-func (m *Main) addData(ctx context.Context, ws *workspace.Workspace, conversationID, src string) ([]*datachat.Dataset, error) {
-	if isURL(src) {
-		return ws.AddURL(ctx, conversationID, src, "")
-	}
-	f, err := os.Open(src)
-	if err != nil {
-		return nil, datachat.Errorf(datachat.EINVALID, "%s", strings.TrimPrefix(err.Error(), "open "))
-	}
-	defer f.Close()
-	return ws.AddUpload(ctx, conversationID, f, filepath.Base(src), "")
 }
 
 // newWorkspaceAt builds a workspace over a fresh SQLite store in dir, a

@@ -70,7 +70,7 @@ func (m *Main) mcpConversation(ctx context.Context, ws *workspace.Workspace, use
 		return "", err
 	}
 	for _, src := range data {
-		ds, err := m.addData(ctx, ws, c.ID, src)
+		ds, err := ws.AddFromPath(ctx, c.ID, src)
 		if err != nil {
 			return "", fmt.Errorf("mcp: --data %s: %s", src, datachat.ErrorMessage(err))
 		}

@@ -84,7 +84,7 @@ func newConversation(ctx context.Context, s *Suite, o Options, title string, dat
 	}
 	var all []*datachat.Dataset
 	for _, src := range datasets {
-		ds, err := addDataset(ctx, o.Workspace, conv.ID, s.path(src))
+		ds, err := o.Workspace.AddFromPath(ctx, conv.ID, s.path(src))
 		if err != nil {
 			return nil, nil, fmt.Errorf("dataset %s: %s", src, datachat.ErrorMessage(err))
 		}
@@ -102,18 +102,6 @@ func newConversation(ctx context.Context, s *Suite, o Options, title string, dat
 		}
 	}
 	return conv, all, nil
-}
-
-func addDataset(ctx context.Context, ws *workspace.Workspace, conversationID, src string) ([]*datachat.Dataset, error) {
-	if isURL(src) {
-		return ws.AddURL(ctx, conversationID, src, "")
-	}
-	f, err := os.Open(src)
-	if err != nil {
-		return nil, datachat.Errorf(datachat.EINVALID, "%s", strings.TrimPrefix(err.Error(), "open "))
-	}
-	defer f.Close()
-	return ws.AddUpload(ctx, conversationID, f, filepath.Base(src), "")
 }
 
 // addExample verifies a suite's example as a user marking it correct does.

@@ -23,6 +23,7 @@
 package eval
 
 import (
+	"datachat/internal/workspace"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -136,12 +137,8 @@ func (s *Suite) check() error {
 // path resolves a dataset or document of the suite: a URL as is, a file
 // relative to the suite file.
 func (s *Suite) path(p string) string {
-	if isURL(p) || filepath.IsAbs(p) || s.dir == "" {
+	if workspace.IsURL(p) || filepath.IsAbs(p) || s.dir == "" {
 		return p
 	}
 	return filepath.Join(s.dir, p)
-}
-
-func isURL(s string) bool {
-	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }

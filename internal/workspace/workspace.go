@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,6 +80,26 @@ func (w *Workspace) lock(conversationID string) func() {
 		}
 		w.mu.Unlock()
 	}
+}
+
+// AddFromPath adds a dataset given on a command line or in a suite: an
+// http(s) URL, loaded as load_dataset loads one, or the path of a local file.
+func (w *Workspace) AddFromPath(ctx context.Context, conversationID, src string) ([]*datachat.Dataset, error) {
+	if IsURL(src) {
+		return w.AddURL(ctx, conversationID, src, "")
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, datachat.Errorf(datachat.EINVALID, "%s", strings.TrimPrefix(err.Error(), "open "))
+	}
+	defer f.Close()
+	return w.AddUpload(ctx, conversationID, f, filepath.Base(src), "")
+}
+
+// IsURL reports whether a dataset's source names an http(s) URL rather than
+// a file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
 }
 
 // AddUpload stores an uploaded file as datasets of the conversation: one, or
