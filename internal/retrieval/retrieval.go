@@ -33,8 +33,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"modernc.org/sqlite" // and database/sql driver "sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
+	// and database/sql driver "sqlite"
 
 	"datachat"
 	sqlitedb "datachat/internal/sqlite"
@@ -318,25 +317,16 @@ func deleteDocument(ctx context.Context, tx *sql.Tx, conversationID, documentID 
 func (ix *Index) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := ix.write.BeginTx(ctx, nil)
 	if err != nil {
-		return noSpace(fmt.Errorf("begin: %w", err))
+		return datachat.ClassifyNoSpace(fmt.Errorf("begin: %w", err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return noSpace(err)
+		return datachat.ClassifyNoSpace(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return noSpace(fmt.Errorf("commit: %w", err))
+		return datachat.ClassifyNoSpace(fmt.Errorf("commit: %w", err))
 	}
 	return nil
-}
-
-// noSpace classifies SQLITE_FULL as datachat.NoSpace.
-func noSpace(err error) error {
-	var e *sqlite.Error
-	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
-		return datachat.NoSpace(err)
-	}
-	return datachat.ClassifyNoSpace(err)
 }
 
 func embedText(c *datachat.Chunk) string {
