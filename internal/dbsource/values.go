@@ -31,12 +31,8 @@ func (c *cells) text(s string) string {
 	if len(s) <= c.maxCell {
 		return s
 	}
-	b := s[:c.maxCell]
-	for len(b) > 0 && !utf8.ValidString(b[max(0, len(b)-utf8.UTFMax):]) {
-		b = b[:len(b)-1] // do not cut a character in half
-	}
 	c.cut = true
-	return b + "…"
+	return s[:sqlvalue.Cut([]byte(s), c.maxCell)] + "…"
 }
 
 func (c *cells) blob(b []byte) string {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/duckdb/duckdb-go/v2/mapping"
@@ -229,23 +228,10 @@ func (l *cellLimits) text(b []byte) string {
 		l.bytes += len(b)
 		return string(b)
 	}
-	b = b[:l.maxCell]
-	if i := lastRuneStart(b); i >= 0 && !utf8.FullRune(b[i:]) {
-		b = b[:i] // do not cut a character in half
-	}
+	b = b[:sqlvalue.Cut(b, l.maxCell)]
 	l.cut = true
 	l.bytes += len(b)
 	return string(b) + "…"
-}
-
-// lastRuneStart returns the index of the last rune's first byte, or -1.
-func lastRuneStart(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 func (l *cellLimits) blob(b []byte) string {

@@ -33,8 +33,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	// and database/sql driver "sqlite"
-
 	"datachat"
 	sqlitedb "datachat/internal/sqlite"
 )

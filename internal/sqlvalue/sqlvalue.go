@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxSafeInt is the largest integer a JSON reader's float64 holds exactly.
@@ -124,4 +125,23 @@ func Interval(months, days int32, micros int64) string {
 		return "PT0S"
 	}
 	return b.String()
+}
+
+// Cut returns how much of b to keep to cut it to at most max bytes without
+// cutting a UTF-8 character in half (text that is not UTF-8 is cut at max).
+func Cut(b []byte, max int) int {
+	if len(b) <= max {
+		return len(b)
+	}
+	for i := max; i >= 0 && i > max-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			// b[i] starts the character that max cuts into, or is the
+			// first byte after the kept text.
+			if i < max && !utf8.FullRune(b[i:max]) {
+				return i
+			}
+			return max
+		}
+	}
+	return max
 }

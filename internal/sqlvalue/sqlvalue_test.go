@@ -44,3 +44,26 @@ func TestValues(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		max  int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abcdef", 3, "abc"},
+		{"€€", 6, "€€"},
+		{"€€", 5, "€"},
+		{"€€", 4, "€"},
+		{"€€", 3, "€"},
+		{"a€", 2, "a"},
+		{"😀x", 4, "😀"},
+		{"😀x", 3, ""},
+		{"\xff\xff\xff\xff\xff", 3, "\xff\xff\xff"}, // not UTF-8: cut at max, never emptied
+	} {
+		if got := c.s[:Cut([]byte(c.s), c.max)]; got != c.want {
+			t.Errorf("Cut(%q, %d) keeps %q, want %q", c.s, c.max, got, c.want)
+		}
+	}
+}
