@@ -321,13 +321,6 @@ func prepareOne(conn mapping.Connection, sql string, want mapping.StatementType)
 	if mapping.PrepareExtractedStatement(conn, ext, 0, &c.stmt) == mapping.StateError {
 		msg := mapping.PrepareError(c.stmt)
 		c.close()
-		// A write DuckDB could not bind (its tables are views: "t is not an
-		// table") is refused like one it could, not with the binder's
-		// message. The engine has already refused it; the first word only
-		// names it.
-		if w, _ := firstWord(sql); want == mapping.StatementTypeSelect && slices.Contains([]string{"INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE"}, w) {
-			return nil, refused(fmt.Sprintf("%s statements are not allowed: %s", w, onlySelect))
-		}
 		return nil, classify(mapping.ErrorTypeInvalid, msg)
 	}
 	if t := mapping.PreparedStatementType(c.stmt); t != want {

@@ -228,21 +228,11 @@ func Ident(s string) string {
 
 // keywords are the words DuckDB does not take as a bare column name: its
 // reserved and type_function keywords (duckdb_keywords(); TestKeywords checks
-// this list against the linked DuckDB).
+// them against the linked DuckDB). Most are the words it does not take as a
+// table name either (datachat.ReservedWords); these few only fail elsewhere.
 var keywords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`
-		all analyse analyze and any array as asc asymmetric both case cast check
-		collate column constraint create default deferrable desc describe distinct
-		do else end except false fetch for foreign from group having in initially
-		intersect into lambda lateral leading limit not null offset on only or
-		order pivot pivot_longer pivot_wider placing primary qualify references
-		returning select show some summarize symmetric table then to trailing
-		true union unique unpivot using variadic when where window with
-		anti asof at authorization binary by collation columns concurrently cross
-		freeze full generated glob ilike inner is isnull join left like map
-		natural notnull outer overlaps positional right semi similar struct
-		tablesample try_cast unpack verbose`) {
+	m := map[string]bool{"columns": true, "generated": true, "map": true, "struct": true, "try_cast": true}
+	for _, w := range datachat.ReservedWords() {
 		m[w] = true
 	}
 	return m
