@@ -23,7 +23,11 @@ func TestValues(t *testing.T) {
 		}
 	}
 	// Every checked number of an answer reads back through Values.
-	for _, c := range CheckAnswer("There are 344 penguins, 44.2% of them Adelie, weighing 1.2M grams.", Evidence{}) {
+	checks := CheckAnswer("There are 344 penguins, 44.2% of them Adelie, weighing 1.2M grams.", Evidence{})
+	if len(checks) != 3 {
+		t.Fatalf("%d numbers checked, want 3", len(checks))
+	}
+	for _, c := range checks {
 		if len(Values(c.Text)) == 0 {
 			t.Errorf("Values(%q) of a checked number: none", c.Text)
 		}
