@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"datachat/internal/testenv"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,10 +23,7 @@ func needTool(t *testing.T, what, hint string, ok bool) {
 	if ok {
 		return
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is missing in CI: %s", what, hint)
-	}
-	t.Skipf("%s is missing: %s", what, hint)
+	testenv.Missing(t, what+" is missing: "+hint)
 }
 
 func exists(path string) bool {

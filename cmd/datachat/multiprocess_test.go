@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"datachat/internal/testenv"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -29,10 +30,7 @@ func postgresSchemaURL(t *testing.T) string {
 	base := os.Getenv("DATACHAT_TEST_POSTGRES_URL")
 	if base == "" {
 		const how = "set DATACHAT_TEST_POSTGRES_URL=postgres://… (internal/postgres/testdata/start-test-cluster.sh starts a throwaway cluster and prints its URL)"
-		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
-			t.Fatalf("CI is set but DATACHAT_TEST_POSTGRES_URL is not: the two-process test must run in CI; %s", how)
-		}
-		t.Skipf("two-process test skipped: %s", how)
+		testenv.Missing(t, "two-process test: "+how)
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

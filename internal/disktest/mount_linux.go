@@ -1,6 +1,7 @@
 package disktest
 
 import (
+	"datachat/internal/testenv"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,8 +19,8 @@ func Small(t testing.TB, size int64) string {
 		t.Fatal(err)
 	}
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		if ci := os.Getenv("CI"); (ci == "true" || ci == "1") && os.Geteuid() == 0 {
-			t.Fatalf("mount a %d-byte tmpfs on %s: %v (CI runs as root: the full-disk tests must run)", size, dir, err)
+		if os.Geteuid() == 0 {
+			testenv.Missing(t, fmt.Sprintf("mount a %d-byte tmpfs on %s as root: %v", size, dir, err))
 		}
 		t.Skipf("full-disk test skipped: mounting a tmpfs needs root (CI runs as root): %v", err)
 	}

@@ -12,6 +12,7 @@ package nodetest
 import (
 	"bytes"
 	"context"
+	"datachat/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,10 +37,7 @@ func Require(t testing.TB) string {
 	missing := func(what string) {
 		t.Helper()
 		msg := what + "; to run this test: (cd " + Dir() + " && npm ci)"
-		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Missing(t, msg)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {

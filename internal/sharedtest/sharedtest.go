@@ -6,6 +6,7 @@
 package sharedtest
 
 import (
+	"datachat/internal/testenv"
 	"os"
 	"path/filepath"
 	"sync"
@@ -86,7 +87,7 @@ func Seed(tb testing.TB, rel string) []byte {
 	tb.Helper()
 	rootOnce.Do(findRoot)
 	if root == "" {
-		if os.Getenv("CI") == "true" {
+		if testenv.CI() {
 			tb.Fatalf("%s; CI must have it", rootErr)
 		}
 		return nil
@@ -96,8 +97,5 @@ func Seed(tb testing.TB, rel string) []byte {
 
 func missing(tb testing.TB, why string) {
 	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("%s; CI must have it", why)
-	}
-	tb.Skip(why)
+	testenv.Missing(tb, why)
 }

@@ -12,6 +12,7 @@ package chromatest
 import (
 	"bytes"
 	"context"
+	"datachat/internal/testenv"
 	"errors"
 	"fmt"
 	"net"
@@ -55,10 +56,7 @@ func Available() (node, script string, err error) {
 func Require(tb testing.TB) {
 	tb.Helper()
 	if _, _, err := Available(); err != nil {
-		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
-			tb.Fatal(err)
-		}
-		tb.Skip(err)
+		testenv.Missing(tb, err.Error())
 	}
 }
 

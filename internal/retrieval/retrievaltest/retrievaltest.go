@@ -4,6 +4,7 @@ package retrievaltest
 
 import (
 	"context"
+	"datachat/internal/sharedtest"
 	"errors"
 	"hash/fnv"
 	"os"
@@ -126,13 +127,9 @@ func SharedDocs() (string, error) {
 	return docs, nil
 }
 
-// SharedDocsOrSkip returns [SharedDocs] or skips the test with a clear message
-// when the shared folder is absent.
+// SharedDocsOrSkip returns ../shared/data/docs, or skips the test saying
+// where it looks (fails it under CI=true) when the shared folder is absent.
 func SharedDocsOrSkip(tb testing.TB) string {
 	tb.Helper()
-	dir, err := SharedDocs()
-	if err != nil {
-		tb.Skipf("skipping: the shared test documents (../shared/data/docs beside the repository) are not available: %v", err)
-	}
-	return dir
+	return sharedtest.Path(tb, "data/docs")
 }
