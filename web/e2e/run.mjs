@@ -313,6 +313,8 @@ async function main() {
     const unmatched = a.locator('[data-testid="number-check"][data-status="unmatched"]').filter({ hasText: '9,999' });
     expect(await unmatched.count() === 1, 'the invented 9,999 is not flagged');
     expect(/Not found/.test(await unmatched.getAttribute('title')), 'the flag does not say the number was not found');
+    const tip = await matched.first().getAttribute('title');
+    expect(/152/.test(tip) && /Query: SELECT/i.test(tip), `the matched number's tooltip does not show the value and the query: ${JSON.stringify(tip)}`);
     await matched.first().click();
     const cell = a.locator('[data-testid="sql-card"] td.cell-highlight');
     await cell.waitFor();

@@ -103,6 +103,25 @@ class SQLCard {
     return !!this.view && this.view.highlight(row, col);
   }
 
+  /**
+   * describe says where a checked number came from, for its mark's tooltip:
+   * the query, and the column and value shown at result row and column (the
+   * row count when row is null).
+   */
+  describe(row, col) {
+    const lines = [];
+    if (this.view) {
+      if (row === null || row === undefined) lines.push(`The query's row count: ${formatCount(this.view.rowCount)}`);
+      else {
+        const c = this.view.columns[col];
+        const r = this.view.rows[row];
+        if (c && r) lines.push(`From the query result, row ${row + 1}, ${c.name}: ${formatCell(r[col], c.type)}`);
+      }
+    }
+    if (this.query) lines.push(`Query: ${this.query.length > 300 ? `${this.query.slice(0, 300)}…` : this.query}`);
+    return lines.join('\n');
+  }
+
   setStored(tc) {
     clear(this.status);
     clear(this.result);
@@ -167,6 +186,7 @@ export class ResultView {
     this.kind = this.spec ? this.spec.kind : 'bar';
 
     const count = result.row_count ?? this.rows.length;
+    this.rowCount = count;
     const elapsed = result.elapsed_ms ?? elapsedMS;
     const meta = [`${formatCount(count)} row${count === 1 ? '' : 's'}`];
     if (elapsed !== undefined && elapsed !== null && Number(elapsed) > 0) meta.push(formatMS(elapsed));

@@ -155,7 +155,9 @@ export class AssistantView {
     if (src.question) title = 'From your question';
     else if (src.source_id) title = 'From a cited excerpt';
     else if (src.tool_call_id) {
-      title = src.row === null || src.row === undefined ? 'The row count of the query result' : `From the query result: row ${src.row + 1}, column ${src.column + 1}`;
+      const card = this.cards.get(src.tool_call_id);
+      title = (card && card.describe && card.describe(src.row, src.column)) ||
+        (src.row === null || src.row === undefined ? 'The row count of the query result' : `From the query result: row ${src.row + 1}, column ${src.column + 1}`);
     }
     const el = h('span.num-check.num-matched', { testid: 'number-check', dataset: { status: 'matched' }, tabindex: '0', role: 'button', title });
     const show = () => {
