@@ -48,12 +48,13 @@ type policy struct {
 	tableFunctions map[string]bool // may be called in FROM
 	denied         map[string]bool // functions refused anywhere: table functions not allowed, denied scalars, macros that call either
 	relations      map[string]bool // refused relation names
+	own            map[string]bool // the conversation's own tables, which may share a name with a refused relation
 }
 
 // newPolicy is the policy for an instance over tables, given the functions
 // the catalog denies (see catalogDenied).
 func newPolicy(denied []string, tables []Table) *policy {
-	p := &policy{tableFunctions: map[string]bool{}, denied: map[string]bool{}, relations: map[string]bool{}}
+	p := &policy{tableFunctions: map[string]bool{}, denied: map[string]bool{}, relations: map[string]bool{}, own: map[string]bool{}}
 	for _, f := range allowedTableFunctions {
 		p.tableFunctions[f] = true
 	}
@@ -71,11 +72,32 @@ func newPolicy(denied []string, tables []Table) *policy {
 	for name := range p.denied {
 		p.relations[name] = true
 	}
-	// A conversation's own table may share a name with one of those.
+	// A conversation's own table may share a name with one of those: it is
+	// allowed by that name where the name can only mean the table (see
+	// ownTable), never where it reaches the catalog's view.
 	for _, t := range tables {
-		delete(p.relations, strings.ToLower(t.Name))
+		p.own[strings.ToLower(t.Name)] = true
 	}
 	return p
+}
+
+// ownTable reports whether a table reference, as the parse tree names it,
+// means one of the conversation's own tables: its name is one of theirs,
+// and it is unqualified or qualified by where they are (the in-memory
+// database's main schema). Any other qualifier — pg_catalog, system,
+// information_schema, temp — reaches another catalog's relation of that
+// name, and a catalog's views show server paths.
+func (p *policy) ownTable(catalog, schema, name string) bool {
+	if !p.own[name] {
+		return false
+	}
+	switch catalog {
+	case "":
+		return schema == "" || schema == "main" || schema == "memory"
+	case "memory":
+		return schema == "" || schema == "main"
+	}
+	return false
 }
 
 // catalogDenied reads from the catalog the functions to deny: every table
@@ -187,7 +209,9 @@ func (p *policy) violation(tree any) string {
 				}
 			}
 		case "BASE_TABLE", "SHOW_REF":
-			if name, _ := m["table_name"].(string); p.relations[strings.ToLower(strings.Trim(name, `"`))] {
+			name, _ := m["table_name"].(string)
+			lower := func(key string) string { v, _ := m[key].(string); return strings.ToLower(strings.Trim(v, `"`)) }
+			if table := lower("table_name"); p.relations[table] && !p.ownTable(lower("catalog_name"), lower("schema_name"), table) {
 				bad = name
 				return
 			}
