@@ -148,9 +148,20 @@ func (d *decoder) bind(vec mapping.Vector) *view {
 
 // cellLimits bounds what one result may hold in Go memory.
 type cellLimits struct {
-	maxCell int  // bytes of one text or blob value
-	cut     bool // set when a value was cut
-	bytes   int  // running size estimate of the decoded values
+	maxCell  int  // bytes of one text or blob value
+	maxBytes int  // bytes of all the values (0: no bound)
+	cut      bool // set when a value was cut
+	bytes    int  // running size estimate of the decoded values
+}
+
+// room is how many bytes the next text or blob value may keep: a cell's
+// bound, or what is left of the result's, whichever is less — so one wide
+// row cannot take the result past its bound between two rows.
+func (l *cellLimits) room() int {
+	if l.maxBytes <= 0 {
+		return l.maxCell
+	}
+	return max(0, min(l.maxCell, l.maxBytes-l.bytes))
 }
 
 func (v *view) valid(row uint64) bool {
@@ -224,19 +235,24 @@ func decimalString(digits string, scale int) string {
 }
 
 func (l *cellLimits) text(b []byte) string {
-	if len(b) <= l.maxCell {
+	room := l.room()
+	if len(b) <= room {
 		l.bytes += len(b)
 		return string(b)
 	}
-	b = b[:sqlvalue.Cut(b, l.maxCell)]
+	b = b[:sqlvalue.Cut(b, room)]
 	l.cut = true
 	l.bytes += len(b)
 	return string(b) + "…"
 }
 
 func (l *cellLimits) blob(b []byte) string {
-	if len(b) > l.maxCell {
-		b = b[:l.maxCell]
+	room := l.maxCell
+	if l.maxBytes > 0 {
+		room = max(0, min(room, (l.maxBytes-l.bytes)*3/4)) // base64 takes 4 bytes for 3
+	}
+	if len(b) > room {
+		b = b[:room]
 		l.cut = true
 	}
 	l.bytes += len(b) * 4 / 3

@@ -1,6 +1,7 @@
 package duckdb
 
 import (
+	"datachat/internal/sqlvalue"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -82,7 +83,21 @@ func noteWriteErr(err error) error {
 // newDuckError is a DuckDB error of a statement of our own.
 func newDuckError(t mapping.ErrorType, msg string) *duckError {
 	noteNoSpace(t, msg)
-	return &duckError{typ: t, msg: msg}
+	return &duckError{typ: t, msg: cutMessage(msg)}
+}
+
+// maxMessage is how much of a DuckDB error message is kept: enough for any
+// message DuckDB writes itself, with its candidates; a query can make one
+// as long as it likes (error(repeat('x', 1e7)), a cast quoting its input),
+// and the message goes to the model and the page.
+const maxMessage = 4 << 10
+
+// cutMessage cuts msg to maxMessage bytes, on a character boundary, saying so.
+func cutMessage(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	return msg[:sqlvalue.Cut([]byte(msg), maxMessage)] + "… (message cut)"
 }
 
 // classify turns a DuckDB error into a QueryError.
@@ -140,7 +155,7 @@ func classify(t mapping.ErrorType, msg string) *QueryError {
 		body, _, _ = strings.Cut(body, "\n\nPossible solutions:")
 		body += "; make the query lighter: aggregate or filter first, select fewer or smaller columns"
 	}
-	return &QueryError{Kind: kind, Message: body}
+	return &QueryError{Kind: kind, Message: cutMessage(body)}
 }
 
 var errorPrefixes = map[string]mapping.ErrorType{

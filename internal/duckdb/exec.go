@@ -68,7 +68,7 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 			return nil, &QueryError{Kind: KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, QuoteIdent(name))}
 		}
 	}
-	cl := cellLimits{maxCell: lim.maxCell}
+	cl := cellLimits{maxCell: lim.maxCell, maxBytes: lim.maxBytes}
 	if cl.maxCell <= 0 {
 		cl.maxCell = math.MaxInt
 	}
@@ -91,7 +91,7 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 		}
 		full := false
 		for row := range size {
-			if lim.maxRows >= 0 && len(r.Rows) >= lim.maxRows || lim.maxBytes > 0 && cl.bytes > lim.maxBytes {
+			if lim.maxRows >= 0 && len(r.Rows) >= lim.maxRows || lim.maxBytes > 0 && cl.bytes >= lim.maxBytes {
 				r.Truncated = true
 				full = true
 				break
