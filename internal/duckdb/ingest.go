@@ -433,8 +433,12 @@ func (s *ingestSession) storeJSON(in string) ([]IngestTable, error) {
 }
 
 func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
+	// Strings become dates and timestamps when they are ISO 8601, as JSON
+	// writes them. DuckDB's default also tries its other formats on every
+	// string it samples, which on one long value costs minutes (a 20 MiB
+	// string: 30 s a pass, against 3.7 s with ISO alone).
 	read := func(more string) string {
-		return fmt.Sprintf("read_json(%s, format = 'auto'%s%s)", QuoteLiteral(in), opts, more)
+		return fmt.Sprintf("read_json(%s, format = 'auto', dateformat = 'ISO', timestampformat = 'ISO'%s%s)", QuoteLiteral(in), opts, more)
 	}
 	src := read("")
 	cols, err := s.columns("SELECT * FROM " + src)
