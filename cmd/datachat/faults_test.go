@@ -713,3 +713,82 @@ func wantSettled(t *testing.T, what string, db *sql.DB, answers int) {
 		t.Errorf("%s: %d answers and %d token_usage rows stored, want %d of each (one per turn)", what, n, usage, answers)
 	}
 }
+
+// TestServeUnansweredPings: a WebSocket client of a real `datachat serve`
+// that stops answering pings in the middle of an answer (it reads nothing
+// more, as a client that vanished while its answer still fits in the
+// kernel's buffers) is closed by the server once a ping goes unanswered
+// (DATACHAT_WS_PING_INTERVAL and DATACHAT_WS_PING_TIMEOUT made short), and
+// its turn is handled as a disconnect: stored cancelled with the text
+// streamed, its usage recorded once; nothing is left streaming or
+// temporary, and the conversation's next turn works.
+func TestServeUnansweredPings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test skipped in -short mode")
+	}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		// Two tokens, then nothing until the request is cancelled.
+		Turns:   []llmtest.Turn{{Match: &llmtest.Match{Contains: "stall"}, Text: []string{"hello ", "there "}, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3}}},
+		Default: &llmtest.Turn{Text: []string{"fine"}},
+	})
+	dataDir := t.TempDir()
+	vars := map[string]string{
+		"DATACHAT_DATA_DIR": dataDir,
+		"LLM_PROVIDER":      "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
+		"DATACHAT_WS_PING_INTERVAL": "100ms",
+		"DATACHAT_WS_PING_TIMEOUT":  "500ms",
+	}
+	p := startProc(t, vars)
+	key, base := p.Key, p.URL()
+	db := storeDB(t, filepath.Join(dataDir, "datachat.db"))
+	conv := newConversation(t, base, key)
+
+	// A client of its own: it answers pings only while it reads (as every
+	// coder/websocket client does), and it stops reading after the tokens.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(base, "http://", "ws://", 1)+"/ws?conversation_id="+conv+"&api_key="+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"chat_send","data":{"content":"stall, please"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	var received []wsEvent
+	for tokensText(received) != "hello there " {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("before the tokens: %v (events %v)", err, received)
+		}
+		var ev wsEvent
+		json.Unmarshal(b, &ev)
+		if ev.Type != "chat_token" {
+			t.Fatalf("unexpected event %s", b)
+		}
+		received = append(received, ev)
+	}
+
+	// From here on the client reads nothing and answers nothing.
+	p.waitLog("websocket client gone: closing", 30*time.Second)
+	if _, b, err := conn.Read(ctx); err == nil || ctx.Err() != nil {
+		t.Errorf("the connection after the unanswered ping: read %s, %v; want it closed by the server", b, err)
+	}
+	var stored []storedAnswer
+	pgtest.WaitUntil(t, 30*time.Second, "the turn to end", func() bool {
+		stored = storedAnswers(t, db, conv)
+		return len(stored) == 1 && stored[0].Status != "streaming"
+	})
+	if a := stored[0]; a.Status != "cancelled" || a.Content != "hello there " {
+		t.Errorf("the turn of the client that stopped answering: stored %s %q, want cancelled with the text streamed", a.Status, a.Content)
+	}
+	wantSettled(t, "after the client was dropped", db, 1)
+	wantOnlyOwnTemp(t, "after the client was dropped", dataDir, p.cmd.Process.Pid)
+
+	c := dialWS(t, base, key, conv)
+	c.send("chat_send", map[string]string{"content": "hello"})
+	if evs := c.until(20*time.Second, "chat_complete"); tokensText(evs) != "fine" {
+		t.Errorf("the next turn, on a new WebSocket: %v", evs)
+	}
+	wantSettled(t, "after the next turn", db, 2)
+}

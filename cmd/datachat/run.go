@@ -427,6 +427,8 @@ func (m *Main) runServe(ctx context.Context) error {
 		BodyMinBytes:        m.Config.BodyMinBytes,
 		MaxConnections:      m.Config.MaxConnections,
 		MaxWSPerUser:        m.Config.MaxWSPerUser,
+		WSPingInterval:      m.Config.WSPingInterval,
+		WSPingTimeout:       m.Config.WSPingTimeout,
 		SQLPerMinute:        m.Config.SQLRPM,
 		SearchPerMinute:     m.Config.SearchRPM,
 		UploadsPerHour:      m.Config.UploadsPerHour,
