@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"datachat"
@@ -284,6 +285,56 @@ func TestFinishSavedAtShutdown(t *testing.T) {
 		}
 		if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n != 0 {
 			t.Errorf("usage recorded: %d tokens", n)
+		}
+	})
+}
+
+// stoppedStore takes turns' ends only from back on, failing before as an
+// unreachable database does; it counts the attempts made while it was away.
+type stoppedStore struct {
+	datachat.Store
+	back time.Time
+
+	mu        sync.Mutex
+	whileDown int
+}
+
+func (s *stoppedStore) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Now().Before(s.back) {
+		s.whileDown++
+		return datachat.StoreUnavailable(errStoreDown)
+	}
+	return nil
+}
+
+// TestRepairsSoonAfterTheStoreIsBack runs on synctest's fake clock: turns'
+// ends that wait for a store away for 10 minutes are stored within 2 s of
+// its return, and while it is away each round of attempts
+// stops at the first (one attempt per round, not one per message).
+func TestRepairsSoonAfterTheStoreIsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const down = 10*time.Minute + 1500*time.Millisecond // back between two rounds
+		st := &stoppedStore{back: time.Now().Add(down)}
+		r := &Runner{Store: st, Logger: slog.New(slog.DiscardHandler)}
+		stored := make(chan string, 3)
+		r.repaired = func(id string) { stored <- id }
+		for _, id := range []string{"a", "b", "c"} {
+			r.repairLater(&datachat.Message{ID: id, Status: datachat.StatusInterrupted}, nil)
+		}
+		for range 3 {
+			<-stored
+		}
+		const soon = 2 * time.Second // repairWaitCap, as the issue wants it: a few seconds at most
+		if late := time.Since(st.back); late > soon {
+			t.Errorf("stored %s after the store came back, want within %s", late, soon)
+		}
+		if most := int(down/soon) + 10; st.whileDown > most {
+			t.Errorf("%d attempts in the %s the store was away, want at most %d: one a round", st.whileDown, down, most)
+		}
+		if r.Repairs() != 0 {
+			t.Errorf("%d repairs left", r.Repairs())
 		}
 	})
 }
