@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql, to read the store
 
 	"datachat/internal/disktest"
 	"datachat/internal/llmtest"
@@ -147,9 +149,12 @@ const (
 // TestServeDatabaseOutage stops a real PostgreSQL under `datachat serve`, in
 // the middle of a streamed answer and again while idle, and starts it again:
 // in between every route answers 503 busy with Retry-After (REST, /v1 in
-// OpenAI's shape, /chat/query, the WebSocket before its upgrade), a turn gets
-// a chat_error with a reason and a suggested action, and once the database is
-// back the next request works. Recovery times are logged.
+// OpenAI's shape, /chat/query, the WebSocket before its upgrade, /healthz), a
+// turn gets a chat_error with a reason and a suggested action. Once the
+// database is back, the answer the outage cut is stored by its process, as
+// the client received it; nothing is left streaming, each turn's usage is
+// recorded once, no temporary file is left, and the next turns work, in the
+// conversation the outage cut too. Recovery times are logged.
 func TestServeDatabaseOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test skipped in -short mode")
@@ -192,22 +197,25 @@ func TestServeDatabaseOutage(t *testing.T) {
 			t.Errorf("%s: /v1 error %v, want OpenAI's shape with type server_error, code server_busy", phase, v1.body)
 		}
 		wantBusy(t, phase+": GET /ws", dialWSAnswer(t, base, key, conv), dbUnavailable, "5")
-		if h := request(t, "GET", base+"/healthz", "", "", nil); h.status != 503 {
-			t.Errorf("%s: /healthz answered %d, want 503", phase, h.status)
+		if h := request(t, "GET", base+"/healthz", "", "", nil); h.status != 503 || h.header.Get("Retry-After") != "5" {
+			t.Errorf("%s: /healthz answered %d, Retry-After %q; want 503, Retry-After 5", phase, h.status, h.header.Get("Retry-After"))
 		}
 		wantChatError(t, phase+": chat_send on an open WebSocket", turn(open), dbUnavailable)
 	}
-	up := func(phase string) {
+	up := func(phase string) (back time.Time) {
 		t.Helper()
 		start := time.Now()
 		pg.Restart()
-		restarted := time.Since(start)
+		back = time.Now()
 		recovery := pgtest.WaitUntil(t, 30*time.Second, phase+": the API answers again", func() bool {
 			return request(t, "GET", base+"/api/conversations", key, "", nil).status == 200
 		})
 		t.Logf("%s: recovery: PostgreSQL restarted in %s; the API answered 200 %s after it accepted connections",
-			phase, restarted.Round(time.Millisecond), recovery.Round(time.Millisecond))
+			phase, back.Sub(start).Round(time.Millisecond), recovery.Round(time.Millisecond))
+		return back
 	}
+	db := storeDB(t, pg.URL)
+	pid := p.cmd.Process.Pid
 
 	// 1. The database stops while a turn streams.
 	conv := newConversation(t, base, key)
@@ -217,48 +225,65 @@ func TestServeDatabaseOutage(t *testing.T) {
 	pg.Stop()
 	stopped := time.Now()
 	evs = append(evs, c.until(30*time.Second, "chat_complete")...)
+	received := tokensText(evs)
 	wantChatError(t, "streaming turn when the database stopped", evs, dbUnavailable)
-	t.Logf("streaming turn: %d of %d tokens streamed, then chat_error %s after the stop", strings.Count(tokensText(evs), " "), len(chunks), time.Since(stopped).Round(time.Millisecond))
+	if ev := evs[len(evs)-1]; !strings.Contains(field(ev, "reason"), "could not be saved") {
+		t.Errorf("streaming turn when the database stopped: chat_error %s, want a reason saying the answer could not be saved", ev.Data)
+	}
+	if received != strings.Join(chunks, "") {
+		t.Errorf("streaming turn when the database stopped: the client received %q, want every token", received)
+	}
+	t.Logf("streaming turn: %d of %d tokens streamed, then chat_error %s after the stop", strings.Count(received, " "), len(chunks), time.Since(stopped).Round(time.Millisecond))
 	whileDown("while streaming", c, conv)
-	up("while streaming")
+	back := up("while streaming")
+	// The answer the outage cut is stored by the process that streamed it,
+	// as soon as the database is back: interrupted, with the text the client
+	// received, and its usage once. Nothing else could store it so: no turn
+	// was sent to its conversation since, the sweep of messages left
+	// streaming never takes this process's own, and a message interrupted
+	// by either would hold only the text flushed before the stop.
+	p.waitLog("stored the end of a turn after the store came back", 30*time.Second)
+	t.Logf("while streaming: the process stored the answer the outage cut %s after PostgreSQL accepted connections",
+		time.Since(back).Round(time.Millisecond))
+	cut := storedAnswers(t, db, conv)
+	if len(cut) != 1 || cut[0].Status != "interrupted" || cut[0].Content != received || cut[0].ErrorReason == "" {
+		t.Errorf("the answer the outage cut, stored: %+v; want it interrupted, with a reason and the %d characters the client received", cut, len(received))
+	}
+	wantSettled(t, "after the outage while streaming", db, 1)
+	wantOnlyOwnTemp(t, "after the outage while streaming", dataDir, pid)
+	// Its conversation takes a turn at once (not once a lease lapses), and so
+	// does a new one.
+	if evs := turn(c); tokensText(evs) != "back again" {
+		t.Errorf("a turn in the conversation whose turn the outage cut: %v", evs)
+	}
 	conv2 := newConversation(t, base, key)
 	if evs := turn(dialWS(t, base, key, conv2)); tokensText(evs) != "back again" {
-		t.Errorf("a turn once the database is back: %v", evs)
+		t.Errorf("a turn in a new conversation once the database is back: %v", evs)
 	}
-	// The conversation whose turn the outage cut: its answer could not be
-	// stored as it ended, and stays streaming, its lease unrenewed, until the
-	// lease lapses; then the next turn marks it interrupted and goes on.
 	var statuses []string
 	for _, m := range conversationMessages(t, base, key, conv) {
 		statuses = append(statuses, m.Role+":"+m.Status)
 	}
-	var last []wsEvent
-	wait := pgtest.WaitUntil(t, 60*time.Second, "a turn in the conversation whose turn the outage cut", func() bool {
-		last = turn(c)
-		return tokensText(last) == "back again"
-	})
-	t.Logf("the conversation whose turn the outage cut was %v after the recovery; it took a turn again %s later (its lease lapsed)",
-		statuses, wait.Round(time.Millisecond))
-	statuses = statuses[:0]
-	for _, m := range conversationMessages(t, base, key, conv) {
-		statuses = append(statuses, m.Role+":"+m.Status)
+	if got, want := strings.Join(statuses, " "), "user:complete assistant:interrupted user:complete assistant:complete"; got != want {
+		t.Errorf("the conversation whose turn the outage cut: %s, want %s", got, want)
 	}
-	if want := "user:complete assistant:interrupted user:complete assistant:complete"; !strings.HasSuffix(strings.Join(statuses, " "), want) {
-		t.Errorf("the conversation whose turn the outage cut: %v, want it to end with %s", statuses, want)
-	}
+	wantSettled(t, "after the turns that followed the outage while streaming", db, 3)
 
 	// 2. The database stops while nothing runs; a WebSocket stays open.
 	idle := dialWS(t, base, key, conv2)
 	pg.Stop()
 	whileDown("while idle", idle, conv2)
 	up("while idle")
+	wantSettled(t, "after the outage while idle", db, 3)
+	wantOnlyOwnTemp(t, "after the outage while idle", dataDir, pid)
 	if evs := turn(idle); tokensText(evs) != "back again" {
 		t.Errorf("a turn on the WebSocket kept open through the outage: %v", evs)
 	}
 	if st, _ := do(t, "POST", base+"/api/conversations/"+conv2+"/sql", key, `{"query":"SELECT 42 AS n"}`); st != 200 {
 		t.Errorf("/sql once the database is back: HTTP %d", st)
 	}
-	wantOnlyOwnTemp(t, "after the outages", dataDir, p.cmd.Process.Pid)
+	wantSettled(t, "after a turn following the outage while idle", db, 4)
+	wantOnlyOwnTemp(t, "after the outages", dataDir, pid)
 }
 
 // tempEntries lists what is under the data directory's temporary
@@ -312,7 +337,8 @@ func wantOnlyOwnTemp(t *testing.T, what, dataDir string, pid int, others ...int)
 // answer that the server is out of disk space (503, never a 400 against the
 // file, no server path), while queries over existing datasets go on and
 // deletes, which free space, work — two in a row. Nothing temporary is left,
-// and once space is freed the next upload and turn work.
+// nothing is left streaming and each turn's usage is recorded once (read in
+// the SQLite file), and once space is freed the next upload and turn work.
 func TestServeFullDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test skipped in -short mode")
@@ -326,7 +352,17 @@ func TestServeFullDisk(t *testing.T) {
 	}
 	p := startProc(t, vars)
 	key, base := p.Key, p.URL()
+	db := storeDB(t, filepath.Join(dataDir, "datachat.db"))
 	conv := newConversation(t, base, key)
+	c := dialWS(t, base, key, conv)
+	turn := func() []wsEvent {
+		t.Helper()
+		c.send("chat_send", map[string]string{"content": "hello"})
+		return c.until(20*time.Second, "chat_complete")
+	}
+	if evs := turn(); tokensText(evs) != "fine" {
+		t.Fatalf("a turn before the disk is full: %v", evs)
+	}
 	st, ds := upload(t, base, key, conv, testfiles.Penguins(t, t.TempDir()))
 	if st != 201 {
 		t.Fatalf("upload: HTTP %d %v", st, ds)
@@ -345,10 +381,8 @@ func TestServeFullDisk(t *testing.T) {
 	wantBusy(t, "dataset upload on a full disk", request(t, "POST", base+"/api/conversations/"+conv+"/datasets", key, ct, body), diskFull, "60", disk)
 	ct, body = multipartFile("more.md", bytes.Repeat([]byte("More about penguins. "), 20000))
 	wantBusy(t, "document upload on a full disk", request(t, "POST", base+"/api/conversations/"+conv+"/documents", key, ct, body), diskFull, "60", disk)
-	c := dialWS(t, base, key, conv)
-	c.send("chat_send", map[string]string{"content": "hello"})
-	evs := c.until(20*time.Second, "chat_complete")
-	wantChatError(t, "chat turn on a full disk", evs, "The server is out of disk space; nothing new can be stored until space is freed.")
+	wantChatError(t, "chat turn on a full disk", turn(), "The server is out of disk space; nothing new can be stored until space is freed.")
+	wantSettled(t, "on a full disk", db, 1)
 
 	// Queries over existing datasets go on, in a worker started now.
 	q := request(t, "POST", base+"/api/conversations/"+conv+"/sql", key, "application/json", []byte(`{"query":"SELECT count(*) AS n FROM penguins"}`))
@@ -371,10 +405,10 @@ func TestServeFullDisk(t *testing.T) {
 		t.Errorf("upload once space is freed: HTTP %d %s", a.status, a.raw)
 	}
 	t.Logf("recovery: the first upload after space was freed succeeded in %s", time.Since(freed).Round(time.Millisecond))
-	c.send("chat_send", map[string]string{"content": "hello"})
-	if evs := c.until(20*time.Second, "chat_complete"); tokensText(evs) != "fine" {
+	if evs := turn(); tokensText(evs) != "fine" {
 		t.Errorf("turn once space is freed: %v", evs)
 	}
+	wantSettled(t, "once space is freed", db, 2)
 	wantOnlyOwnTemp(t, "after", dataDir, p.cmd.Process.Pid)
 }
 
@@ -453,17 +487,36 @@ func spooled(t *testing.T, dataDir string, pid int) string {
 // starts it again: what the killed process left in the data directory's
 // temporary directories is gone once the new one serves (it sweeps at start),
 // while the upload another live process on the same data directory is
-// spooling stays; and uploads work.
+// spooling stays; the cut upload left no dataset, nothing is left streaming,
+// each turn's usage is recorded once (read in the SQLite file), and the next
+// upload and turn work.
 func TestServeKilledMidUpload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test skipped in -short mode")
 	}
 	dataDir := t.TempDir()
-	vars := map[string]string{"DATACHAT_DATA_DIR": dataDir}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{Text: []string{"still ", "here"}}})
+	vars := map[string]string{
+		"DATACHAT_DATA_DIR": dataDir,
+		"LLM_PROVIDER":      "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
+	}
 	p := startProc(t, vars)
 	key := p.Key
+	db := storeDB(t, filepath.Join(dataDir, "datachat.db"))
 	conv := newConversation(t, p.URL(), key)
 	penguins := testfiles.Penguins(t, t.TempDir())
+	turns := 0
+	turn := func(what string, p *serveProc) {
+		t.Helper()
+		c := dialWS(t, p.URL(), key, conv)
+		c.send("chat_send", map[string]string{"content": "hello"})
+		if evs := c.until(20*time.Second, "chat_complete"); tokensText(evs) != "still here" {
+			t.Errorf("%s: a turn: %v", what, evs)
+		}
+		c.conn.Close(websocket.StatusNormalClosure, "")
+		turns++
+	}
+	turn("before the kills", p)
 	var others []int // live processes on the same data directory
 	restart := func(what string) *serveProc {
 		t.Helper()
@@ -479,9 +532,24 @@ func TestServeKilledMidUpload(t *testing.T) {
 			t.Logf("%s: %s", what, line)
 		}
 		wantOnlyOwnTemp(t, what+": after the restart", dataDir, p.cmd.Process.Pid, others...)
+		wantSettled(t, what+": after the restart", db, turns)
+		// The upload the kill cut left no dataset; the next upload and
+		// turn work.
+		st, res := do(t, "GET", p.URL()+"/api/conversations/"+conv+"/datasets", key, "")
+		list, ok := res["datasets"].([]any)
+		if st != 200 || !ok {
+			t.Errorf("%s: datasets after the restart: HTTP %d %v", what, st, res)
+		}
+		for _, d := range list {
+			if name, _ := d.(map[string]any)["name"].(string); !strings.HasPrefix(name, "penguins") {
+				t.Errorf("%s: dataset %q listed after the restart, want only the uploads that succeeded", what, name)
+			}
+		}
 		if st, res := upload(t, p.URL(), key, conv, penguins); st != 201 {
 			t.Errorf("%s: upload after the restart: HTTP %d %v", what, st, res)
 		}
+		turn(what+": after the restart", p)
+		wantSettled(t, what+": after a turn following the restart", db, turns)
 		return p
 	}
 
@@ -543,4 +611,184 @@ func grepLog(log, s string) string {
 		}
 	}
 	return ""
+}
+
+// storeDB opens, for the test to read directly, the store of the serve
+// processes under test: a PostgreSQL database (a postgres:// URL) or an
+// SQLite file (read-only).
+func storeDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	driver := "sqlite"
+	if strings.HasPrefix(dsn, "postgres://") {
+		driver = "pgx"
+	} else {
+		dsn = "file:" + dsn + "?mode=ro"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// sqlString quotes s as an SQL string literal (the two stores bind
+// parameters differently).
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// storedAnswer is an assistant message as the store holds it.
+type storedAnswer struct {
+	ID, Status, Content, ErrorReason string
+}
+
+// storedAnswers reads a conversation's answers from the store, oldest first.
+func storedAnswers(t *testing.T, db *sql.DB, conv string) []storedAnswer {
+	t.Helper()
+	rows, err := db.Query(`SELECT id, status, content, error_reason FROM messages
+		WHERE role = 'assistant' AND conversation_id = ` + sqlString(conv) + ` ORDER BY created_at, id`)
+	if err != nil {
+		t.Fatalf("read the answers of %s: %v", conv, err)
+	}
+	defer rows.Close()
+	var out []storedAnswer
+	for rows.Next() {
+		var a storedAnswer
+		if err := rows.Scan(&a.ID, &a.Status, &a.Content, &a.ErrorReason); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// wantSettled checks, in the store itself, what no fault may leave behind: a
+// message still streaming, in any conversation, or a turn whose usage is not
+// recorded exactly once — each answer has one token_usage row, holding the
+// answer's tokens, and no row belongs to anything else. The store holds
+// answers answers.
+func wantSettled(t *testing.T, what string, db *sql.DB, answers int) {
+	t.Helper()
+	rows, err := db.Query(`SELECT conversation_id, role FROM messages WHERE status = 'streaming'`)
+	if err != nil {
+		t.Fatalf("%s: read the messages left streaming: %v", what, err)
+	}
+	for rows.Next() {
+		var conv, role string
+		rows.Scan(&conv, &role)
+		t.Errorf("%s: a %s message of conversation %s is still streaming", what, role, conv)
+	}
+	rows.Close()
+
+	rows, err = db.Query(`
+		SELECT m.id, m.status, m.input_tokens, m.output_tokens, COUNT(u.id),
+			CAST(COALESCE(SUM(u.input_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(u.output_tokens), 0) AS BIGINT)
+		FROM messages m LEFT JOIN token_usage u ON u.message_id = m.id
+		WHERE m.role = 'assistant'
+		GROUP BY m.id, m.status, m.input_tokens, m.output_tokens`)
+	if err != nil {
+		t.Fatalf("%s: read the answers' usage: %v", what, err)
+	}
+	n := 0
+	for rows.Next() {
+		var id, status string
+		var in, out, usageRows, usageIn, usageOut int64
+		if err := rows.Scan(&id, &status, &in, &out, &usageRows, &usageIn, &usageOut); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if usageRows != 1 || usageIn != in || usageOut != out || in+out == 0 {
+			t.Errorf("%s: answer %s (%s, %d+%d tokens) has %d token_usage rows, for %d+%d tokens; want one, with its tokens",
+				what, id, status, in, out, usageRows, usageIn, usageOut)
+		}
+	}
+	rows.Close()
+	var usage int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM token_usage`).Scan(&usage); err != nil {
+		t.Fatal(err)
+	}
+	if n != answers || usage != answers {
+		t.Errorf("%s: %d answers and %d token_usage rows stored, want %d of each (one per turn)", what, n, usage, answers)
+	}
+}
+
+// TestServeUnansweredPings: a WebSocket client of a real `datachat serve`
+// that stops answering pings in the middle of an answer (it reads nothing
+// more, as a client that vanished while its answer still fits in the
+// kernel's buffers) is closed by the server once a ping goes unanswered
+// (DATACHAT_WS_PING_INTERVAL and DATACHAT_WS_PING_TIMEOUT made short), and
+// its turn is handled as a disconnect: stored cancelled with the text
+// streamed, its usage recorded once; nothing is left streaming or
+// temporary, and the conversation's next turn works.
+func TestServeUnansweredPings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test skipped in -short mode")
+	}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		// Two tokens, then nothing until the request is cancelled.
+		Turns:   []llmtest.Turn{{Match: &llmtest.Match{Contains: "stall"}, Text: []string{"hello ", "there "}, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3}}},
+		Default: &llmtest.Turn{Text: []string{"fine"}},
+	})
+	dataDir := t.TempDir()
+	vars := map[string]string{
+		"DATACHAT_DATA_DIR": dataDir,
+		"LLM_PROVIDER":      "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
+		"DATACHAT_WS_PING_INTERVAL": "100ms",
+		"DATACHAT_WS_PING_TIMEOUT":  "500ms",
+	}
+	p := startProc(t, vars)
+	key, base := p.Key, p.URL()
+	db := storeDB(t, filepath.Join(dataDir, "datachat.db"))
+	conv := newConversation(t, base, key)
+
+	// A client of its own: it answers pings only while it reads (as every
+	// coder/websocket client does), and it stops reading after the tokens.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(base, "http://", "ws://", 1)+"/ws?conversation_id="+conv+"&api_key="+key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type":"chat_send","data":{"content":"stall, please"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	var received []wsEvent
+	for tokensText(received) != "hello there " {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("before the tokens: %v (events %v)", err, received)
+		}
+		var ev wsEvent
+		json.Unmarshal(b, &ev)
+		if ev.Type != "chat_token" {
+			t.Fatalf("unexpected event %s", b)
+		}
+		received = append(received, ev)
+	}
+
+	// From here on the client reads nothing and answers nothing.
+	p.waitLog("websocket client gone: closing", 30*time.Second)
+	if _, b, err := conn.Read(ctx); err == nil || ctx.Err() != nil {
+		t.Errorf("the connection after the unanswered ping: read %s, %v; want it closed by the server", b, err)
+	}
+	var stored []storedAnswer
+	pgtest.WaitUntil(t, 30*time.Second, "the turn to end", func() bool {
+		stored = storedAnswers(t, db, conv)
+		return len(stored) == 1 && stored[0].Status != "streaming"
+	})
+	if a := stored[0]; a.Status != "cancelled" || a.Content != "hello there " {
+		t.Errorf("the turn of the client that stopped answering: stored %s %q, want cancelled with the text streamed", a.Status, a.Content)
+	}
+	wantSettled(t, "after the client was dropped", db, 1)
+	wantOnlyOwnTemp(t, "after the client was dropped", dataDir, p.cmd.Process.Pid)
+
+	c := dialWS(t, base, key, conv)
+	c.send("chat_send", map[string]string{"content": "hello"})
+	if evs := c.until(20*time.Second, "chat_complete"); tokensText(evs) != "fine" {
+		t.Errorf("the next turn, on a new WebSocket: %v", evs)
+	}
+	wantSettled(t, "after the next turn", db, 2)
 }

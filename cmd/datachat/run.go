@@ -114,6 +114,12 @@ func (m *Main) shutdownGrace() time.Duration {
 	return shutdownGrace
 }
 
+// lastRepairTry is the least time serve gives, as it stops, to storing the
+// turns' ends the database did not take (chat.Runner.SaveRepairs), when the
+// grace was spent on running turns: enough for a database that is back to
+// take them, short enough that a stop with the database away does not hang.
+const lastRepairTry = 5 * time.Second
+
 // leaseIdentity names this run of serve in the leases of the messages it
 // streams (datachat.Lease): a random owner, and the node, the host name with
 // the address actually listened on (no other live process can share it).
@@ -206,11 +212,24 @@ func (m *Main) CloseWithin(grace context.Context) error {
 	if m.Server != nil {
 		// Running turns get the grace to finish; the server then stores the
 		// rest as interrupted, which takes a moment more.
-		ctx, cancel := context.WithTimeout(grace, m.shutdownGrace())
+		deadline := time.Now().Add(m.shutdownGrace())
+		ctx, cancel := context.WithDeadline(grace, deadline)
 		errs = append(errs, m.Server.Shutdown(ctx))
 		cancel()
 		if m.served != nil {
 			errs = append(errs, <-m.served)
+		}
+		// The turns' ends the store did not take yet (its database away
+		// when they ended) get a last try before the store closes, so
+		// their text and usage are not lost with the process: within what
+		// is left of the grace, and at least lastRepairTry for those the
+		// turns interrupted as it ran out; a second signal ends it.
+		if r := m.Server.Chat; r != nil {
+			ctx, cancel := context.WithTimeout(grace, max(time.Until(deadline), lastRepairTry))
+			if n := r.SaveRepairs(ctx); n > 0 {
+				errs = append(errs, fmt.Errorf("%d answers' ends not saved: the database did not take them before the server stopped", n))
+			}
+			cancel()
 		}
 	}
 	for i := len(m.closers) - 1; i >= 0; i-- {
@@ -408,6 +427,8 @@ func (m *Main) runServe(ctx context.Context) error {
 		BodyMinBytes:        m.Config.BodyMinBytes,
 		MaxConnections:      m.Config.MaxConnections,
 		MaxWSPerUser:        m.Config.MaxWSPerUser,
+		WSPingInterval:      m.Config.WSPingInterval,
+		WSPingTimeout:       m.Config.WSPingTimeout,
 		SQLPerMinute:        m.Config.SQLRPM,
 		SearchPerMinute:     m.Config.SearchRPM,
 		UploadsPerHour:      m.Config.UploadsPerHour,

@@ -169,6 +169,18 @@ type repair struct {
 	u *datachat.Usage
 }
 
+// repairWaitCap bounds the wait between two rounds of repairs (it starts at
+// Runner.SaveRetry, default 1 s, and doubles). The user waits on it: until
+// its message is stored, the conversation refuses new turns ("a reply is
+// still being written"), and its text and usage are not in the store. 2 s
+// stores it within about 2 s of the store's return, well within the lease
+// (DefaultLeaseTTL), so the owning process repairs it before any other
+// process or turn would; and it costs, while the store stays away, one
+// failed attempt every 2 s per process, not one per message (a round stops
+// at the first that finds the store unavailable) — next to the clients,
+// told to retry every datachat.StoreRetryAfter, nothing.
+const repairWaitCap = 2 * time.Second
+
 // repairLater keeps trying to store a turn's end, in the background, until
 // the store takes it: the message then reads as the client saw it, and its
 // usage counts. It is this process's job (the message is leased to it, so
@@ -205,21 +217,7 @@ func (r *Runner) repairLoop() {
 			todo = append(todo, p)
 		}
 		r.mu.Unlock()
-		for _, p := range todo {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := r.Store.FinishMessage(ctx, p.m, p.u)
-			cancel()
-			if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
-				continue
-			}
-			r.Logger.Info("stored the end of a turn after the store came back", slog.String("message_id", p.m.ID))
-			r.mu.Lock()
-			delete(r.repairs, p.m.ID)
-			r.mu.Unlock()
-			if r.repaired != nil {
-				r.repaired(p.m.ID)
-			}
-		}
+		r.storeRepairs(context.Background(), todo)
 		r.mu.Lock()
 		if len(r.repairs) == 0 {
 			r.repairing = false
@@ -228,7 +226,78 @@ func (r *Runner) repairLoop() {
 		}
 		r.mu.Unlock()
 		time.Sleep(wait)
-		wait = min(wait*2, 30*time.Second)
+		wait = min(wait*2, repairWaitCap)
+	}
+}
+
+// storeRepairs tries once to store each of todo, and returns those the store
+// did not take. A round stops at the first that finds the store unavailable:
+// the others would find it so too.
+func (r *Runner) storeRepairs(ctx context.Context, todo []repair) (left []repair) {
+	for i, p := range todo {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := r.Store.FinishMessage(actx, p.m, p.u)
+		cancel()
+		if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
+			left = append(left, p)
+			if datachat.ErrorCode(err) == datachat.EBUSY || ctx.Err() != nil {
+				return append(left, todo[i+1:]...)
+			}
+			continue
+		}
+		r.mu.Lock()
+		_, pending := r.repairs[p.m.ID] // not when SaveRepairs took it over
+		delete(r.repairs, p.m.ID)
+		r.mu.Unlock()
+		r.Logger.Info("stored the end of a turn after the store came back", slog.String("message_id", p.m.ID))
+		if pending && r.repaired != nil {
+			r.repaired(p.m.ID)
+		}
+	}
+	return left
+}
+
+// SaveRepairs is the last try, for a server that stops, at the turns' ends
+// the store has not taken yet (see Repairs): it tries them until all are
+// stored or ctx ends, waiting between rounds as the background repairs do,
+// then logs each still unsaved — its text and usage are lost with the
+// process — and forgets them, which ends the background repairs. It returns
+// how many were left unsaved.
+func (r *Runner) SaveRepairs(ctx context.Context) int {
+	r.mu.Lock()
+	todo := make([]repair, 0, len(r.repairs))
+	for _, p := range r.repairs {
+		todo = append(todo, p)
+	}
+	r.repairs = nil
+	r.mu.Unlock()
+	if len(todo) == 0 {
+		return 0
+	}
+	r.Logger.Info("storing the ends of turns the store did not take, before stopping", slog.Int("count", len(todo)))
+	wait := r.SaveRetry
+	if wait <= 0 {
+		wait = 50 * time.Millisecond
+	}
+	for {
+		if todo = r.storeRepairs(ctx, todo); len(todo) == 0 {
+			return 0
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			for _, p := range todo {
+				attrs := []any{slog.String("message_id", p.m.ID), slog.String("conversation_id", p.m.ConversationID)}
+				if p.u != nil {
+					attrs = append(attrs, slog.String("user_id", p.u.UserID), slog.Int64("input_tokens", p.u.InputTokens), slog.Int64("output_tokens", p.u.OutputTokens))
+				}
+				r.Logger.Error("the end of a turn is not saved: the store did not take it before the server stopped; its message stays streaming until another process marks it interrupted, and its usage is not counted", attrs...)
+			}
+			return len(todo)
+		case <-timer.C:
+		}
+		wait = min(wait*2, repairWaitCap)
 	}
 }
 

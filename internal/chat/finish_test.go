@@ -3,11 +3,14 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"datachat"
@@ -29,9 +32,13 @@ type flakyStore struct {
 
 var errStoreDown = errors.New("connection refused")
 
+// storeBack marks a context under which flakyStore's FinishMessage works
+// whatever failing says: the store back for that caller only.
+type storeBack struct{}
+
 func (s *flakyStore) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
 	s.attempts.Add(1)
-	if n := s.failing.Load(); n != 0 {
+	if n := s.failing.Load(); n != 0 && ctx.Value(storeBack{}) == nil {
 		if n > 0 {
 			s.failing.Add(-1)
 		}
@@ -202,6 +209,152 @@ func TestFinishRepaired(t *testing.T) {
 	if f.r.Repairs() != 0 {
 		t.Errorf("%d repairs left", f.r.Repairs())
 	}
+}
+
+// TestFinishSavedAtShutdown: the turns' ends still waiting to be stored
+// when the server stops get a last try (Runner.SaveRepairs), bounded by its
+// context: stored then — interrupted, with the text the client got, and
+// their usage once — or, when the store is still away, logged as unsaved
+// with their usage; either way nothing is left pending.
+func TestFinishSavedAtShutdown(t *testing.T) {
+	// A turn whose end the store did not take, the background repairs
+	// failing all along.
+	pending := func(t *testing.T) (*turnFixture, *lockedBuffer, string, *Outcome) {
+		t.Helper()
+		f := newTurnFixture(t, answerScript())
+		logs := &lockedBuffer{}
+		f.r.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		f.store.failing.Store(-1)
+		evs, out, err := f.send(t, "How did revenue go?")
+		if _, ok := errors.AsType[*SaveError](err); !ok {
+			t.Fatalf("got %v, want a SaveError", err)
+		}
+		var streamed strings.Builder
+		for _, e := range evs {
+			if tok, ok := e.Data.(TokenEvent); ok {
+				streamed.WriteString(tok.Token)
+			}
+		}
+		if f.r.Repairs() != 1 {
+			t.Fatalf("%d repairs pending, want 1", f.r.Repairs())
+		}
+		return f, logs, streamed.String(), out
+	}
+	since := time.Now().Add(-time.Hour)
+
+	t.Run("stored", func(t *testing.T) {
+		f, logs, streamed, out := pending(t)
+		// The store answers the last try only: the background repairs
+		// cannot be the ones that store it.
+		ctx, cancel := context.WithTimeout(context.WithValue(t.Context(), storeBack{}, true), 30*time.Second)
+		defer cancel()
+		if n := f.r.SaveRepairs(ctx); n != 0 {
+			t.Fatalf("%d left unsaved, want 0\n%s", n, logs)
+		}
+		m := f.answer(t)
+		if m.Status != datachat.StatusInterrupted || m.Content != streamed || m.ErrorReason == "" {
+			t.Errorf("stored answer: status %q content %q (streamed %q), reason %q", m.Status, m.Content, streamed, m.ErrorReason)
+		}
+		if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n == 0 || n != out.Usage.Input+out.Usage.Output {
+			t.Errorf("usage: %d tokens, want %d", n, out.Usage.Input+out.Usage.Output)
+		}
+		if f.r.Repairs() != 0 {
+			t.Errorf("%d repairs left", f.r.Repairs())
+		}
+		if strings.Contains(logs.String(), "not saved") {
+			t.Errorf("logged as unsaved:\n%s", logs)
+		}
+	})
+
+	t.Run("lost", func(t *testing.T) {
+		f, logs, _, out := pending(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		if n := f.r.SaveRepairs(ctx); n != 1 {
+			t.Fatalf("%d left unsaved, want 1", n)
+		}
+		if f.r.Repairs() != 0 {
+			t.Errorf("%d repairs left after the last try, want them forgotten", f.r.Repairs())
+		}
+		log := logs.String()
+		for _, want := range []string{"the end of a turn is not saved", "message_id=" + out.Message.ID,
+			fmt.Sprintf("input_tokens=%d", out.Usage.Input), fmt.Sprintf("output_tokens=%d", out.Usage.Output)} {
+			if !strings.Contains(log, want) {
+				t.Errorf("the log lacks %q:\n%s", want, log)
+			}
+		}
+		if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n != 0 {
+			t.Errorf("usage recorded: %d tokens", n)
+		}
+	})
+}
+
+// stoppedStore takes turns' ends only from back on, failing before as an
+// unreachable database does; it counts the attempts made while it was away.
+type stoppedStore struct {
+	datachat.Store
+	back time.Time
+
+	mu        sync.Mutex
+	whileDown int
+}
+
+func (s *stoppedStore) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Now().Before(s.back) {
+		s.whileDown++
+		return datachat.StoreUnavailable(errStoreDown)
+	}
+	return nil
+}
+
+// TestRepairsSoonAfterTheStoreIsBack runs on synctest's fake clock: turns'
+// ends that wait for a store away for 10 minutes are stored within 2 s of
+// its return, and while it is away each round of attempts
+// stops at the first (one attempt per round, not one per message).
+func TestRepairsSoonAfterTheStoreIsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const down = 10*time.Minute + 1500*time.Millisecond // back between two rounds
+		st := &stoppedStore{back: time.Now().Add(down)}
+		r := &Runner{Store: st, Logger: slog.New(slog.DiscardHandler)}
+		stored := make(chan string, 3)
+		r.repaired = func(id string) { stored <- id }
+		for _, id := range []string{"a", "b", "c"} {
+			r.repairLater(&datachat.Message{ID: id, Status: datachat.StatusInterrupted}, nil)
+		}
+		for range 3 {
+			<-stored
+		}
+		const soon = 2 * time.Second // repairWaitCap, as the issue wants it: a few seconds at most
+		if late := time.Since(st.back); late > soon {
+			t.Errorf("stored %s after the store came back, want within %s", late, soon)
+		}
+		if most := int(down/soon) + 10; st.whileDown > most {
+			t.Errorf("%d attempts in the %s the store was away, want at most %d: one a round", st.whileDown, down, most)
+		}
+		if r.Repairs() != 0 {
+			t.Errorf("%d repairs left", r.Repairs())
+		}
+	})
+}
+
+// lockedBuffer is a buffer a logger writes to while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestFlushWritesLinearly: while an answer streams, each flush stores only

@@ -74,6 +74,11 @@ type Config struct {
 	// BodyReadTimeout (DATACHAT_BODY_MIN_BYTES, DATACHAT_BODY_READ_TIMEOUT).
 	BodyReadTimeout time.Duration
 	BodyMinBytes    int64
+	// The server pings each chat WebSocket every WSPingInterval and drops a
+	// client that does not answer within WSPingTimeout as gone
+	// (DATACHAT_WS_PING_INTERVAL, DATACHAT_WS_PING_TIMEOUT).
+	WSPingInterval time.Duration
+	WSPingTimeout  time.Duration
 
 	QueryTimeout  time.Duration
 	QueryMemory   int64
@@ -180,6 +185,8 @@ func Load(path string, env Lookup) (*Config, error) {
 		SearchRPM:       p.integer("DATACHAT_SEARCH_RPM", 120, 0),
 		UploadsPerHour:  p.integer("DATACHAT_UPLOADS_PER_HOUR", 100, 0),
 		MaxWSPerUser:    p.integer("DATACHAT_MAX_WS_PER_USER", 32, 0),
+		WSPingInterval:  p.durationMin("DATACHAT_WS_PING_INTERVAL", 20*time.Second, 10*time.Millisecond),
+		WSPingTimeout:   p.durationMin("DATACHAT_WS_PING_TIMEOUT", 10*time.Second, 10*time.Millisecond),
 		MaxConnections:  p.integer("DATACHAT_MAX_CONNECTIONS", 4096, 0),
 		BodyReadTimeout: p.durationMin("DATACHAT_BODY_READ_TIMEOUT", 30*time.Second, time.Second),
 		BodyMinBytes:    p.size("DATACHAT_BODY_MIN_BYTES", 64<<10, 1),

@@ -138,6 +138,10 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"DATACHAT_SEARCH_RPM", "1.5"},
 		{"DATACHAT_UPLOADS_PER_HOUR", "-5"},
 		{"DATACHAT_MAX_WS_PER_USER", "many"},
+		{"DATACHAT_WS_PING_INTERVAL", "20"},
+		{"DATACHAT_WS_PING_INTERVAL", "0s"},
+		{"DATACHAT_WS_PING_TIMEOUT", "-1s"},
+		{"DATACHAT_WS_PING_TIMEOUT", "1ms"},
 		{"DATACHAT_MAX_CONNECTIONS", "-1"},
 		{"DATACHAT_BODY_READ_TIMEOUT", "30"},
 		{"DATACHAT_BODY_READ_TIMEOUT", "10ms"},
@@ -176,6 +180,8 @@ func TestValues(t *testing.T) {
 		"DATACHAT_MAX_CONNECTIONS":    "100",
 		"DATACHAT_BODY_READ_TIMEOUT":  "2m",
 		"DATACHAT_BODY_MIN_BYTES":     "1KiB",
+		"DATACHAT_WS_PING_INTERVAL":   "1m",
+		"DATACHAT_WS_PING_TIMEOUT":    "500ms",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +212,9 @@ func TestValues(t *testing.T) {
 	}
 	if c.BodyReadTimeout != 2*time.Minute || c.BodyMinBytes != 1024 {
 		t.Errorf("body pace: got %v %d", c.BodyReadTimeout, c.BodyMinBytes)
+	}
+	if c.WSPingInterval != time.Minute || c.WSPingTimeout != 500*time.Millisecond {
+		t.Errorf("WebSocket pings: got every %v, answered within %v", c.WSPingInterval, c.WSPingTimeout)
 	}
 }
 

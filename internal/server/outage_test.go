@@ -39,6 +39,13 @@ type dialError struct{ err error }
 func (e dialError) Error() string { return "dial tcp 127.0.0.1:5432: " + e.err.Error() }
 func (e dialError) Unwrap() error { return e.err }
 
+func (s *downStore) Ping(ctx context.Context) error {
+	if err := s.fail(); err != nil {
+		return err
+	}
+	return s.Store.Ping(ctx)
+}
+
 func (s *downStore) Authenticate(ctx context.Context, hash string) (*datachat.User, error) {
 	if err := s.fail(); err != nil {
 		return nil, err
@@ -75,7 +82,7 @@ func (s *downStore) TakeRequest(ctx context.Context, userID string, now time.Tim
 }
 
 // TestDatabaseOutage: while the database is unavailable every route answers
-// 503 busy with Retry-After — REST, the OpenAI-compatible routes in their own
+// 503 busy with Retry-After — /healthz (503 unavailable), REST, the OpenAI-compatible routes in their own
 // error shape, /chat/query, the WebSocket before its upgrade — and a chat_send
 // on an open WebSocket gets a chat_error with a reason and a suggested
 // action; nothing says "Internal error."
@@ -120,6 +127,18 @@ func TestDatabaseOutage(t *testing.T) {
 	check("POST /v1/chat/completions", req("POST", "/v1/chat/completions", `{"model":"datachat","messages":[{"role":"user","content":"hi"}]}`),
 		`"type":"server_error"`, `"code":"server_busy"`)
 	check("GET /v1/models", req("GET", "/v1/models", ""), `"type":"server_error"`)
+
+	// /healthz needs no key and says only that the server is unavailable,
+	// but when to look again too.
+	hz, err := http.Get(cs.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hzBody, _ := io.ReadAll(hz.Body)
+	hz.Body.Close()
+	if hz.StatusCode != http.StatusServiceUnavailable || hz.Header.Get("Retry-After") != "5" || !strings.Contains(string(hzBody), `"unavailable"`) {
+		t.Errorf("GET /healthz: got %d, Retry-After %q, %s; want 503 unavailable with Retry-After 5", hz.StatusCode, hz.Header.Get("Retry-After"), hzBody)
+	}
 
 	_, resp, err := websocket.Dial(context.Background(), strings.Replace(cs.URL, "http", "ws", 1)+"/ws?conversation_id="+conv+"&api_key="+cs.alice, nil)
 	if err == nil || resp == nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -354,6 +355,14 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.logger(r).Error("health check failed", slog.String("error", err.Error()))
+		// When to look again: as the error says (the database unavailable),
+		// else as for the database, the likeliest cause.
+		after := datachat.StoreRetryAfter
+		var ra RetryAfterError
+		if errors.As(err, &ra) {
+			after = ra.RetryAfter()
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(after)))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
 		return
 	}
