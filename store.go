@@ -22,6 +22,17 @@ type Lease struct {
 	Until time.Time
 }
 
+// StreamingFlush is one streaming message's share of [Store.FlushStreaming]:
+// the parts it streamed since its last flush, numbered from First as
+// [Store.AppendParts] numbers them (none: nothing to append), and its renewed
+// lease when Lease is not nil.
+type StreamingFlush struct {
+	MessageID string
+	First     int
+	Parts     []Part
+	Lease     *Lease
+}
+
 // Store persists everything datachat keeps. internal/sqlite and internal/postgres
 // implement it; internal/storetest holds the conformance suite both pass.
 //
@@ -69,6 +80,13 @@ type Store interface {
 	// returns them (adjacent text joined); a message marked interrupted gets
 	// their text as its Content. ENOTFOUND if there is no such message.
 	AppendParts(ctx context.Context, messageID string, first int, parts []Part) error
+	// FlushStreaming writes what the streaming messages of a process have
+	// to write at once, in one transaction: for each, its new parts (as
+	// AppendParts would) and its lease (as RenewLease would). A message that
+	// no longer exists (its conversation was deleted meanwhile) is skipped
+	// and its id returned in gone; the others are written. On an error
+	// nothing is written, and the same batch can be flushed again.
+	FlushStreaming(ctx context.Context, batch []StreamingFlush) (gone []string, err error)
 	// FinishMessage stores how an answer ended, in one transaction: m's
 	// Content, Status, tokens, error fields, Sources and Parts (replacing the
 	// appended ones), and u, the turn's usage, when it is not nil. u's ID

@@ -21,7 +21,6 @@ import (
 	"datachat/internal/chat"
 	"datachat/internal/config"
 	"datachat/internal/duckdb"
-	"datachat/internal/extract"
 	"datachat/internal/postgres"
 	"datachat/internal/server"
 	"datachat/internal/sqlite"
@@ -404,7 +403,9 @@ func (m *Main) runServe(ctx context.Context) error {
 	m.Logger.Info("sql workers", slog.Int("queries_at_once", o.Workers), slog.Int("per_user", o.PerUserRunning),
 		slog.String("memory_per_query", duckdb.SizeText(o.MemoryLimit)), slog.Duration("timeout", o.Timeout),
 		slog.Any("os_limits", limits))
-	extract.Warm() // PDFium compiles in the background: the first PDF upload need not wait for it
+	// PDFium starts in the background (read from the data directory's cache,
+	// or compiled the first time): the first PDF upload need not wait for it.
+	ws.Extractor.Warm()
 	runner, err := m.newRunner(st, ws)
 	if err != nil {
 		ln.Close()

@@ -52,7 +52,8 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 		}
 	}
 	m.closers = append(m.closers, m.sweepTempEvery(parents, []*scratch.Dir{tmp, uploads}, reserve))
-	extractor := extract.NewExtractor(extract.PDFOptions{})
+	// PDFium compiled once is kept for the next start (seconds of CPU saved).
+	extractor := extract.NewExtractor(extract.PDFOptions{CacheDir: filepath.Join(dataDir, "cache", "pdfium")})
 	extractor.TempDir = tmp.Path()
 	m.closers = append(m.closers, extractor.Close)
 

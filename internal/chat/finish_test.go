@@ -26,7 +26,7 @@ type flakyStore struct {
 	datachat.Store
 	failing  atomic.Int32
 	attempts atomic.Int32
-	appended atomic.Int64 // text bytes handed to AppendParts
+	appended atomic.Int64 // text bytes handed to FlushStreaming
 	finished atomic.Int64 // text bytes handed to FinishMessage (content and parts)
 }
 
@@ -48,9 +48,11 @@ func (s *flakyStore) FinishMessage(ctx context.Context, m *datachat.Message, u *
 	return s.Store.FinishMessage(ctx, m, u)
 }
 
-func (s *flakyStore) AppendParts(ctx context.Context, id string, first int, parts []datachat.Part) error {
-	s.appended.Add(int64(len(datachat.PartsText(parts))))
-	return s.Store.AppendParts(ctx, id, first, parts)
+func (s *flakyStore) FlushStreaming(ctx context.Context, batch []datachat.StreamingFlush) ([]string, error) {
+	for _, f := range batch {
+		s.appended.Add(int64(len(datachat.PartsText(f.Parts))))
+	}
+	return s.Store.FlushStreaming(ctx, batch)
 }
 
 // turnFixture is a Runner over a temporary SQLite store and an
@@ -368,6 +370,10 @@ func TestFlushWritesLinearly(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := &turn{r: f.r, user: f.user, conv: f.conv, msg: m}
+	f.r.flushes.mu.Lock()
+	f.r.addStreaming(tr, time.Now()) // flushed below, not by the flusher's loop
+	f.r.flushes.mu.Unlock()
+	defer f.r.stopStreaming(tr)
 	const flushes, perFlush = 200, 50
 	token := strings.Repeat("x", 20)
 	for i := range flushes {
@@ -377,7 +383,7 @@ func TestFlushWritesLinearly(t *testing.T) {
 		if i%40 == 0 {
 			tr.startTool("call"+string(rune('a'+i/40)), ToolExecuteSQL, []byte(`{}`))
 		}
-		tr.flush()
+		f.r.flushStreaming(time.Now())
 	}
 	n := int64(flushes * perFlush * len(token))
 	if got := f.store.appended.Load(); got != n {

@@ -6,66 +6,184 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"datachat"
 )
 
-// startFlusher writes the answer's text to the store at least once a second
-// while it streams, so a crash loses at most a second of it, and renews the
-// message's lease every third of its TTL, so other processes sharing the
-// database know the turn is alive (tokens or not: a long SQL query too).
-func (t *turn) startFlusher() (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		every := t.r.leaseTTL() / 3
-		tick := time.NewTicker(min(flushInterval, every))
-		defer tick.Stop()
-		renew := time.Now().Add(every)
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				t.flush()
-				if !now.Before(renew) {
-					t.renewLease()
-					renew = now.Add(every)
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+// flusher writes the answers of all of a Runner's streaming turns to the
+// store: every second their new text, so a crash loses at most a second of
+// it, and every third of the lease's TTL their leases, so other processes
+// sharing the database know the turns are alive (tokens or not: a long SQL
+// query too). It makes one store call for all of them
+// (datachat.Store.FlushStreaming), one write transaction a second for the
+// process rather than one per turn: with hundreds of turns, the store's
+// single writer and the CPU it takes are what the token relay would
+// otherwise wait for.
+//
+// The relay never waits for it: the flusher holds a turn's lock only to copy
+// the new parts, never across the store call. A turn's end waits for a write
+// in flight with its parts (stopStreaming), so that finish's write comes
+// after the turn's last flush.
+type flusher struct {
+	mu    sync.Mutex
+	turns map[*turn]*flushState // the turns streaming
+	quit  chan struct{}         // closes the loop when the last turn leaves; nil when none runs
 }
 
-func (t *turn) renewLease() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := t.r.Store.RenewLease(ctx, t.msg.ID, t.r.Lease()); err != nil {
-		t.r.Logger.Warn("renew streaming message lease", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
+// flushState is the flusher's record of one turn.
+type flushState struct {
+	renewAt time.Time     // when its lease is due for renewal
+	writing chan struct{} // closed when the write in flight with its parts ends; nil when none
+	gone    bool          // its message was deleted: nothing more to write
+}
+
+// startStreaming adds t to the turns the flusher writes, starting the
+// flusher if it was idle; stop removes it once any write in flight with its
+// parts ended.
+func (r *Runner) startStreaming(t *turn) (stop func()) {
+	f := &r.flushes
+	f.mu.Lock()
+	r.addStreaming(t, time.Now())
+	if f.quit == nil {
+		f.quit = make(chan struct{})
+		go r.flushLoop(f.quit)
+	}
+	f.mu.Unlock()
+	return func() { r.stopStreaming(t) }
+}
+
+// addStreaming records t, streaming from now; f.mu held.
+func (r *Runner) addStreaming(t *turn, now time.Time) {
+	f := &r.flushes
+	if f.turns == nil {
+		f.turns = map[*turn]*flushState{}
+	}
+	f.turns[t] = &flushState{renewAt: now.Add(r.leaseTTL() / 3)}
+}
+
+// stopStreaming removes t from the flusher, after the write in flight with
+// its parts, if any, ended; the flusher stops when no turn is left.
+func (r *Runner) stopStreaming(t *turn) {
+	f := &r.flushes
+	f.mu.Lock()
+	var writing chan struct{}
+	if st := f.turns[t]; st != nil {
+		writing = st.writing
+	}
+	delete(f.turns, t)
+	if len(f.turns) == 0 && f.quit != nil {
+		close(f.quit)
+		f.quit = nil
+	}
+	f.mu.Unlock()
+	if writing != nil {
+		<-writing
 	}
 }
 
-// flush appends to the store the parts that came since the last flush: only
-// the new text, so the bytes written grow linearly with the answer. A part
-// the flusher takes no longer grows (later text starts a new one); one it
-// could not store is sent again, under the same numbers, at the next flush.
-func (t *turn) flush() {
-	t.mu.Lock()
-	t.frozen = len(t.parts)
-	first := t.stored
-	batch := slices.Clone(t.parts[first:t.frozen])
-	t.mu.Unlock()
+// flushLoop flushes every second (or third of the lease's TTL, if shorter)
+// until quit closes.
+func (r *Runner) flushLoop(quit chan struct{}) {
+	tick := time.NewTicker(min(flushInterval, r.leaseTTL()/3))
+	defer tick.Stop()
+	for {
+		select {
+		case <-quit:
+			return
+		case now := <-tick.C:
+			r.flushStreaming(now)
+		}
+	}
+}
+
+// flushed is one turn's share of a flush.
+type flushed struct {
+	t     *turn
+	first int
+	n     int  // parts taken
+	lease bool // renewed
+}
+
+// flushStreaming writes, in one store call, the parts that came since the
+// last flush to every streaming turn, and the leases due for renewal at now.
+// Only the new text is written, so the bytes written grow linearly with an
+// answer. A part the flusher takes no longer grows (later text starts a new
+// one); parts or a lease the store did not take are sent again, the parts
+// under the same numbers, at the next flush.
+func (r *Runner) flushStreaming(now time.Time) {
+	f := &r.flushes
+	var (
+		batch []datachat.StreamingFlush
+		took  []flushed
+		lease datachat.Lease
+	)
+	writing := make(chan struct{})
+	defer close(writing)
+
+	f.mu.Lock()
+	for t, st := range f.turns {
+		if st.gone || st.writing != nil {
+			continue // deleted, or in a write of an earlier loop still going
+		}
+		due := !now.Before(st.renewAt)
+		t.mu.Lock()
+		t.frozen = len(t.parts)
+		first := t.stored
+		parts := slices.Clone(t.parts[first:t.frozen])
+		t.mu.Unlock()
+		if len(parts) == 0 && !due {
+			continue
+		}
+		if due && lease.Owner == "" {
+			lease = r.Lease()
+		}
+		e := datachat.StreamingFlush{MessageID: t.msg.ID, First: first, Parts: parts}
+		if due {
+			e.Lease = &lease
+		}
+		batch = append(batch, e)
+		took = append(took, flushed{t: t, first: first, n: len(parts), lease: due})
+		st.writing = writing
+	}
+	f.mu.Unlock()
 	if len(batch) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := t.r.Store.AppendParts(ctx, t.msg.ID, first, batch); err != nil {
-		t.r.Logger.Warn("flush streaming message", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
-		return
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	gone, err := r.Store.FlushStreaming(ctx, batch)
+	cancel()
+	if err != nil {
+		r.Logger.Warn("flush streaming messages", slog.Int("messages", len(batch)), slog.String("error", err.Error()))
 	}
-	t.mu.Lock()
-	t.stored = first + len(batch)
-	t.mu.Unlock()
+	isGone := make(map[string]bool, len(gone))
+	for _, id := range gone {
+		isGone[id] = true
+		r.Logger.Warn("flush streaming message", slog.String("message_id", id), slog.String("error", "message not found"))
+	}
+	if err == nil {
+		for _, e := range took {
+			if !isGone[e.t.msg.ID] {
+				e.t.mu.Lock()
+				e.t.stored = e.first + e.n
+				e.t.mu.Unlock()
+			}
+		}
+	}
+
+	f.mu.Lock()
+	for _, e := range took {
+		st := f.turns[e.t]
+		if st == nil {
+			continue // ended meanwhile; it waits for writing
+		}
+		st.writing = nil
+		switch {
+		case isGone[e.t.msg.ID]:
+			st.gone = true
+		case err == nil && e.lease:
+			st.renewAt = now.Add(r.leaseTTL() / 3)
+		}
+	}
+	f.mu.Unlock()
 }

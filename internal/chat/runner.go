@@ -99,6 +99,8 @@ type Runner struct {
 	// in the background afterwards.
 	SaveRetry time.Duration
 
+	flushes flusher // writes the streaming turns' text and leases
+
 	mu        sync.Mutex
 	active    map[string]bool   // conversations with a turn running in this process
 	repairs   map[string]repair // turns' ends the store did not take yet, by message

@@ -194,7 +194,7 @@ func (t *turn) topK() int {
 // run streams model calls and runs their tools until the model answers without
 // tools, the turn pauses for a confirmation, or it fails.
 func (t *turn) run(ctx context.Context) (*Outcome, error) {
-	stop := t.startFlusher()
+	stop := t.r.startStreaming(t)
 	err := t.loop(ctx)
 	stop()
 	return t.finish(ctx, err)

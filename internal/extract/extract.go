@@ -154,12 +154,10 @@ func NewExtractor(opts PDFOptions) *Extractor {
 	return &Extractor{pdf: newPDFReader(opts)}
 }
 
-// Warm starts compiling PDFium in the background (seconds, once per
-// process), so that the first PDF does not wait for it.
+// Warm starts PDFium in the background (compiling it takes seconds, once
+// per process, or once for all with [PDFOptions.CacheDir]), so that the
+// first PDF does not wait for it.
 func (e *Extractor) Warm() { e.pdf.startOnce.Do(func() { go e.pdf.start() }) }
-
-// Warm warms the Extractor that serves [Extract].
-func Warm() { defaultExtractor().Warm() }
 
 // Close releases the PDF reader. No Extract may run during or after it.
 func (e *Extractor) Close() error { return e.pdf.close() }

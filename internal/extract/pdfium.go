@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -52,6 +54,12 @@ type PDFOptions struct {
 	// context allows; one more fails at once with [ErrBusy]. Default 8 per
 	// concurrent read.
 	MaxQueued int
+	// CacheDir keeps PDFium compiled to machine code on disk, so that the
+	// next process reads it back instead of compiling it again (seconds of
+	// CPU, at every start). Empty: compiled once per process, kept in memory.
+	// A cache that cannot be used (a damaged file, a full disk) is emptied,
+	// and the reader starts without it.
+	CacheDir string
 }
 
 func (o PDFOptions) withDefaults() PDFOptions {
@@ -84,10 +92,44 @@ type PDFStats struct {
 	Waiting    int           // documents waiting for their turn
 }
 
-// wasmCache holds PDFium compiled to machine code, once per process: every
-// Extractor has its own runtime (the memory limit is the runtime's) but
-// compiles from this cache in milliseconds instead of seconds.
-var wasmCache = sync.OnceValue(wazero.NewCompilationCache)
+// wasmCaches hold PDFium compiled to machine code, for the life of the
+// process, by [PDFOptions.CacheDir] ("": in memory only): every Extractor has
+// its own runtime (the memory limit is the runtime's) but compiles from its
+// cache in milliseconds instead of seconds.
+var (
+	wasmCachesMu sync.Mutex
+	wasmCaches   = map[string]wazero.CompilationCache{}
+)
+
+// wasmCache returns the cache kept in dir, the memory-only one when dir is
+// empty or cannot hold a cache.
+func wasmCache(dir string) wazero.CompilationCache {
+	wasmCachesMu.Lock()
+	defer wasmCachesMu.Unlock()
+	if c := wasmCaches[dir]; c != nil {
+		return c
+	}
+	c := wazero.NewCompilationCache()
+	if dir != "" {
+		if dc, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
+			c = dc
+		}
+	}
+	wasmCaches[dir] = c
+	return c
+}
+
+// dropWasmCache forgets the cache kept in dir and empties dir, so that the
+// next process writes it anew.
+func dropWasmCache(dir string) {
+	wasmCachesMu.Lock()
+	defer wasmCachesMu.Unlock()
+	delete(wasmCaches, dir)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
 
 // pdfReader reads PDF files with PDFium compiled to WebAssembly and run by
 // wazero, inside the process. Each document is read by one WebAssembly
@@ -124,32 +166,18 @@ func newPDFReader(opts PDFOptions) *pdfReader {
 	}
 }
 
-// start compiles PDFium (from the process's cache after the first time) and
-// sets up the pool of instances. It runs once, in its own goroutine, so that
-// a caller waiting for it can give up when its context ends.
+// start compiles PDFium (from the cache after the first time) and sets up
+// the pool of instances. It runs once, in its own goroutine, so that a caller
+// waiting for it can give up when its context ends.
 func (r *pdfReader) start() {
 	defer close(r.ready)
 	begin := time.Now()
-	cfg := wazero.NewRuntimeConfig().
-		// PDFium's setjmp/longjmp is compiled to WebAssembly exceptions.
-		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
-		WithMemoryLimitPages(uint32(r.opts.MemoryLimit >> 16)).
-		// Killing an instance (on a timeout) stops the call it is running.
-		// The check this compiles into every loop about doubles the time
-		// PDFium takes; without it a timeout could only act between calls,
-		// and one call (a page) can run for seconds.
-		WithCloseOnContextDone(true).
-		WithCompilationCache(wasmCache())
-	pool, err := webassembly.Init(webassembly.Config{
-		MaxTotal:     r.opts.MaxConcurrent,
-		MaxIdle:      r.opts.MaxConcurrent,
-		ReuseWorkers: true,
-		// No host directory is mounted: documents are passed as readers.
-		FSConfig:      wazero.NewFSConfig(),
-		Stdout:        io.Discard,
-		Stderr:        io.Discard,
-		RuntimeConfig: cfg,
-	})
+	pool, err := r.initPool(wasmCache(r.opts.CacheDir))
+	if err != nil && r.opts.CacheDir != "" {
+		// The cache on disk could not be read or written: start without it.
+		dropWasmCache(r.opts.CacheDir)
+		pool, err = r.initPool(wasmCache(""))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Start = time.Since(begin)
@@ -163,6 +191,31 @@ func (r *pdfReader) start() {
 		return
 	}
 	r.pool = pool
+}
+
+// initPool compiles PDFium, or reads it from cache, and sets up the pool of
+// instances.
+func (r *pdfReader) initPool(cache wazero.CompilationCache) (pdfium.Pool, error) {
+	cfg := wazero.NewRuntimeConfig().
+		// PDFium's setjmp/longjmp is compiled to WebAssembly exceptions.
+		WithCoreFeatures(api.CoreFeaturesV2 | experimental.CoreFeaturesExceptionHandling).
+		WithMemoryLimitPages(uint32(r.opts.MemoryLimit >> 16)).
+		// Killing an instance (on a timeout) stops the call it is running.
+		// The check this compiles into every loop about doubles the time
+		// PDFium takes; without it a timeout could only act between calls,
+		// and one call (a page) can run for seconds.
+		WithCloseOnContextDone(true).
+		WithCompilationCache(cache)
+	return webassembly.Init(webassembly.Config{
+		MaxTotal:     r.opts.MaxConcurrent,
+		MaxIdle:      r.opts.MaxConcurrent,
+		ReuseWorkers: true,
+		// No host directory is mounted: documents are passed as readers.
+		FSConfig:      wazero.NewFSConfig(),
+		Stdout:        io.Discard,
+		Stderr:        io.Discard,
+		RuntimeConfig: cfg,
+	})
 }
 
 var errReaderClosed = errors.New("pdf reader closed")

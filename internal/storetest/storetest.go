@@ -35,6 +35,8 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"InterruptStreaming", testInterruptStreaming},
 		{"MessageParts", testMessageParts},
 		{"FinishMessage", testFinishMessage},
+		{"FlushStreaming", testFlushStreaming},
+		{"FlushStreamingWhileDeleting", testFlushStreamingWhileDeleting},
 		{"BeginTurn", testBeginTurn},
 		{"BeginTurnConcurrent", testBeginTurnConcurrent},
 		{"Datasets", testDatasets},
@@ -586,6 +588,119 @@ func testMessageParts(t *testing.T, s datachat.Store) {
 	}
 	if got, _ := partsOf(t, s, c2.ID, old.ID); got.Status != datachat.StatusInterrupted || got.Content != "half an answer" {
 		t.Errorf("interrupted by BeginTurn: status %q content %q", got.Status, got.Content)
+	}
+}
+
+// testFlushStreaming writes the parts and leases of several streaming
+// messages in one call, one of them deleted before it: the others are
+// written, the deleted one is reported gone.
+func testFlushStreaming(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
+	call := func(id string) datachat.Part { return datachat.Part{Type: datachat.PartToolCall, CallID: id} }
+	now := time.Now()
+	// Each message's lease lapsed a second ago; the flush renews some.
+	var convs []*datachat.Conversation
+	var msgs []*datachat.Message
+	for range 4 {
+		c := mustConversation(t, s, alice.ID)
+		m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+		if err := s.RenewLease(ctx, m.ID, datachat.Lease{Owner: "p", Node: "p-node", Until: now.Add(-time.Second)}); err != nil {
+			t.Fatalf("RenewLease: %v", err)
+		}
+		convs, msgs = append(convs, c), append(msgs, m)
+	}
+	a, b, c, d := msgs[0], msgs[1], msgs[2], msgs[3]
+	if err := s.DeleteConversation(ctx, alice.ID, convs[1].ID); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	live := &datachat.Lease{Owner: "p", Node: "p-node", Until: now.Add(time.Minute)}
+	batch := []datachat.StreamingFlush{
+		{MessageID: a.ID, First: 0, Parts: []datachat.Part{text("Let me "), call("c1")}, Lease: live},
+		{MessageID: b.ID, First: 0, Parts: []datachat.Part{text("never stored")}, Lease: live},
+		{MessageID: c.ID, First: 0, Parts: []datachat.Part{text("No lease due.")}},
+		{MessageID: d.ID, Lease: live}, // a long SQL query: a lease, no parts
+		{MessageID: "no-such-message"}, // nothing to write: not looked up
+	}
+	for range 2 { // flushing the same batch again, as a retry would, writes nothing twice
+		gone, err := s.FlushStreaming(ctx, batch)
+		if err != nil {
+			t.Fatalf("FlushStreaming: %v", err)
+		}
+		equal(t, "gone", gone, []string{b.ID})
+	}
+	gone, err := s.FlushStreaming(ctx, []datachat.StreamingFlush{
+		{MessageID: a.ID, First: 2, Parts: []datachat.Part{text("check.")}},
+		{MessageID: "no-such-message", Parts: []datachat.Part{text("x")}},
+	})
+	if err != nil {
+		t.Fatalf("FlushStreaming: %v", err)
+	}
+	equal(t, "gone", gone, []string{"no-such-message"})
+	if gone, err := s.FlushStreaming(ctx, nil); err != nil || gone != nil {
+		t.Errorf("FlushStreaming of nothing: got %v, %v; want nil, nil", gone, err)
+	}
+
+	got, parts := partsOf(t, s, convs[0].ID, a.ID)
+	equal(t, "parts of a", parts, []datachat.Part{text("Let me "), call("c1"), text("check.")})
+	if got.Content != "Let me check." {
+		t.Errorf("content of a while streaming: got %q", got.Content)
+	}
+	_, parts = partsOf(t, s, convs[2].ID, c.ID)
+	equal(t, "parts of c", parts, []datachat.Part{text("No lease due.")})
+	if _, parts = partsOf(t, s, convs[3].ID, d.ID); len(parts) != 0 {
+		t.Errorf("parts of d: got %v, want none", parts)
+	}
+	// Another process's sweep takes only c, whose lease was not renewed.
+	n, err := s.InterruptStreaming(ctx, now, "sweeper", "sweeper-node")
+	if err != nil {
+		t.Fatalf("InterruptStreaming: %v", err)
+	}
+	if n != 1 {
+		t.Errorf("InterruptStreaming after the flush: got %d, want 1 (the message whose lease was not renewed)", n)
+	}
+	for i, want := range map[int]string{0: datachat.StatusStreaming, 2: datachat.StatusInterrupted, 3: datachat.StatusStreaming} {
+		if m, _ := partsOf(t, s, convs[i].ID, msgs[i].ID); m.Status != want {
+			t.Errorf("status of message %d: got %q, want %q", i, m.Status, want)
+		}
+	}
+}
+
+// testFlushStreamingWhileDeleting races flushes against the deletion of
+// their messages' conversations: each flush succeeds, a message either
+// written or reported gone, never failing the batch.
+func testFlushStreamingWhileDeleting(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	keep := mustMessage(t, s, mustConversation(t, s, alice.ID).ID, datachat.RoleAssistant, datachat.StatusStreaming)
+	for i := range 20 {
+		c := mustConversation(t, s, alice.ID)
+		m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+		deleted := make(chan error, 1)
+		go func() { deleted <- s.DeleteConversation(ctx, alice.ID, c.ID) }()
+		lease := &datachat.Lease{Owner: "p", Node: "p-node", Until: time.Now().Add(time.Minute)}
+		part := []datachat.Part{{Type: datachat.PartText, Text: fmt.Sprintf("%d ", i)}}
+		gone, err := s.FlushStreaming(ctx, []datachat.StreamingFlush{
+			{MessageID: keep.ID, First: i, Parts: part, Lease: lease},
+			{MessageID: m.ID, First: 0, Parts: part, Lease: lease},
+		})
+		if err != nil {
+			t.Fatalf("round %d: FlushStreaming: %v", i, err)
+		}
+		if len(gone) > 1 || (len(gone) == 1 && gone[0] != m.ID) {
+			t.Fatalf("round %d: gone %v, want at most the deleted message", i, gone)
+		}
+		if err := <-deleted; err != nil {
+			t.Fatalf("round %d: DeleteConversation: %v", i, err)
+		}
+	}
+	var want strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&want, "%d ", i)
+	}
+	if got, _ := partsOf(t, s, keep.ConversationID, keep.ID); got.Content != want.String() {
+		t.Errorf("the message kept: content %q, want %q", got.Content, want.String())
 	}
 }
 
