@@ -152,7 +152,7 @@ func (t *turn) record(call datachat.ModelToolCall, tool string, res toolResult) 
 	t.recordAt(call, tool, call.Args, res, t.r.now())
 }
 
-// recordAt sends tool_call_result, gives the result to the model and stores
+// recordAt sends EventToolCallResult, gives the result to the model and stores
 // the round.
 func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawMessage, res toolResult, started time.Time) {
 	ev := ToolCallResultEvent{ID: call.ID, Tool: tool, OK: res.err == "", Content: res.content, Error: res.err}
@@ -163,7 +163,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 			ev.Rows = [][]any{}
 		}
 	}
-	t.emit("tool_call_result", ev)
+	t.emit(EventToolCallResult, ev)
 	if o := t.r.Observer; o != nil {
 		o.ToolCalled(tool, ev.OK, t.r.now().Sub(started))
 	}

@@ -203,6 +203,27 @@ func (w *rawWS) closedWithin(d time.Duration) error {
 	return nil
 }
 
+// TestWSEventNames: each of a turn's events has its name on the wire, and no
+// two share one.
+func TestWSEventNames(t *testing.T) {
+	want := map[chat.EventType]string{
+		chat.EventToken:          "chat_token",
+		chat.EventToolCallStart:  "tool_call_start",
+		chat.EventToolCallResult: "tool_call_result",
+		chat.EventConfirmation:   "confirmation_required",
+		chat.EventComplete:       "chat_complete",
+		chat.EventError:          "chat_error",
+	}
+	for typ, name := range want {
+		if got := wsEventNames[typ]; got != name {
+			t.Errorf("wire name of %s: got %q, want %q", typ, got, name)
+		}
+	}
+	if len(wsEventNames) != len(want) {
+		t.Errorf("got %d wire names, want %d", len(wsEventNames), len(want))
+	}
+}
+
 // TestVanishedClientIsDropped: a client that stops reading and answering
 // pings, while its answer still fits in the kernel's buffers, is closed on
 // the first unanswered ping, and its turn ends cancelled with the text
@@ -400,7 +421,7 @@ func TestWebSocketCapPerUser(t *testing.T) {
 type eventClient struct {
 	t      *testing.T
 	conn   *websocket.Conn
-	events chan chat.Event
+	events chan wireEvent
 	err    error // once events is closed
 }
 
@@ -414,7 +435,7 @@ func (cs *chatServer) dialEvents(t *testing.T, conv string) *eventClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.CloseNow() })
-	c := &eventClient{t: t, conn: conn, events: make(chan chat.Event, 1024)}
+	c := &eventClient{t: t, conn: conn, events: make(chan wireEvent, 1024)}
 	go func() {
 		for {
 			_, b, err := conn.Read(context.Background())
@@ -425,7 +446,7 @@ func (cs *chatServer) dialEvents(t *testing.T, conv string) *eventClient {
 			}
 			var ev wireEvent
 			json.Unmarshal(b, &ev)
-			c.events <- chat.Event{Type: ev.Type, Data: ev.Data}
+			c.events <- ev
 		}
 	}()
 	return c
@@ -441,7 +462,7 @@ func (c *eventClient) send(typ string, data any) {
 
 // until returns the events up to the first of type end (or chat_error); ok
 // is false if the connection ended first.
-func (c *eventClient) until(end string) (evs []chat.Event, ok bool) {
+func (c *eventClient) until(end string) (evs []wireEvent, ok bool) {
 	c.t.Helper()
 	timeout := time.After(20 * time.Second) // a safety net
 	for {
@@ -508,7 +529,7 @@ func TestShutdownDeliversTheLastEvent(t *testing.T) {
 	await(t, draining, 10*time.Second, "draining")
 
 	c.send("chat_send", map[string]string{"content": "hello?"})
-	if evs, _ := c.until("chat_complete"); len(evs) != 1 || evs[0].Type != "chat_error" || !strings.Contains(string(evs[0].Data.(json.RawMessage)), "restarting") {
+	if evs, _ := c.until("chat_complete"); len(evs) != 1 || evs[0].Type != "chat_error" || !strings.Contains(string(evs[0].Data), "restarting") {
 		t.Errorf("chat_send while draining: got %v, want one chat_error saying the server is restarting", types(evs))
 	}
 	if st, _ := cs.post(t, "/api/conversations", cs.alice, `{}`); st != 503 {
@@ -518,14 +539,14 @@ func TestShutdownDeliversTheLastEvent(t *testing.T) {
 	close(hold) // the short turn finishes within the grace
 	more, _ := a.until("chat_complete")
 	evA = append(evA, more...)
-	if last := evA[len(evA)-1]; last.Type != "chat_complete" || decode[chat.CompleteEvent](t, last.Data.(json.RawMessage)).Status != "complete" {
+	if last := evA[len(evA)-1]; last.Type != "chat_complete" || decode[chat.CompleteEvent](t, last.Data).Status != "complete" {
 		t.Errorf("short turn ended with %v", types(evA))
 	}
 
 	endGrace() // the long one is interrupted
 	more, ok := b.until("chat_complete")
 	evB = append(evB, more...)
-	if last := evB[len(evB)-1]; !ok || last.Type != "chat_error" || !strings.Contains(string(last.Data.(json.RawMessage)), "restarting") {
+	if last := evB[len(evB)-1]; !ok || last.Type != "chat_error" || !strings.Contains(string(last.Data), "restarting") {
 		t.Fatalf("long turn ended with %v (connection open %v), want a chat_error saying the server is restarting", types(evB), ok)
 	}
 	for _, cl := range []*eventClient{a, b, c} {
