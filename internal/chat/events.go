@@ -109,9 +109,9 @@ func ErrorEventFor(err error) ErrorEvent {
 		}
 		return ev
 	}
-	var rl *RateLimitError
-	if errors.As(err, &rl) {
-		return ErrorEvent{Message: rl.Message, Reason: "rate_limited", SuggestedAction: fmt.Sprintf("Try again in %s.", rl.After.Round(time.Second))}
+	var de *datachat.Error
+	if errors.As(err, &de) && de.Code == datachat.ERATELIMIT {
+		return ErrorEvent{Message: de.Message, Reason: datachat.ERATELIMIT, SuggestedAction: fmt.Sprintf("Try again in %s.", de.RetryAfter.Round(time.Second))}
 	}
 	// A condition of the server (its database unavailable, its disk full),
 	// classified where it was recognised.
@@ -121,16 +121,6 @@ func ErrorEventFor(err error) ErrorEvent {
 	}
 	return ErrorEvent{Message: datachat.ErrorMessage(err)}
 }
-
-// RateLimitError refuses a turn over a user's limits.
-type RateLimitError struct {
-	Message string
-	After   time.Duration
-}
-
-func (e *RateLimitError) Error() string { return e.Message }
-
-func (e *RateLimitError) RetryAfter() time.Duration { return e.After }
 
 // Outcome is what a turn ended with.
 type Outcome struct {

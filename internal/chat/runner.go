@@ -222,9 +222,10 @@ func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 			return err
 		}
 		if used >= r.TokensPerDay {
-			return &RateLimitError{
-				Message: fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, r.TokensPerDay),
-				After:   time.Hour,
+			return &datachat.Error{
+				Code:       datachat.ERATELIMIT,
+				Message:    fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, r.TokensPerDay),
+				RetryAfter: time.Hour,
 			}
 		}
 	}
@@ -234,9 +235,10 @@ func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 			return err
 		}
 		if !ok {
-			return &RateLimitError{
-				Message: fmt.Sprintf("Rate limit reached: %d requests per minute.", r.RateLimitRPM),
-				After:   max(after, time.Second),
+			return &datachat.Error{
+				Code:       datachat.ERATELIMIT,
+				Message:    fmt.Sprintf("Rate limit reached: %d requests per minute.", r.RateLimitRPM),
+				RetryAfter: max(after, time.Second),
 			}
 		}
 	}

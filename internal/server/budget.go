@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"datachat/internal/chat"
+	"datachat"
 	"datachat/internal/mcpserver"
 )
 
@@ -67,11 +67,12 @@ func (b *budget) take(userID string) error {
 		return nil
 	}
 	r.CancelAt(now)
-	return rateLimited{&chat.RateLimitError{
+	return &datachat.Error{
+		Code: datachat.ERATELIMIT,
 		Message: fmt.Sprintf("Too many %s: the limit is %d %s per user, at most %d at once. Try again in %d s.",
 			b.what, b.n, periodName(b.per), b.burst, retryAfterSeconds(wait)),
-		After: wait,
-	}}
+		RetryAfter: wait,
+	}
 }
 
 // sweep forgets the users whose allowance has refilled: the map holds only

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"datachat"
 	"datachat/internal/testfiles"
 )
 
@@ -30,9 +31,8 @@ func TestBudgetRefillsAndForgets(t *testing.T) {
 	if ErrorStatus(err) != http.StatusTooManyRequests || !strings.Contains(err.Error(), "Too many SQL queries: the limit is 120 a minute per user, at most 30 at once. Try again in 1 s.") {
 		t.Errorf("refusal: got %d %q", ErrorStatus(err), err)
 	}
-	var ra RetryAfterError
-	if !asRetryAfter(err, &ra) || ra.RetryAfter() != 500*time.Millisecond {
-		t.Errorf("retry after: got %v, want 500ms", ra)
+	if d, ok := datachat.RetryAfter(err); !ok || d != 500*time.Millisecond {
+		t.Errorf("retry after: got %v, want 500ms", d)
 	}
 	if err := b.take("v"); err != nil {
 		t.Errorf("another user is refused: %v", err)
@@ -66,14 +66,6 @@ func TestBudgetRefillsAndForgets(t *testing.T) {
 			t.Fatalf("budget 0: %v", err)
 		}
 	}
-}
-
-func asRetryAfter(err error, ra *RetryAfterError) bool {
-	r, ok := err.(RetryAfterError)
-	if ok {
-		*ra = r
-	}
-	return ok
 }
 
 // TestBudgetsOverHTTP: /sql, /search and uploads each have their own budget

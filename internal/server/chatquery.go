@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -177,44 +176,6 @@ func (s *Server) checkFilters(filters map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// turnError maps errors of a turn to the HTTP error they answer with, found
-// anywhere in err's chain: the same classification as a chat_error
-// (chat.ErrorEventFor), rendered as one message.
-func turnError(err error) error {
-	var rl *chat.RateLimitError
-	var pe *datachat.ProviderError
-	var se *chat.SaveError
-	switch {
-	case errors.As(err, &rl):
-		return rateLimited{rl}
-	case errors.As(err, &pe):
-		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
-	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
-		// Not saved for a reason the store did not name: the answer is kept
-		// and saved when it can be, as the event says.
-		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
-	}
-	return err
-}
-
-// eventText is a chat_error as one sentence after another.
-func eventText(ev chat.ErrorEvent) string {
-	msg := ev.Message
-	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
-		if s != "" {
-			msg += " " + s
-		}
-	}
-	return msg
-}
-
-// rateLimited is a rate-limit refusal: 429 with Retry-After.
-type rateLimited struct{ *chat.RateLimitError }
-
-func (e rateLimited) Unwrap() error {
-	return &datachat.Error{Code: datachat.ERATELIMIT, Message: e.Message}
 }
 
 // conversationFor is the user's conversation id (surrounding space ignored),

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,19 +117,6 @@ func invalidParam(param, format string, args ...any) error {
 	return &openaiParamError{Param: param, Err: datachat.Errorf(datachat.EINVALID, format, args...)}
 }
 
-// openaiErrorKinds gives each error code its OpenAI error type and code; the
-// status comes from ErrorStatus, as for every other route.
-var openaiErrorKinds = map[string]struct{ typ, code string }{
-	datachat.EINVALID:      {"invalid_request_error", ""},
-	datachat.EUNAUTHORIZED: {"invalid_request_error", "invalid_api_key"},
-	datachat.ENOTFOUND:     {"invalid_request_error", "not_found"},
-	datachat.ECONFLICT:     {"invalid_request_error", "conflict"},
-	datachat.ERATELIMIT:    {"rate_limit_error", "rate_limit_exceeded"},
-	datachat.EPROVIDER:     {"api_error", "provider_error"},
-	datachat.EBUSY:         {"server_error", "server_busy"},
-	datachat.EINTERNAL:     {"server_error", "internal_error"},
-}
-
 type openaiErrorDetail struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
@@ -138,15 +124,13 @@ type openaiErrorDetail struct {
 	Code    *string `json:"code"`
 }
 
-// openaiErrorOf renders err in OpenAI's shape. Internal errors are logged
-// with their detail and answered with "Internal error." only.
-func (s *Server) openaiErrorOf(r *http.Request, err error) openaiErrorDetail {
-	code := datachat.ErrorCode(err)
-	s.logError(r, err)
-	kind := openaiErrorKinds[code]
-	d := openaiErrorDetail{Message: datachat.ErrorMessage(err), Type: kind.typ}
-	if kind.code != "" {
-		d.Code = &kind.code
+// openaiErrorOf renders err in OpenAI's shape. Internal errors are answered
+// with "Internal error." only.
+func openaiErrorOf(err error) openaiErrorDetail {
+	kind := kindOf(err)
+	d := openaiErrorDetail{Message: datachat.ErrorMessage(err), Type: kind.openaiType}
+	if kind.openaiCode != "" {
+		d.Code = &kind.openaiCode
 	}
 	var pe *openaiParamError
 	if errors.As(err, &pe) {
@@ -162,12 +146,8 @@ func (s *Server) openaiErrorOf(r *http.Request, err error) openaiErrorDetail {
 
 // openaiError writes err as {"error":{"message","type","param","code"}}.
 func (s *Server) openaiError(w http.ResponseWriter, r *http.Request, err error) {
-	err = refuseBody(w, r, err)
-	var ra RetryAfterError
-	if errors.As(err, &ra) {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra.RetryAfter())))
-	}
-	writeJSON(w, ErrorStatus(err), map[string]any{"error": s.openaiErrorOf(r, err)})
+	err = s.startError(w, r, err)
+	writeJSON(w, ErrorStatus(err), map[string]any{"error": openaiErrorOf(err)})
 }
 
 // openaiAuth is auth answering in OpenAI's error shape.
@@ -494,7 +474,8 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 				return
 			}
 			s.logger(r).Warn("chat completion failed mid-stream", slog.String("conversation_id", c.conversationID), slog.String("error", p.err.Error()))
-			event(map[string]any{"error": s.openaiErrorOf(r, err)})
+			s.logError(r, err)
+			event(map[string]any{"error": openaiErrorOf(err)})
 			rc.Flush()
 			return
 		}

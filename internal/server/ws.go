@@ -139,10 +139,11 @@ func (s *Server) admitWS(userID string) (release func(), err error) {
 	s.wsMu.Lock()
 	defer s.wsMu.Unlock()
 	if s.MaxWSPerUser > 0 && s.wsUsers[userID] >= s.MaxWSPerUser {
-		return nil, rateLimited{&chat.RateLimitError{
-			Message: fmt.Sprintf("Too many open chat connections: you have %d, the most allowed per user. Close datachat in other tabs or windows, then try again.", s.wsUsers[userID]),
-			After:   10 * time.Second,
-		}}
+		return nil, &datachat.Error{
+			Code:       datachat.ERATELIMIT,
+			Message:    fmt.Sprintf("Too many open chat connections: you have %d, the most allowed per user. Close datachat in other tabs or windows, then try again.", s.wsUsers[userID]),
+			RetryAfter: 10 * time.Second,
+		}
 	}
 	if s.wsUsers == nil {
 		s.wsUsers = map[string]int{}
