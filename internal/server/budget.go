@@ -108,21 +108,10 @@ type budgets struct {
 	sql, search, uploads *budget
 }
 
-func (s *Server) budgets() *budgets {
-	s.budgetsOnce.Do(func() {
-		s.budgetSet = &budgets{
-			sql:     newBudget("SQL queries", s.SQLPerMinute, time.Minute),
-			search:  newBudget("document searches", s.SearchPerMinute, time.Minute),
-			uploads: newBudget("uploads", s.UploadsPerHour, time.Hour),
-		}
-	})
-	return s.budgetSet
-}
-
 // mcpBudget is the budget a tool call spends: execute_sql the SQL budget,
 // search_documents the search budget, load_dataset the uploads budget.
 func (s *Server) mcpBudget(userID string) func(tool string) error {
-	b := s.budgets()
+	b := &s.budgets
 	return func(tool string) error {
 		switch tool {
 		case mcpserver.ToolExecuteSQL:

@@ -72,9 +72,10 @@ func TestBudgetRefillsAndForgets(t *testing.T) {
 // per user; a refusal is 429 rate_limited with Retry-After and a message
 // naming the limit; MCP execute_sql spends the same budget as /sql.
 func TestBudgetsOverHTTP(t *testing.T) {
-	cs := &chatServer{testServer: newTestServer(t)}
-	cs.SQLPerMinute, cs.SearchPerMinute, cs.UploadsPerHour = 8, 4, 4 // bursts of 2, 1 and 1
-	conv := cs.withPenguins(t)                                       // the one upload of the burst
+	cs := &chatServer{testServer: newTestServer(t, func(_ *Deps, c *Config) {
+		c.SQLPerMinute, c.SearchPerMinute, c.UploadsPerHour = 8, 4, 4 // bursts of 2, 1 and 1
+	})}
+	conv := cs.withPenguins(t) // the one upload of the burst
 	base := "/api/conversations/" + conv
 	sql := `{"query":"SELECT count(*) FROM penguins"}`
 

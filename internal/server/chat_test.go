@@ -36,18 +36,19 @@ type chatServer struct {
 
 func newChatServer(t *testing.T, p llmtest.Protocol, script llmtest.Script, tweak ...func(*chat.Runner)) *chatServer {
 	t.Helper()
-	ts := newTestServer(t)
 	fake := llmtest.NewServer(t, p, script)
-	r := &chat.Runner{
-		Store: ts.Store, Data: ts.Workspace, Model: newModel(p, fake.URL),
-		Provider: string(p), ModelID: "test-model", Window: 1_000_000,
-		MaxOutputTokens: 1024, Temperature: 0.2, MaxContextDocs: 5, MaxQueryChars: 2000,
-		Streaming: true, CheckNumbers: true, Logger: slog.New(slog.DiscardHandler),
-	}
-	for _, f := range tweak {
-		f(r)
-	}
-	ts.Chat = r
+	ts := newTestServer(t, func(d *Deps, _ *Config) {
+		r := &chat.Runner{
+			Store: d.Store, Data: d.Workspace, Model: newModel(p, fake.URL),
+			Provider: string(p), ModelID: "test-model", Window: 1_000_000,
+			MaxOutputTokens: 1024, Temperature: 0.2, MaxContextDocs: 5, MaxQueryChars: 2000,
+			Streaming: true, CheckNumbers: true, Logger: slog.New(slog.DiscardHandler),
+		}
+		for _, f := range tweak {
+			f(r)
+		}
+		d.Chat = r
+	})
 	return &chatServer{testServer: ts, fake: fake}
 }
 
@@ -669,8 +670,9 @@ func TestChatQueryREST(t *testing.T) {
 }
 
 func TestChatWithoutProvider(t *testing.T) {
-	ts := newTestServer(t)
-	ts.Chat = &chat.Runner{Store: ts.Store, Data: ts.Workspace, Logger: slog.New(slog.DiscardHandler)}
+	ts := newTestServer(t, func(d *Deps, _ *Config) {
+		d.Chat = &chat.Runner{Store: d.Store, Data: d.Workspace, Logger: slog.New(slog.DiscardHandler)}
+	})
 	cs := &chatServer{testServer: ts}
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)

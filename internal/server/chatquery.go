@@ -154,14 +154,14 @@ func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 func (s *Server) checkFilters(filters map[string]any) error {
 	for k, v := range filters {
 		allowed := false
-		for _, a := range s.AllowedMetadataKeys {
+		for _, a := range s.cfg.AllowedMetadataKeys {
 			allowed = allowed || a == k
 		}
 		if !allowed {
-			if len(s.AllowedMetadataKeys) == 0 {
+			if len(s.cfg.AllowedMetadataKeys) == 0 {
 				return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed: no filter keys are enabled (CHAT_ALLOWED_METADATA_KEYS).", k)
 			}
-			return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed; allowed keys: %s.", k, strings.Join(s.AllowedMetadataKeys, ", "))
+			return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed; allowed keys: %s.", k, strings.Join(s.cfg.AllowedMetadataKeys, ", "))
 		}
 		switch v := v.(type) {
 		case string:

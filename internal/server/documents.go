@@ -14,13 +14,13 @@ import (
 func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
 	if err == nil {
-		err = s.budgets().uploads.take(conv.UserID)
+		err = s.budgets.uploads.take(conv.UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	part, fields, err := s.filePart(w, r, s.MaxDocumentBytes, documentFields)
+	part, fields, err := s.filePart(w, r, s.cfg.MaxDocumentBytes, documentFields)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -33,7 +33,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := s.Workspace.AddDocument(r.Context(), conv.ID, capReader(part, s.MaxDocumentBytes), part.FileName(), meta)
+	d, err := s.Workspace.AddDocument(r.Context(), conv.ID, capReader(part, s.cfg.MaxDocumentBytes), part.FileName(), meta)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -75,7 +75,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
 	if err == nil {
-		err = s.budgets().search.take(conv.UserID)
+		err = s.budgets.search.take(conv.UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)

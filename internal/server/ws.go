@@ -138,7 +138,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 func (s *Server) admitWS(userID string) (release func(), err error) {
 	s.wsMu.Lock()
 	defer s.wsMu.Unlock()
-	if s.MaxWSPerUser > 0 && s.wsUsers[userID] >= s.MaxWSPerUser {
+	if s.cfg.MaxWSPerUser > 0 && s.wsUsers[userID] >= s.cfg.MaxWSPerUser {
 		return nil, &datachat.Error{
 			Code:       datachat.ERATELIMIT,
 			Message:    fmt.Sprintf("Too many open chat connections: you have %d, the most allowed per user. Close datachat in other tabs or windows, then try again.", s.wsUsers[userID]),
@@ -224,7 +224,7 @@ func (ss *wsSession) readLoop(ctx context.Context) {
 // stopped reading (or vanished without closing) is found even while a turn's
 // events still fit in the kernel's buffers.
 func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc) {
-	interval, timeout := ss.s.WSPingInterval, ss.s.WSPingTimeout
+	interval, timeout := ss.s.cfg.WSPingInterval, ss.s.cfg.WSPingTimeout
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
@@ -351,7 +351,7 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	// A shutdown whose grace ran out interrupts the turn (chat.ErrInterrupted);
 	// chat_cancel or a closed socket cancels it.
 	tctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(ss.s.stopCtx, func() { cancel(chat.ErrInterrupted) })
+	ss.s.interruptAtStop(tctx, cancel)
 	tctx = WithRequestID(tctx, NewRequestID())
 	ss.turnCancel = func() { cancel(context.Canceled) }
 	ss.mu.Unlock()
@@ -360,7 +360,6 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	go func() {
 		defer ss.turns.Done()
 		defer ss.s.endTurn() // after the turn's last event is queued
-		defer stop()
 		defer cancel(nil)
 		sink := func(ev chat.Event) { ss.send(ctx, ev) }
 		start := time.Now()

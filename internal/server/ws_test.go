@@ -237,7 +237,7 @@ func TestVanishedClientIsDropped(t *testing.T) {
 	}}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
-	cs.WSPingInterval, cs.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
+	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
 	conv := cs.newConversation(t, cs.alice)
 	cancelled := logs.watch("chat turn", "conversation_id", conv, "status", "cancelled")
 	dropped := logs.watch("websocket client gone: closing", "conversation_id", conv)
@@ -295,7 +295,7 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{{Text: chunks}}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
-	cs.WSPingInterval, cs.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
+	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
 	conv := cs.newConversation(t, cs.alice)
 	cancelled := logs.watch("chat turn", "conversation_id", conv, "status", "cancelled")
 
@@ -382,8 +382,7 @@ func TestWebSocketKeyAsSubprotocol(t *testing.T) {
 // refused before the upgrade with a 429 saying what to do; other users are
 // not affected, and a closed socket frees its place.
 func TestWebSocketCapPerUser(t *testing.T) {
-	cs := &chatServer{testServer: newTestServer(t)}
-	cs.MaxWSPerUser = 2
+	cs := &chatServer{testServer: newTestServer(t, func(_ *Deps, c *Config) { c.MaxWSPerUser = 2 })}
 	conv := cs.newConversation(t, cs.alice)
 	bobConv := cs.newConversation(t, cs.bob)
 	cs.dial(t, conv, cs.alice)
