@@ -116,7 +116,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
 			return fail("search_documents needs {\"query\": \"…\"}.")
 		}
-		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}

@@ -26,22 +26,7 @@ type Data interface {
 	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
 	LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error)
 	HasDocuments(ctx context.Context, conversationID string) (bool, error)
-	Search(ctx context.Context, conversationID string, q SearchQuery) (*SearchResult, error)
-}
-
-// SearchQuery asks for the TopK chunks of a conversation's documents most
-// relevant to Text, among those matching Filters.
-type SearchQuery struct {
-	Text    string
-	TopK    int
-	Filters map[string]any
-}
-
-// SearchResult is what a search found and what it cost.
-type SearchResult struct {
-	Sources     []datachat.Source
-	EmbeddingMS float64
-	RetrievalMS float64
+	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
 }
 
 // TurnOptions override the Runner's settings for one turn (a request's

@@ -139,7 +139,7 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 	}
 	var excerpts []datachat.Source
 	if k := t.topK(); t.hasDocuments && k > 0 {
-		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: t.searchText(question), TopK: k, Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: t.searchText(question), TopK: k, Filters: t.opts.Filters})
 		if err != nil {
 			return err
 		}

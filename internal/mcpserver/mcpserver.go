@@ -39,7 +39,7 @@ type Workspace interface {
 	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
 	AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	// Search answers an empty result when documents are not configured.
-	Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error)
+	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
 }
 
 // Observer is told about tool calls, for metrics. Its methods must not block.
@@ -472,7 +472,7 @@ func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, SearchResults{}, datachat.Errorf(datachat.EINVALID, "query is required.")
 	}
-	res, err := t.o.Workspace.Search(ctx, conv, chat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
+	res, err := t.o.Workspace.Search(ctx, conv, datachat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
 	if err != nil {
 		return nil, SearchResults{}, err
 	}

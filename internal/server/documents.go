@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"datachat"
-	"datachat/internal/chat"
 )
 
 // createDocument adds a document from the multipart field "file", with an
@@ -106,7 +105,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	res, err := s.Workspace.Search(r.Context(), conv.ID, chat.SearchQuery{Text: req.Query, TopK: k, Filters: req.MetadataFilters})
+	res, err := s.Workspace.Search(r.Context(), conv.ID, datachat.SearchQuery{Text: req.Query, TopK: k, Filters: req.MetadataFilters})
 	if err != nil {
 		s.error(w, r, err)
 		return
