@@ -20,6 +20,7 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/duckdb"
 )
 
 // Tool names.
@@ -376,7 +377,7 @@ func (t *tools) describeDataset(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return nil, out, datachat.Errorf(datachat.ENOTFOUND, "No dataset named %q; the tables are: %s.", want, strings.Join(names, ", "))
 	}
 	out.DatasetInfo = info(d)
-	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM "%s" LIMIT %d`, strings.ReplaceAll(d.Name, `"`, `""`), sampleRows))
+	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM %s LIMIT %d`, duckdb.QuoteIdent(d.Name), sampleRows))
 	if err != nil {
 		return nil, out, err
 	}
