@@ -225,6 +225,21 @@ type Source struct {
 	Score    float64        `json:"score"`
 }
 
+// SearchQuery asks for the TopK chunks of a conversation's documents most
+// relevant to Text, among those matching Filters.
+type SearchQuery struct {
+	Text    string
+	TopK    int
+	Filters map[string]any
+}
+
+// SearchResult is what a search found and what it cost.
+type SearchResult struct {
+	Sources     []Source
+	EmbeddingMS float64
+	RetrievalMS float64
+}
+
 // Dataset is a table of a conversation, stored as a file under the data directory.
 type Dataset struct {
 	ID             string    `json:"id"`

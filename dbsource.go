@@ -11,8 +11,8 @@ const (
 	OriginConfig = "config" // DATACHAT_SOURCES in the --config file, applied by serve
 )
 
-// DBSource is a database the operator added as a source (DESIGN.md §9,
-// "database sources"): a PostgreSQL or MySQL/MariaDB database that the users
+// DBSource is a database the operator added as a source (`datachat sources
+// add`, or DATACHAT_SOURCES in serve's config file): a PostgreSQL or MySQL/MariaDB database that the users
 // it is granted to may attach to their conversations, so that execute_sql
 // queries it where the data is. internal/dbsource opens and queries it.
 //

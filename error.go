@@ -24,7 +24,10 @@ const (
 type Error struct {
 	Code    string
 	Message string
-	Err     error
+	// RetryAfter, if set, is when the client may try again: the wait of an
+	// ERATELIMIT refusal (see [RetryAfter]).
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *Error) Error() string {
@@ -72,6 +75,22 @@ func ErrorMessage(err error) string {
 	default:
 		return "Internal error."
 	}
+}
+
+// RetryAfter returns when the client may try again after err, found anywhere
+// in its chain: an *Error's RetryAfter, else the wait of any error with a
+// RetryAfter method (a [Condition] of the server, a busy worker); ok is false
+// when err does not say.
+func RetryAfter(err error) (d time.Duration, ok bool) {
+	var e *Error
+	if errors.As(err, &e) && e.RetryAfter > 0 {
+		return e.RetryAfter, true
+	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		return ra.RetryAfter(), true
+	}
+	return 0, false
 }
 
 // ErrReplyInProgress refuses a turn in a conversation where another reply is

@@ -48,3 +48,24 @@ func TestConditions(t *testing.T) {
 		t.Error("EDQUOT is not a full disk")
 	}
 }
+
+func TestRetryAfter(t *testing.T) {
+	limit := &Error{Code: ERATELIMIT, Message: "Too many turns.", RetryAfter: 3 * time.Second}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want time.Duration
+		ok   bool
+	}{
+		{"rate limit", limit, 3 * time.Second, true},
+		{"rate limit, wrapped", fmt.Errorf("admit: %w", limit), 3 * time.Second, true},
+		{"rate limit, joined", errors.Join(errors.New("close"), limit), 3 * time.Second, true},
+		{"condition", StoreUnavailable(errors.New("connection refused")), StoreRetryAfter, true},
+		{"no wait", Errorf(ENOTFOUND, "Conversation not found."), 0, false},
+		{"nil", nil, 0, false},
+	} {
+		if got, ok := RetryAfter(tc.err); got != tc.want || ok != tc.ok {
+			t.Errorf("%s: got %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}

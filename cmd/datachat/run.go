@@ -21,6 +21,7 @@ import (
 	"datachat/internal/chat"
 	"datachat/internal/config"
 	"datachat/internal/duckdb"
+	"datachat/internal/metrics"
 	"datachat/internal/postgres"
 	"datachat/internal/server"
 	"datachat/internal/sqlite"
@@ -419,8 +420,11 @@ func (m *Main) runServe(ctx context.Context) error {
 	runner.Sources = sources
 	runner.LeaseOwner, runner.LeaseNode = owner, node
 	m.closers = append(m.closers, m.sweepLeftStreaming(st, owner, node))
-	m.Server = &server.Server{
-		Store: st, Logger: m.Logger, Workspace: ws, Chat: runner, Sources: sources,
+	met := metrics.New()
+	runner.Observer = met.Chat()
+	m.Server = server.New(server.Deps{
+		Store: st, Logger: m.Logger, Workspace: ws, Chat: runner, Sources: sources, Metrics: met,
+	}, server.Config{
 		AllowedMetadataKeys: m.Config.AllowedMetadataKeys,
 		MaxDocumentBytes:    m.Config.MaxDocumentBytes,
 		MaxDatasetBytes:     m.Config.MaxDatasetBytes,
@@ -433,7 +437,7 @@ func (m *Main) runServe(ctx context.Context) error {
 		SQLPerMinute:        m.Config.SQLRPM,
 		SearchPerMinute:     m.Config.SearchRPM,
 		UploadsPerHour:      m.Config.UploadsPerHour,
-	}
+	})
 	if err := m.firstKey(ctx); err != nil {
 		ln.Close()
 		return err

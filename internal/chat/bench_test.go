@@ -59,8 +59,8 @@ func (d benchData) LoadURL(context.Context, string, string) ([]*datachat.Dataset
 	return nil, datachat.Errorf(datachat.EINVALID, "not in a benchmark")
 }
 func (d benchData) HasDocuments(context.Context, string) (bool, error) { return true, nil }
-func (d benchData) Search(_ context.Context, _ string, q SearchQuery) (*SearchResult, error) {
-	return &SearchResult{Sources: d.sources[:min(q.TopK, len(d.sources))]}, nil
+func (d benchData) Search(_ context.Context, _ string, q datachat.SearchQuery) (*datachat.SearchResult, error) {
+	return &datachat.SearchResult{Sources: d.sources[:min(q.TopK, len(d.sources))]}, nil
 }
 
 // longConversation returns n messages alternating user and assistant; every

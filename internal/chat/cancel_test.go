@@ -50,7 +50,7 @@ func TestCancelWhileStreaming(t *testing.T) {
 	var evs []Event
 	out, err := f.r.Send(ctx, f.user, f.conv.ID, "Tell me a long story", TurnOptions{}, func(ev Event) {
 		evs = append(evs, ev)
-		if ev.Type == "chat_token" {
+		if ev.Type == EventToken {
 			if tokens++; tokens == 2 {
 				cancel()
 			}

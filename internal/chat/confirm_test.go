@@ -310,7 +310,7 @@ func TestConfirmationUnstreamed(t *testing.T) {
 	}
 	var tokens []string
 	for _, ev := range append(sent, evs...) {
-		if ev.Type == "chat_token" {
+		if ev.Type == EventToken {
 			tokens = append(tokens, ev.Data.(TokenEvent).Token)
 		}
 	}

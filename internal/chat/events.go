@@ -9,11 +9,28 @@ import (
 	"datachat"
 )
 
-// Event is one message to the client, sent as {"type","data"}.
+// Event is one thing a turn tells its client. Data's type follows Type (a
+// TokenEvent for EventToken, and so on); internal/server names each type on
+// the WebSocket.
 type Event struct {
-	Type string `json:"type"`
-	Data any    `json:"data"`
+	Type EventType
+	Data any
 }
+
+// EventType is the kind of an [Event].
+type EventType string
+
+// The events of a turn. Send, Confirm and CancelPending emit the first three
+// through the [Sink]; the last three are what their caller sends once the turn
+// has ended (from [Outcome] or the error).
+const (
+	EventToken          EventType = "token"            // TokenEvent
+	EventToolCallStart  EventType = "tool_call_start"  // ToolCallStartEvent
+	EventToolCallResult EventType = "tool_call_result" // ToolCallResultEvent
+	EventConfirmation   EventType = "confirmation"     // ConfirmationEvent
+	EventComplete       EventType = "complete"         // CompleteEvent
+	EventError          EventType = "error"            // ErrorEvent
+)
 
 // Sink receives a turn's events in order. It may block (the turn waits); it
 // must not keep the event's data.
@@ -63,7 +80,7 @@ type (
 	}
 )
 
-// ErrorEventFor turns an error from Send or Confirm into a chat_error payload.
+// ErrorEventFor turns an error from Send or Confirm into an EventError payload.
 func ErrorEventFor(err error) ErrorEvent {
 	var pe *datachat.ProviderError
 	if errors.As(err, &pe) {
@@ -92,9 +109,9 @@ func ErrorEventFor(err error) ErrorEvent {
 		}
 		return ev
 	}
-	var rl *RateLimitError
-	if errors.As(err, &rl) {
-		return ErrorEvent{Message: rl.Message, Reason: "rate_limited", SuggestedAction: fmt.Sprintf("Try again in %s.", rl.After.Round(time.Second))}
+	var de *datachat.Error
+	if errors.As(err, &de) && de.Code == datachat.ERATELIMIT {
+		return ErrorEvent{Message: de.Message, Reason: datachat.ERATELIMIT, SuggestedAction: fmt.Sprintf("Try again in %s.", de.RetryAfter.Round(time.Second))}
 	}
 	// A condition of the server (its database unavailable, its disk full),
 	// classified where it was recognised.
@@ -105,25 +122,15 @@ func ErrorEventFor(err error) ErrorEvent {
 	return ErrorEvent{Message: datachat.ErrorMessage(err)}
 }
 
-// RateLimitError refuses a turn over a user's limits.
-type RateLimitError struct {
-	Message string
-	After   time.Duration
-}
-
-func (e *RateLimitError) Error() string { return e.Message }
-
-func (e *RateLimitError) RetryAfter() time.Duration { return e.After }
-
 // Outcome is what a turn ended with.
 type Outcome struct {
 	Message      *datachat.Message // the assistant message
 	Usage        datachat.TokenCount
 	Sources      []datachat.Source
-	Confirmation *datachat.Confirmation // set when the turn waits for the user: send confirmation_required
-	// Complete is the chat_complete to send when the turn completed or was
+	Confirmation *datachat.Confirmation // set when the turn waits for the user: send an EventConfirmation
+	// Complete is the EventComplete to send when the turn completed or was
 	// cancelled. The caller sends it once it is ready for the next turn, so a
-	// client answering chat_complete at once is never told a turn still runs.
+	// client answering it at once is never told a turn still runs.
 	Complete    *CompleteEvent
 	EmbeddingMS float64 // spent embedding the retrieval query
 	RetrievalMS float64 // spent retrieving excerpts, embedding included

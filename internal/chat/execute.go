@@ -116,7 +116,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
 			return fail("search_documents needs {\"query\": \"…\"}.")
 		}
-		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}
@@ -152,7 +152,7 @@ func (t *turn) record(call datachat.ModelToolCall, tool string, res toolResult) 
 	t.recordAt(call, tool, call.Args, res, t.r.now())
 }
 
-// recordAt sends tool_call_result, gives the result to the model and stores
+// recordAt sends EventToolCallResult, gives the result to the model and stores
 // the round.
 func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawMessage, res toolResult, started time.Time) {
 	ev := ToolCallResultEvent{ID: call.ID, Tool: tool, OK: res.err == "", Content: res.content, Error: res.err}
@@ -163,7 +163,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 			ev.Rows = [][]any{}
 		}
 	}
-	t.emit("tool_call_result", ev)
+	t.emit(EventToolCallResult, ev)
 	if o := t.r.Observer; o != nil {
 		o.ToolCalled(tool, ev.OK, t.r.now().Sub(started))
 	}

@@ -57,7 +57,7 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	// client gets what is stored, as a streaming one does; not when it fails,
 	// so that an API client still gets an error status, not a started answer.
 	if held != "" && status != datachat.StatusError && status != datachat.StatusInterrupted {
-		t.emit("chat_token", TokenEvent{Token: held})
+		t.emit(EventToken, TokenEvent{Token: held})
 	}
 	var u *datachat.Usage
 	delta := datachat.TokenCount{Input: t.state.Usage.Input - t.state.Recorded.Input, Output: t.state.Usage.Output - t.state.Recorded.Output}

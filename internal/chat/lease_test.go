@@ -113,7 +113,7 @@ func TestInterruptedByShutdown(t *testing.T) {
 	var got strings.Builder
 	var mu sync.Mutex
 	sink := func(ev Event) {
-		if ev.Type == "chat_token" {
+		if ev.Type == EventToken {
 			mu.Lock()
 			got.WriteString(ev.Data.(TokenEvent).Token)
 			mu.Unlock()

@@ -97,12 +97,12 @@ func toolRounds(t *testing.T, evs []Event) ([]ToolCallStartEvent, []ToolCallResu
 	for _, ev := range evs {
 		switch d := ev.Data.(type) {
 		case ToolCallStartEvent:
-			if ev.Type != "tool_call_start" || len(starts) != len(results) {
+			if ev.Type != EventToolCallStart || len(starts) != len(results) {
 				t.Fatalf("%s %s while %d of %d tools had a result", ev.Type, d.ID, len(results), len(starts))
 			}
 			starts = append(starts, d)
 		case ToolCallResultEvent:
-			if ev.Type != "tool_call_result" || len(starts) != len(results)+1 || starts[len(starts)-1].ID != d.ID {
+			if ev.Type != EventToolCallResult || len(starts) != len(results)+1 || starts[len(starts)-1].ID != d.ID {
 				t.Fatalf("%s %s does not answer the last tool started", ev.Type, d.ID)
 			}
 			results = append(results, d)
@@ -118,7 +118,7 @@ func toolRounds(t *testing.T, evs []Event) ([]ToolCallStartEvent, []ToolCallResu
 func streamed(evs []Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
-		if tok, ok := ev.Data.(TokenEvent); ok && ev.Type == "chat_token" {
+		if tok, ok := ev.Data.(TokenEvent); ok && ev.Type == EventToken {
 			b.WriteString(tok.Token)
 		}
 	}

@@ -26,22 +26,7 @@ type Data interface {
 	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
 	LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error)
 	HasDocuments(ctx context.Context, conversationID string) (bool, error)
-	Search(ctx context.Context, conversationID string, q SearchQuery) (*SearchResult, error)
-}
-
-// SearchQuery asks for the TopK chunks of a conversation's documents most
-// relevant to Text, among those matching Filters.
-type SearchQuery struct {
-	Text    string
-	TopK    int
-	Filters map[string]any
-}
-
-// SearchResult is what a search found and what it cost.
-type SearchResult struct {
-	Sources     []datachat.Source
-	EmbeddingMS float64
-	RetrievalMS float64
+	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
 }
 
 // TurnOptions override the Runner's settings for one turn (a request's
@@ -224,9 +209,10 @@ func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 			return err
 		}
 		if used >= r.TokensPerDay {
-			return &RateLimitError{
-				Message: fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, r.TokensPerDay),
-				After:   time.Hour,
+			return &datachat.Error{
+				Code:       datachat.ERATELIMIT,
+				Message:    fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, r.TokensPerDay),
+				RetryAfter: time.Hour,
 			}
 		}
 	}
@@ -236,9 +222,10 @@ func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 			return err
 		}
 		if !ok {
-			return &RateLimitError{
-				Message: fmt.Sprintf("Rate limit reached: %d requests per minute.", r.RateLimitRPM),
-				After:   max(after, time.Second),
+			return &datachat.Error{
+				Code:       datachat.ERATELIMIT,
+				Message:    fmt.Sprintf("Rate limit reached: %d requests per minute.", r.RateLimitRPM),
+				RetryAfter: max(after, time.Second),
 			}
 		}
 	}

@@ -11,9 +11,9 @@ import (
 	"datachat/internal/duckdb"
 )
 
-// Sources are the database sources a turn may query (DESIGN.md §9): those
-// attached to its conversation and granted to its user, each queried where
-// the data is, in its own SQL. internal/workspace implements it.
+// Sources are the database sources a turn may query: those attached to its
+// conversation and granted to its user, each queried where the data is, in
+// its own SQL. internal/workspace implements it.
 //
 // Errors are *datachat.Error: EINVALID for a query the model can correct (the
 // engine's own message and hint), ENOTFOUND for a source that is not

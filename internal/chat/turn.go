@@ -23,7 +23,7 @@ const (
 	contextDropCount = 10
 )
 
-// ErrContextTooLarge is the text of the chat_error sent when a conversation no
+// ErrContextTooLarge is the text of the EventError sent when a conversation no
 // longer fits the model's window even after dropping its oldest messages.
 const ErrContextTooLarge = "Conversation context too large. Try starting a new conversation."
 
@@ -139,7 +139,7 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 	}
 	var excerpts []datachat.Source
 	if k := t.topK(); t.hasDocuments && k > 0 {
-		res, err := t.r.Data.Search(ctx, t.conv.ID, SearchQuery{Text: t.searchText(question), TopK: k, Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: t.searchText(question), TopK: k, Filters: t.opts.Filters})
 		if err != nil {
 			return err
 		}
@@ -322,7 +322,7 @@ func (t *turn) token(s string) {
 		return
 	}
 	t.mu.Unlock()
-	t.emit("chat_token", TokenEvent{Token: s})
+	t.emit(EventToken, TokenEvent{Token: s})
 }
 
 // startTool adds a tool call to the answer's parts and tells the client it
@@ -331,7 +331,7 @@ func (t *turn) startTool(id, tool string, args json.RawMessage) {
 	t.mu.Lock()
 	t.parts = append(t.parts, datachat.Part{Type: datachat.PartToolCall, CallID: id})
 	t.mu.Unlock()
-	t.emit("tool_call_start", ToolCallStartEvent{ID: id, Tool: tool, Args: args})
+	t.emit(EventToolCallStart, ToolCallStartEvent{ID: id, Tool: tool, Args: args})
 }
 
 // answerSoFar returns the answer's text and parts.
@@ -341,7 +341,7 @@ func (t *turn) answerSoFar() (string, []datachat.Part) {
 	return t.text.String(), slices.Clone(t.parts)
 }
 
-func (t *turn) emit(typ string, data any) {
+func (t *turn) emit(typ EventType, data any) {
 	if t.sink != nil {
 		t.sink(Event{Type: typ, Data: data})
 	}

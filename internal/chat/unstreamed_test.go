@@ -51,7 +51,7 @@ func TestUnstreamedEnds(t *testing.T) {
 			evs, _, _ := f.sendCtx(ctx, "How many?")
 			var tokens []string
 			for _, ev := range evs {
-				if ev.Type == "chat_token" {
+				if ev.Type == EventToken {
 					tokens = append(tokens, ev.Data.(TokenEvent).Token)
 				}
 			}

@@ -1,6 +1,6 @@
 // Package dbsource runs the model's SQL where the data is: on a PostgreSQL or
-// MySQL/MariaDB database that the server's operator added as a source (DESIGN.md
-// §9, "database sources"). It holds a source's definition ([Source]), the
+// MySQL/MariaDB database that the server's operator added as a source
+// (`datachat sources add`). It holds a source's definition ([Source]), the
 // encryption of its credentials ([Secrets]), the connection to it ([DB]: a
 // bounded pool whose role is checked on every connect), the catalog of its
 // allowed tables for the system prompt ([DB.Catalog]), and the sandbox every

@@ -20,6 +20,7 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/duckdb"
 )
 
 // Tool names.
@@ -39,7 +40,7 @@ type Workspace interface {
 	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
 	AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	// Search answers an empty result when documents are not configured.
-	Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error)
+	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
 }
 
 // Observer is told about tool calls, for metrics. Its methods must not block.
@@ -376,7 +377,7 @@ func (t *tools) describeDataset(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return nil, out, datachat.Errorf(datachat.ENOTFOUND, "No dataset named %q; the tables are: %s.", want, strings.Join(names, ", "))
 	}
 	out.DatasetInfo = info(d)
-	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM "%s" LIMIT %d`, strings.ReplaceAll(d.Name, `"`, `""`), sampleRows))
+	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM %s LIMIT %d`, duckdb.QuoteIdent(d.Name), sampleRows))
 	if err != nil {
 		return nil, out, err
 	}
@@ -472,7 +473,7 @@ func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, SearchResults{}, datachat.Errorf(datachat.EINVALID, "query is required.")
 	}
-	res, err := t.o.Workspace.Search(ctx, conv, chat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
+	res, err := t.o.Workspace.Search(ctx, conv, datachat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
 	if err != nil {
 		return nil, SearchResults{}, err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat"
-	"datachat/internal/chat"
 )
 
 // fakeWorkspace holds one conversation's datasets and answers queries from a
@@ -51,8 +50,8 @@ func (f *fakeWorkspace) AddURL(ctx context.Context, conv, url, name string) ([]*
 	return nil, datachat.Errorf(datachat.EINVALID, "URL %s is not allowed", url)
 }
 
-func (f *fakeWorkspace) Search(ctx context.Context, conv string, q chat.SearchQuery) (*chat.SearchResult, error) {
-	return &chat.SearchResult{}, nil // documents not configured
+func (f *fakeWorkspace) Search(ctx context.Context, conv string, q datachat.SearchQuery) (*datachat.SearchResult, error) {
+	return &datachat.SearchResult{}, nil // documents not configured
 }
 
 type calls struct {

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"datachat/internal/chat"
+	"datachat"
 	"datachat/internal/mcpserver"
 )
 
@@ -67,11 +67,12 @@ func (b *budget) take(userID string) error {
 		return nil
 	}
 	r.CancelAt(now)
-	return rateLimited{&chat.RateLimitError{
+	return &datachat.Error{
+		Code: datachat.ERATELIMIT,
 		Message: fmt.Sprintf("Too many %s: the limit is %d %s per user, at most %d at once. Try again in %d s.",
 			b.what, b.n, periodName(b.per), b.burst, retryAfterSeconds(wait)),
-		After: wait,
-	}}
+		RetryAfter: wait,
+	}
 }
 
 // sweep forgets the users whose allowance has refilled: the map holds only
@@ -107,21 +108,10 @@ type budgets struct {
 	sql, search, uploads *budget
 }
 
-func (s *Server) budgets() *budgets {
-	s.budgetsOnce.Do(func() {
-		s.budgetSet = &budgets{
-			sql:     newBudget("SQL queries", s.SQLPerMinute, time.Minute),
-			search:  newBudget("document searches", s.SearchPerMinute, time.Minute),
-			uploads: newBudget("uploads", s.UploadsPerHour, time.Hour),
-		}
-	})
-	return s.budgetSet
-}
-
 // mcpBudget is the budget a tool call spends: execute_sql the SQL budget,
 // search_documents the search budget, load_dataset the uploads budget.
 func (s *Server) mcpBudget(userID string) func(tool string) error {
-	b := s.budgets()
+	b := &s.budgets
 	return func(tool string) error {
 		switch tool {
 		case mcpserver.ToolExecuteSQL:

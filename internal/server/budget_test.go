@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"datachat"
 	"datachat/internal/testfiles"
 )
 
@@ -30,9 +31,8 @@ func TestBudgetRefillsAndForgets(t *testing.T) {
 	if ErrorStatus(err) != http.StatusTooManyRequests || !strings.Contains(err.Error(), "Too many SQL queries: the limit is 120 a minute per user, at most 30 at once. Try again in 1 s.") {
 		t.Errorf("refusal: got %d %q", ErrorStatus(err), err)
 	}
-	var ra RetryAfterError
-	if !asRetryAfter(err, &ra) || ra.RetryAfter() != 500*time.Millisecond {
-		t.Errorf("retry after: got %v, want 500ms", ra)
+	if d, ok := datachat.RetryAfter(err); !ok || d != 500*time.Millisecond {
+		t.Errorf("retry after: got %v, want 500ms", d)
 	}
 	if err := b.take("v"); err != nil {
 		t.Errorf("another user is refused: %v", err)
@@ -68,21 +68,14 @@ func TestBudgetRefillsAndForgets(t *testing.T) {
 	}
 }
 
-func asRetryAfter(err error, ra *RetryAfterError) bool {
-	r, ok := err.(RetryAfterError)
-	if ok {
-		*ra = r
-	}
-	return ok
-}
-
 // TestBudgetsOverHTTP: /sql, /search and uploads each have their own budget
 // per user; a refusal is 429 rate_limited with Retry-After and a message
 // naming the limit; MCP execute_sql spends the same budget as /sql.
 func TestBudgetsOverHTTP(t *testing.T) {
-	cs := &chatServer{testServer: newTestServer(t)}
-	cs.SQLPerMinute, cs.SearchPerMinute, cs.UploadsPerHour = 8, 4, 4 // bursts of 2, 1 and 1
-	conv := cs.withPenguins(t)                                       // the one upload of the burst
+	cs := &chatServer{testServer: newTestServer(t, func(_ *Deps, c *Config) {
+		c.SQLPerMinute, c.SearchPerMinute, c.UploadsPerHour = 8, 4, 4 // bursts of 2, 1 and 1
+	})}
+	conv := cs.withPenguins(t) // the one upload of the burst
 	base := "/api/conversations/" + conv
 	sql := `{"query":"SELECT count(*) FROM penguins"}`
 

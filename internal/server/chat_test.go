@@ -36,18 +36,19 @@ type chatServer struct {
 
 func newChatServer(t *testing.T, p llmtest.Protocol, script llmtest.Script, tweak ...func(*chat.Runner)) *chatServer {
 	t.Helper()
-	ts := newTestServer(t)
 	fake := llmtest.NewServer(t, p, script)
-	r := &chat.Runner{
-		Store: ts.Store, Data: ts.Workspace, Model: newModel(p, fake.URL),
-		Provider: string(p), ModelID: "test-model", Window: 1_000_000,
-		MaxOutputTokens: 1024, Temperature: 0.2, MaxContextDocs: 5, MaxQueryChars: 2000,
-		Streaming: true, CheckNumbers: true, Logger: slog.New(slog.DiscardHandler),
-	}
-	for _, f := range tweak {
-		f(r)
-	}
-	ts.Chat = r
+	ts := newTestServer(t, func(d *Deps, _ *Config) {
+		r := &chat.Runner{
+			Store: d.Store, Data: d.Workspace, Model: newModel(p, fake.URL),
+			Provider: string(p), ModelID: "test-model", Window: 1_000_000,
+			MaxOutputTokens: 1024, Temperature: 0.2, MaxContextDocs: 5, MaxQueryChars: 2000,
+			Streaming: true, CheckNumbers: true, Logger: slog.New(slog.DiscardHandler),
+		}
+		for _, f := range tweak {
+			f(r)
+		}
+		d.Chat = r
+	})
 	return &chatServer{testServer: ts, fake: fake}
 }
 
@@ -69,7 +70,7 @@ func newModel(p llmtest.Protocol, url string) chat.Model {
 type client struct {
 	t      *testing.T
 	conn   *websocket.Conn
-	events chan chat.Event
+	events chan wireEvent
 	raw    chan json.RawMessage
 }
 
@@ -88,7 +89,7 @@ func (cs *chatServer) dial(t *testing.T, conv, key string) *client {
 		t.Fatalf("dial: %v", err)
 	}
 	conn.SetReadLimit(16 << 20)
-	c := &client{t: t, conn: conn, events: make(chan chat.Event, 1024)}
+	c := &client{t: t, conn: conn, events: make(chan wireEvent, 1024)}
 	go func() {
 		defer close(c.events)
 		for {
@@ -101,7 +102,7 @@ func (cs *chatServer) dial(t *testing.T, conv, key string) *client {
 				t.Errorf("bad event %s", b)
 				return
 			}
-			c.events <- chat.Event{Type: ev.Type, Data: ev.Data}
+			c.events <- ev
 		}
 	}()
 	t.Cleanup(func() { conn.Close(websocket.StatusNormalClosure, "") })
@@ -117,9 +118,9 @@ func (c *client) send(typ string, data any) {
 }
 
 // until collects events until one of type end (or chat_error) arrives.
-func (c *client) until(end ...string) []chat.Event {
+func (c *client) until(end ...string) []wireEvent {
 	c.t.Helper()
-	var got []chat.Event
+	var got []wireEvent
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
@@ -139,7 +140,7 @@ func (c *client) until(end ...string) []chat.Event {
 	}
 }
 
-func types(evs []chat.Event) []string {
+func types(evs []wireEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -147,11 +148,11 @@ func types(evs []chat.Event) []string {
 	return out
 }
 
-func find(evs []chat.Event, typ string) []json.RawMessage {
+func find(evs []wireEvent, typ string) []json.RawMessage {
 	var out []json.RawMessage
 	for _, e := range evs {
 		if e.Type == typ {
-			out = append(out, e.Data.(json.RawMessage))
+			out = append(out, e.Data)
 		}
 	}
 	return out
@@ -166,12 +167,12 @@ func decode[T any](t *testing.T, raw json.RawMessage) T {
 	return v
 }
 
-func tokens(evs []chat.Event) string {
+func tokens(evs []wireEvent) string {
 	var b strings.Builder
 	for _, e := range evs {
 		if e.Type == "chat_token" {
 			var tk chat.TokenEvent
-			json.Unmarshal(e.Data.(json.RawMessage), &tk)
+			json.Unmarshal(e.Data, &tk)
 			b.WriteString(tk.Token)
 		}
 	}
@@ -414,7 +415,7 @@ func TestChatCancel(t *testing.T) {
 			conv := cs.newConversation(t, cs.alice)
 			c := cs.dial(t, conv, cs.alice)
 			c.send("chat_send", map[string]string{"content": "Tell me a long story"})
-			var got []chat.Event
+			var got []wireEvent
 			for len(find(got, "chat_token")) < 5 {
 				got = append(got, <-c.events)
 			}
@@ -669,8 +670,9 @@ func TestChatQueryREST(t *testing.T) {
 }
 
 func TestChatWithoutProvider(t *testing.T) {
-	ts := newTestServer(t)
-	ts.Chat = &chat.Runner{Store: ts.Store, Data: ts.Workspace, Logger: slog.New(slog.DiscardHandler)}
+	ts := newTestServer(t, func(d *Deps, _ *Config) {
+		d.Chat = &chat.Runner{Store: d.Store, Data: d.Workspace, Logger: slog.New(slog.DiscardHandler)}
+	})
 	cs := &chatServer{testServer: ts}
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
@@ -746,7 +748,7 @@ func TestChatFlushesWhileStreaming(t *testing.T) {
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
 	c.send("chat_send", map[string]string{"content": "Stream slowly"})
-	var got []chat.Event
+	var got []wireEvent
 	for len(find(got, "chat_token")) < 25 { // 1.5 s in
 		got = append(got, <-c.events)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -155,14 +154,14 @@ func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 func (s *Server) checkFilters(filters map[string]any) error {
 	for k, v := range filters {
 		allowed := false
-		for _, a := range s.AllowedMetadataKeys {
+		for _, a := range s.cfg.AllowedMetadataKeys {
 			allowed = allowed || a == k
 		}
 		if !allowed {
-			if len(s.AllowedMetadataKeys) == 0 {
+			if len(s.cfg.AllowedMetadataKeys) == 0 {
 				return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed: no filter keys are enabled (CHAT_ALLOWED_METADATA_KEYS).", k)
 			}
-			return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed; allowed keys: %s.", k, strings.Join(s.AllowedMetadataKeys, ", "))
+			return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed; allowed keys: %s.", k, strings.Join(s.cfg.AllowedMetadataKeys, ", "))
 		}
 		switch v := v.(type) {
 		case string:
@@ -177,44 +176,6 @@ func (s *Server) checkFilters(filters map[string]any) error {
 		}
 	}
 	return nil
-}
-
-// turnError maps errors of a turn to the HTTP error they answer with, found
-// anywhere in err's chain: the same classification as a chat_error
-// (chat.ErrorEventFor), rendered as one message.
-func turnError(err error) error {
-	var rl *chat.RateLimitError
-	var pe *datachat.ProviderError
-	var se *chat.SaveError
-	switch {
-	case errors.As(err, &rl):
-		return rateLimited{rl}
-	case errors.As(err, &pe):
-		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
-	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
-		// Not saved for a reason the store did not name: the answer is kept
-		// and saved when it can be, as the event says.
-		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
-	}
-	return err
-}
-
-// eventText is a chat_error as one sentence after another.
-func eventText(ev chat.ErrorEvent) string {
-	msg := ev.Message
-	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
-		if s != "" {
-			msg += " " + s
-		}
-	}
-	return msg
-}
-
-// rateLimited is a rate-limit refusal: 429 with Retry-After.
-type rateLimited struct{ *chat.RateLimitError }
-
-func (e rateLimited) Unwrap() error {
-	return &datachat.Error{Code: datachat.ERATELIMIT, Message: e.Message}
 }
 
 // conversationFor is the user's conversation id (surrounding space ignored),

@@ -26,7 +26,7 @@ func (s *Server) conversation(r *http.Request) (*datachat.Conversation, error) {
 func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
 	if err == nil {
-		err = s.budgets().uploads.take(conv.UserID)
+		err = s.budgets.uploads.take(conv.UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -71,7 +71,7 @@ func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
 // uploadDataset streams the multipart field "file" into the loader without
 // holding it in memory. A "name" field must come before the file to be used.
 func (s *Server) uploadDataset(w http.ResponseWriter, r *http.Request, conversationID string) ([]*datachat.Dataset, error) {
-	part, fields, err := s.filePart(w, r, s.MaxDatasetBytes, datasetFields)
+	part, fields, err := s.filePart(w, r, s.cfg.MaxDatasetBytes, datasetFields)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *Server) uploadDataset(w http.ResponseWriter, r *http.Request, conversat
 	if err := checkName("name", fields["name"]); err != nil {
 		return nil, err
 	}
-	return s.Workspace.AddUpload(r.Context(), conversationID, capReader(part, s.MaxDatasetBytes), part.FileName(), fields["name"])
+	return s.Workspace.AddUpload(r.Context(), conversationID, capReader(part, s.cfg.MaxDatasetBytes), part.FileName(), fields["name"])
 }
 
 // capReader fails a read once more than max bytes came through (max ≤ 0: no cap).
@@ -288,7 +288,7 @@ func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
 	if err == nil {
-		err = s.budgets().sql.take(conv.UserID)
+		err = s.budgets.sql.take(conv.UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -312,7 +312,7 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if req.Keep {
 		res, m, err := s.Workspace.QueryKept(r.Context(), conv.ID, req.Query)
-		s.initMetrics().API().SQLQueried(err == nil && m.ToolCalls[0].OK, time.Since(start))
+		s.Metrics.API().SQLQueried(err == nil && m.ToolCalls[0].OK, time.Since(start))
 		if err != nil {
 			s.error(w, r, err)
 			return
@@ -325,7 +325,7 @@ func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.Workspace.Query(r.Context(), conv.ID, req.Query)
-	s.initMetrics().API().SQLQueried(err == nil, time.Since(start))
+	s.Metrics.API().SQLQueried(err == nil, time.Since(start))
 	if err != nil {
 		s.error(w, r, err)
 		return

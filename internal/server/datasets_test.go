@@ -243,7 +243,7 @@ func TestDatasetUploadRefusals(t *testing.T) {
 	if st, _ := ts.post(t, base+"/datasets", ts.alice, `{}`); st != 400 {
 		t.Errorf("no url: got %d, want 400", st)
 	}
-	ts.MaxDatasetBytes = 1000
+	ts.cfg.MaxDatasetBytes = 1000
 	if st, res := ts.upload(t, base+"/datasets", ts.alice, penguins, "file"); st != 400 {
 		t.Errorf("too large: got %d %v, want 400", st, res)
 	}

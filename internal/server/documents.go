@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"datachat"
-	"datachat/internal/chat"
 )
 
 // createDocument adds a document from the multipart field "file", with an
@@ -14,13 +13,13 @@ import (
 func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
 	if err == nil {
-		err = s.budgets().uploads.take(conv.UserID)
+		err = s.budgets.uploads.take(conv.UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
-	part, fields, err := s.filePart(w, r, s.MaxDocumentBytes, documentFields)
+	part, fields, err := s.filePart(w, r, s.cfg.MaxDocumentBytes, documentFields)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -33,7 +32,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := s.Workspace.AddDocument(r.Context(), conv.ID, capReader(part, s.MaxDocumentBytes), part.FileName(), meta)
+	d, err := s.Workspace.AddDocument(r.Context(), conv.ID, capReader(part, s.cfg.MaxDocumentBytes), part.FileName(), meta)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -75,7 +74,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	conv, err := s.conversation(r)
 	if err == nil {
-		err = s.budgets().search.take(conv.UserID)
+		err = s.budgets.search.take(conv.UserID)
 	}
 	if err != nil {
 		s.error(w, r, err)
@@ -106,7 +105,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	res, err := s.Workspace.Search(r.Context(), conv.ID, chat.SearchQuery{Text: req.Query, TopK: k, Filters: req.MetadataFilters})
+	res, err := s.Workspace.Search(r.Context(), conv.ID, datachat.SearchQuery{Text: req.Query, TopK: k, Filters: req.MetadataFilters})
 	if err != nil {
 		s.error(w, r, err)
 		return

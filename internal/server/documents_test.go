@@ -11,8 +11,7 @@ import (
 )
 
 func TestDocumentsAndSearch(t *testing.T) {
-	ts := newTestServer(t)
-	ts.AllowedMetadataKeys = []string{"source"}
+	ts := newTestServer(t, func(_ *Deps, c *Config) { c.AllowedMetadataKeys = []string{"source"} })
 	conv := ts.newConversation(t, ts.alice)
 	base := "/api/conversations/" + conv
 

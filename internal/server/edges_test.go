@@ -152,8 +152,7 @@ func TestSecurityHeaderOnEveryResponse(t *testing.T) {
 // refusal (no key, a bad key, over a budget) answers at once, says
 // Connection: close, and closes without waiting for the rest.
 func TestRefusalsDoNotReadTheBody(t *testing.T) {
-	ts := newTestServer(t)
-	ts.UploadsPerHour = 4 // a burst of 1
+	ts := newTestServer(t, func(_ *Deps, c *Config) { c.UploadsPerHour = 4 }) // a burst of 1
 	conv := ts.newConversation(t, ts.alice)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	if st, res := ts.post(t, "/api/conversations/"+conv+"/datasets", ts.alice, `{"url":"http://127.0.0.1:1/x.csv"}`); st != 400 {
@@ -207,8 +206,9 @@ func TestRefusalsDoNotReadTheBody(t *testing.T) {
 // BodyReadTimeout is cut with a 400 saying so, and the connection closed,
 // whether it stalls, trickles, or goes to a handler that never reads it.
 func TestSlowBodiesAreCut(t *testing.T) {
-	ts := newTestServer(t)
-	ts.BodyReadTimeout, ts.BodyMinBytes = 300*time.Millisecond, 64<<10
+	ts := newTestServer(t, func(_ *Deps, c *Config) {
+		c.BodyReadTimeout, c.BodyMinBytes = 300*time.Millisecond, 64<<10
+	})
 	conv := ts.newConversation(t, ts.alice)
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	key := "X-API-Key: " + ts.alice + "\n"
@@ -282,8 +282,9 @@ func TestSlowBodiesAreCut(t *testing.T) {
 // with the progress, so the upload is taken though it lasts longer than one
 // window.
 func TestSteadySlowUploadGoesThrough(t *testing.T) {
-	ts := newTestServer(t)
-	ts.BodyReadTimeout, ts.BodyMinBytes = 2*time.Second, 16<<10
+	ts := newTestServer(t, func(_ *Deps, c *Config) {
+		c.BodyReadTimeout, c.BodyMinBytes = 2*time.Second, 16<<10
+	})
 	conv := ts.newConversation(t, ts.alice)
 	var csv bytes.Buffer
 	csv.WriteString("n,twice\n")
@@ -381,8 +382,7 @@ func (timeoutReader) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceede
 // TestConnectionCap: with MaxConnections open, a new connection waits until
 // one closes.
 func TestConnectionCap(t *testing.T) {
-	ts := newTestServer(t)
-	ts.MaxConnections = 2
+	ts := newTestServer(t, func(_ *Deps, c *Config) { c.MaxConnections = 2 })
 	addr := serveListener(t, ts.Server)
 	get := "GET /healthz HTTP/1.1\nHost: x\n"
 	first, second := dialRaw(t, addr), dialRaw(t, addr)
@@ -514,7 +514,7 @@ func TestMultipartFieldsAreChecked(t *testing.T) {
 func TestBodyPaceDoesNotBoundAnswers(t *testing.T) {
 	slow := llmtest.Turn{Text: []string{"slow ", "answer"}, Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 2, For: llmtest.Duration(time.Second)}}
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{slow, slow}})
-	cs.BodyReadTimeout = 200 * time.Millisecond // the stall lasts five windows
+	cs.cfg.BodyReadTimeout = 200 * time.Millisecond // the stall lasts five windows
 	if st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"take your time"}`); st != 200 || body["answer"] != "slow answer" {
 		t.Errorf("/chat/query: got %d %v, want the whole answer", st, body)
 	}

@@ -11,46 +11,87 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/chat"
 )
 
-// statuses maps each error code to its HTTP status: the one place that does.
-var statuses = map[string]int{
-	datachat.EINVALID:      http.StatusBadRequest,
-	datachat.EUNAUTHORIZED: http.StatusUnauthorized,
-	datachat.ENOTFOUND:     http.StatusNotFound,
-	datachat.ECONFLICT:     http.StatusConflict,
-	datachat.ERATELIMIT:    http.StatusTooManyRequests,
-	datachat.EPROVIDER:     http.StatusBadGateway,
-	datachat.EBUSY:         http.StatusServiceUnavailable,
-	datachat.EINTERNAL:     http.StatusInternalServerError,
+// errorKind is how an error code is answered: its HTTP status, and its type
+// and code in OpenAI's error shape (the /v1 routes).
+type errorKind struct {
+	status                 int
+	openaiType, openaiCode string
+}
+
+// errorKinds maps each error code to its answer: the one place that does.
+var errorKinds = map[string]errorKind{
+	datachat.EINVALID:      {http.StatusBadRequest, "invalid_request_error", ""},
+	datachat.EUNAUTHORIZED: {http.StatusUnauthorized, "invalid_request_error", "invalid_api_key"},
+	datachat.ENOTFOUND:     {http.StatusNotFound, "invalid_request_error", "not_found"},
+	datachat.ECONFLICT:     {http.StatusConflict, "invalid_request_error", "conflict"},
+	datachat.ERATELIMIT:    {http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded"},
+	datachat.EPROVIDER:     {http.StatusBadGateway, "api_error", "provider_error"},
+	datachat.EBUSY:         {http.StatusServiceUnavailable, "server_error", "server_busy"},
+	datachat.EINTERNAL:     {http.StatusInternalServerError, "server_error", "internal_error"},
+}
+
+// kindOf is the answer to err's code; an unknown code is answered as internal.
+func kindOf(err error) errorKind {
+	if k, ok := errorKinds[datachat.ErrorCode(err)]; ok {
+		return k
+	}
+	return errorKinds[datachat.EINTERNAL]
 }
 
 // ErrorStatus returns the HTTP status for an error's code.
-func ErrorStatus(err error) int {
-	if st, ok := statuses[datachat.ErrorCode(err)]; ok {
-		return st
-	}
-	return http.StatusInternalServerError
-}
-
-// RetryAfterError is an error that tells the client when to try again.
-type RetryAfterError interface {
-	RetryAfter() time.Duration
-}
+func ErrorStatus(err error) int { return kindOf(err).status }
 
 // error writes err as {"error":{"message","type"}}. Internal errors are logged
 // with their detail and answered with "Internal error." only.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
-	err = refuseBody(w, r, err) // refused before its body was read: close, do not read it
-	code := datachat.ErrorCode(err)
-	s.logError(r, err)
-	var ra RetryAfterError
-	if errors.As(err, &ra) {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra.RetryAfter())))
-	}
+	err = s.startError(w, r, err)
 	writeJSON(w, ErrorStatus(err), map[string]any{
-		"error": map[string]string{"message": datachat.ErrorMessage(err), "type": code},
+		"error": map[string]string{"message": datachat.ErrorMessage(err), "type": datachat.ErrorCode(err)},
 	})
+}
+
+// startError does what every error answer does before its body, whatever its
+// shape: it refuses a body not yet read, logs what the client is not told and
+// sets Retry-After when err says when to try again. It returns the error to
+// answer (the body's own, if it was cut).
+func (s *Server) startError(w http.ResponseWriter, r *http.Request, err error) error {
+	err = refuseBody(w, r, err) // refused before its body was read: close, do not read it
+	s.logError(r, err)
+	if d, ok := datachat.RetryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(d)))
+	}
+	return err
+}
+
+// turnError maps errors of a turn to the HTTP error they answer with, found
+// anywhere in err's chain: the same classification as a chat_error
+// (chat.ErrorEventFor), rendered as one message.
+func turnError(err error) error {
+	var pe *datachat.ProviderError
+	var se *chat.SaveError
+	switch {
+	case errors.As(err, &pe):
+		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
+	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
+		// Not saved for a reason the store did not name: the answer is kept
+		// and saved when it can be, as the event says.
+		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
+	}
+	return err
+}
+
+// eventText is a chat_error as one sentence after another.
+func eventText(ev chat.ErrorEvent) string {
+	msg := ev.Message
+	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
+		if s != "" {
+			msg += " " + s
+		}
+	}
+	return msg
 }
 
 // logError logs what an error answer does not tell the client: an internal

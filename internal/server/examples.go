@@ -114,7 +114,7 @@ func (s *Server) createExample(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if run && e.Verdict == datachat.VerdictCorrect {
-		if err := s.budgets().sql.take(user.ID); err != nil {
+		if err := s.budgets.sql.take(user.ID); err != nil {
 			s.error(w, r, err)
 			return
 		}

@@ -16,7 +16,7 @@ import (
 // the request's user, so a request can never reach another key's session, and
 // each tool names its conversation (conversation_id).
 func (s *Server) mcpHandler() http.HandlerFunc {
-	obs := s.initMetrics().MCP()
+	obs := s.Metrics.MCP()
 	schemas := mcp.NewSchemaCache()
 	sdkLog := slog.New(minLevel{s.Logger.Handler(), slog.LevelWarn})
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {

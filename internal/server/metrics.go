@@ -14,41 +14,31 @@ var (
 	_ mcpserver.Observer = (*metrics.ToolObserver)(nil)
 )
 
-// initMetrics makes the server's collectors on first use (unless Metrics was
-// set), with gauges over its WebSocket sessions and the SQL engine's pool, and
-// sets the chat runner's observer if it has none.
-func (s *Server) initMetrics() *metrics.Metrics {
-	s.metricsOnce.Do(func() {
-		if s.Metrics == nil {
-			s.Metrics = metrics.New()
-		}
-		m := s.Metrics
-		m.Gauge("datachat_websocket_sessions", "Open WebSocket chat sessions.", func() float64 {
-			return float64(s.wsSessions.Load())
-		})
-		if s.Workspace != nil && s.Workspace.Engine != nil {
-			e := s.Workspace.Engine
-			m.Gauge("datachat_sql_queue_depth", "SQL queries waiting for a worker of the engine's pool.", func() float64 {
-				q, _ := e.Load()
-				return float64(q)
-			})
-			m.Gauge("datachat_sql_running_queries", "SQL queries running in the engine's pool.", func() float64 {
-				_, n := e.Load()
-				return float64(n)
-			})
-		}
-		if s.Chat != nil && s.Chat.Observer == nil {
-			s.Chat.Observer = m.Chat()
-		}
+// addGauges adds gauges over the server's WebSocket sessions and the SQL
+// engine's pool to its metrics.
+func (s *Server) addGauges() {
+	m := s.Metrics
+	m.Gauge("datachat_websocket_sessions", "Open WebSocket chat sessions.", func() float64 {
+		return float64(s.wsSessions.Load())
 	})
-	return s.Metrics
+	if s.Workspace != nil && s.Workspace.Engine != nil {
+		e := s.Workspace.Engine
+		m.Gauge("datachat_sql_queue_depth", "SQL queries waiting for a worker of the engine's pool.", func() float64 {
+			q, _ := e.Load()
+			return float64(q)
+		})
+		m.Gauge("datachat_sql_running_queries", "SQL queries running in the engine's pool.", func() float64 {
+			_, n := e.Load()
+			return float64(n)
+		})
+	}
 }
 
 // withMetrics counts each request by the route pattern that matched and the
 // status it got. It reads the pattern from the request ServeMux handled, so it
 // must wrap the mux with nothing between that replaces the request.
 func (s *Server) withMetrics(next http.Handler) http.Handler {
-	m := s.initMetrics()
+	m := s.Metrics
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -63,5 +53,5 @@ func (s *Server) withMetrics(next http.Handler) http.Handler {
 
 // serveMetrics answers GET /metrics in Prometheus's text format.
 func (s *Server) serveMetrics() http.HandlerFunc {
-	return s.initMetrics().Handler().ServeHTTP
+	return s.Metrics.Handler().ServeHTTP
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"datachat/internal/llmtest"
 )
@@ -134,7 +135,17 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	if metricValue(m, "datachat_websocket_sessions") != 0 {
 		t.Errorf("sessions after close: %s", grepLines(m, "websocket_sessions"))
 	}
-	if got := metricValue(m, "datachat_http_requests_total", `route="GET /ws"`, `status="101"`); got != 1 {
-		t.Errorf("the WebSocket request: %s", grepLines(m, "GET /ws"))
+	// The request is counted once its handler has returned, just after the
+	// session ended: wait for it a moment.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		got := metricValue(m, "datachat_http_requests_total", `route="GET /ws"`, `status="101"`)
+		if got == 1 {
+			break
+		}
+		if got > 1 || time.Now().After(deadline) {
+			t.Fatalf("the WebSocket request: %s", grepLines(m, "GET /ws"))
+		}
+		time.Sleep(10 * time.Millisecond)
+		m = cs.scrape(t)
 	}
 }

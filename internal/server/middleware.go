@@ -174,7 +174,7 @@ func (s *Server) withBodyPace(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		window, min := s.BodyReadTimeout, s.BodyMinBytes
+		window, min := s.cfg.BodyReadTimeout, s.cfg.BodyMinBytes
 		if window <= 0 {
 			window = defaultBodyReadTimeout
 		}

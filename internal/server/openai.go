@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,26 +17,12 @@ import (
 // The OpenAI-compatible edge: GET /v1/models and POST /v1/chat/completions,
 // so chat clients made for OpenAI can use datachat as a model. The tool loop
 // runs inside datachat; the client sees the answer's text (and, on request,
-// the SQL that produced it). Errors answer in OpenAI's shape.
-
-// openaiModelID is the one model datachat lists. Completions accept whatever
-// model a client names: clients often insist on their own default.
-const openaiModelID = "datachat"
-
-// openaiModelCreated is the creation time /v1/models reports (2025-01-01).
-const openaiModelCreated = 1735689600
+// the SQL that produced it). Errors answer in OpenAI's shape. This file is the
+// HTTP side (auth, the producer, the SSE writer); openaiwire.go holds the
+// wire types and the pure conversions.
 
 // maxCompletionBody caps a completion request; whole chat histories come in it.
 const maxCompletionBody = 4 << 20
-
-type openaiModel struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-var datachatModel = openaiModel{ID: openaiModelID, Object: "model", Created: openaiModelCreated, OwnedBy: "datachat"}
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []openaiModel{datachatModel}})
@@ -53,121 +37,10 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, datachatModel)
 }
 
-// completionRequest is the part of OpenAI's chat completion request datachat
-// uses; other fields (tools, logprobs, user…) are accepted and ignored.
-type completionRequest struct {
-	Model         string          `json:"model"`
-	Messages      []openaiMessage `json:"messages"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	Temperature         *float64 `json:"temperature"`
-	MaxTokens           *int     `json:"max_tokens"`
-	MaxCompletionTokens *int     `json:"max_completion_tokens"`
-	N                   *int     `json:"n"`
-	// ShowSQL (extension) puts each SQL query the turn runs into the answer
-	// as a fenced code block; so does the header X-Datachat-Show-SQL: 1.
-	ShowSQL bool `json:"datachat_show_sql"`
-}
-
-type openaiMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-// text returns a message's text: the string, or its text parts joined.
-func (m openaiMessage) text() (string, error) {
-	c := strings.TrimSpace(string(m.Content))
-	if c == "" || c == "null" {
-		return "", nil
-	}
-	if c[0] == '"' {
-		var s string
-		err := json.Unmarshal(m.Content, &s)
-		return s, err
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(m.Content, &parts); err != nil {
-		return "", err
-	}
-	var texts []string
-	for _, p := range parts {
-		if p.Type == "text" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n"), nil
-}
-
-// openaiParamError is a request error that names the parameter at fault, and
-// optionally an OpenAI error code.
-type openaiParamError struct {
-	Param string
-	Code  string
-	Err   error // a *datachat.Error
-}
-
-func (e *openaiParamError) Error() string { return e.Err.Error() }
-func (e *openaiParamError) Unwrap() error { return e.Err }
-
-func invalidParam(param, format string, args ...any) error {
-	return &openaiParamError{Param: param, Err: datachat.Errorf(datachat.EINVALID, format, args...)}
-}
-
-// openaiErrorKinds gives each error code its OpenAI error type and code; the
-// status comes from ErrorStatus, as for every other route.
-var openaiErrorKinds = map[string]struct{ typ, code string }{
-	datachat.EINVALID:      {"invalid_request_error", ""},
-	datachat.EUNAUTHORIZED: {"invalid_request_error", "invalid_api_key"},
-	datachat.ENOTFOUND:     {"invalid_request_error", "not_found"},
-	datachat.ECONFLICT:     {"invalid_request_error", "conflict"},
-	datachat.ERATELIMIT:    {"rate_limit_error", "rate_limit_exceeded"},
-	datachat.EPROVIDER:     {"api_error", "provider_error"},
-	datachat.EBUSY:         {"server_error", "server_busy"},
-	datachat.EINTERNAL:     {"server_error", "internal_error"},
-}
-
-type openaiErrorDetail struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-// openaiErrorOf renders err in OpenAI's shape. Internal errors are logged
-// with their detail and answered with "Internal error." only.
-func (s *Server) openaiErrorOf(r *http.Request, err error) openaiErrorDetail {
-	code := datachat.ErrorCode(err)
-	s.logError(r, err)
-	kind := openaiErrorKinds[code]
-	d := openaiErrorDetail{Message: datachat.ErrorMessage(err), Type: kind.typ}
-	if kind.code != "" {
-		d.Code = &kind.code
-	}
-	var pe *openaiParamError
-	if errors.As(err, &pe) {
-		if pe.Param != "" {
-			d.Param = &pe.Param
-		}
-		if pe.Code != "" {
-			d.Code = &pe.Code
-		}
-	}
-	return d
-}
-
 // openaiError writes err as {"error":{"message","type","param","code"}}.
 func (s *Server) openaiError(w http.ResponseWriter, r *http.Request, err error) {
-	err = refuseBody(w, r, err)
-	var ra RetryAfterError
-	if errors.As(err, &ra) {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra.RetryAfter())))
-	}
-	writeJSON(w, ErrorStatus(err), map[string]any{"error": s.openaiErrorOf(r, err)})
+	err = s.startError(w, r, err)
+	writeJSON(w, ErrorStatus(err), map[string]any{"error": openaiErrorOf(err)})
 }
 
 // openaiAuth is auth answering in OpenAI's error shape.
@@ -178,17 +51,7 @@ func (s *Server) openaiAuth(h http.HandlerFunc) http.Handler {
 	return s.authenticated(h, s.openaiError, missing, "Incorrect or revoked API key provided.")
 }
 
-// completionTurn is a validated completion request: what to send, with what
-// options, in which conversation.
-type completionTurn struct {
-	content      string
-	history      []*datachat.Message // earlier messages, for a new conversation
-	opts         chat.TurnOptions
-	stream       bool
-	includeUsage bool
-	showSQL      bool
-}
-
+// parseCompletion reads and checks a completion request.
 func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*completionTurn, error) {
 	var req completionRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompletionBody))
@@ -203,69 +66,8 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 			return nil, datachat.Errorf(datachat.EINVALID, "We could not parse the JSON body of your request: %v.", err)
 		}
 	}
-	if strings.TrimSpace(req.Model) == "" {
-		return nil, invalidParam("model", "You must provide a model parameter (datachat serves %q).", openaiModelID)
-	}
-	if len(req.Messages) == 0 {
-		return nil, invalidParam("messages", "messages must hold at least one message.")
-	}
-	if req.N != nil && *req.N != 1 {
-		return nil, invalidParam("n", "n must be 1: datachat writes one answer per request.")
-	}
-	ct := &completionTurn{stream: req.Stream, showSQL: req.ShowSQL}
-	if v := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Datachat-Show-SQL"))); v == "1" || v == "true" {
-		ct.showSQL = true
-	}
-	ct.includeUsage = req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	if t := req.Temperature; t != nil {
-		if *t < 0 || *t > 2 {
-			return nil, invalidParam("temperature", "temperature must be from 0 to 2, got %g.", *t)
-		}
-		ct.opts.Temperature = t
-	}
-	for _, p := range []struct {
-		name string
-		v    *int
-	}{{"max_tokens", req.MaxTokens}, {"max_completion_tokens", req.MaxCompletionTokens}} {
-		if p.v != nil {
-			if *p.v <= 0 {
-				return nil, invalidParam(p.name, "%s must be a positive integer, got %d.", p.name, *p.v)
-			}
-			ct.opts.MaxOutputTokens = *p.v
-		}
-	}
-	last := len(req.Messages) - 1
-	for i, m := range req.Messages {
-		text, err := m.text()
-		if err != nil {
-			return nil, invalidParam(fmt.Sprintf("messages[%d].content", i), "messages[%d].content must be a string or a list of content parts.", i)
-		}
-		switch m.Role {
-		case "system", "developer", "tool", "function":
-			// datachat writes its own system prompt and runs its own tools.
-		case "user", "assistant":
-			if i < last && strings.TrimSpace(text) != "" {
-				role := datachat.RoleUser
-				if m.Role == "assistant" {
-					role = datachat.RoleAssistant
-				}
-				ct.history = append(ct.history, &datachat.Message{Role: role, Content: text, Status: datachat.StatusComplete})
-			}
-		default:
-			return nil, invalidParam(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool.", i, m.Role)
-		}
-		if i == last {
-			if m.Role != "user" {
-				return nil, invalidParam(fmt.Sprintf("messages[%d].role", i), "The last message must be the user's (role user), got %q.", m.Role)
-			}
-			q, err := chat.CleanQuery(text, s.Chat.MaxQueryChars)
-			if err != nil {
-				return nil, &openaiParamError{Param: fmt.Sprintf("messages[%d].content", i), Err: err}
-			}
-			ct.content = q
-		}
-	}
-	return ct, nil
+	showSQL := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Datachat-Show-SQL")))
+	return completionTurnOf(req, showSQL == "1" || showSQL == "true", s.Chat.MaxQueryChars)
 }
 
 // chatCompletions answers POST /v1/chat/completions with one chat turn. The
@@ -374,71 +176,6 @@ func (s *Server) produceCompletion(ctx context.Context, user *datachat.User, con
 	return ch
 }
 
-// sqlBlock renders an execute_sql call's query as fenced code.
-func sqlBlock(args json.RawMessage) string {
-	var a struct {
-		Query string `json:"query"`
-	}
-	if json.Unmarshal(args, &a) != nil || strings.TrimSpace(a.Query) == "" {
-		return ""
-	}
-	return "\n\n```sql\n" + strings.TrimSpace(a.Query) + "\n```\n\n"
-}
-
-// pausedText is the answer of a turn that waits for the user to approve an
-// action, which only the web page can do.
-func pausedText(out *chat.Outcome, convID string) string {
-	if out == nil || out.Confirmation == nil {
-		return ""
-	}
-	return fmt.Sprintf("\n\n%s\n\n(Waiting for your confirmation: approve or decline it in datachat's web page, conversation %s.)",
-		strings.TrimSpace(out.Confirmation.Explanation), convID)
-}
-
-// completion holds what every chunk of one answer repeats.
-type completion struct {
-	id             string
-	created        int64
-	model          string
-	conversationID string
-}
-
-type openaiUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
-func usageOf(out *chat.Outcome) *openaiUsage {
-	if out == nil {
-		return &openaiUsage{}
-	}
-	return &openaiUsage{PromptTokens: out.Usage.Input, CompletionTokens: out.Usage.Output, TotalTokens: out.Usage.Input + out.Usage.Output}
-}
-
-type chunkDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-}
-
-type chunkChoice struct {
-	Index        int        `json:"index"`
-	Delta        chunkDelta `json:"delta"`
-	Logprobs     *struct{}  `json:"logprobs"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
-type completionChunk struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	// Usage is null on every chunk but the last when the client asked for
-	// usage, and absent otherwise, as OpenAI does.
-	Usage any `json:"usage,omitempty"`
-}
-
 // streamCompletion writes the turn as server-sent events: a chunk per text
 // delta, a last chunk with finish_reason, the usage chunk if asked, and
 // [DONE]. An error before the first chunk is a proper error response; after
@@ -494,7 +231,8 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 				return
 			}
 			s.logger(r).Warn("chat completion failed mid-stream", slog.String("conversation_id", c.conversationID), slog.String("error", p.err.Error()))
-			event(map[string]any{"error": s.openaiErrorOf(r, err)})
+			s.logError(r, err)
+			event(map[string]any{"error": openaiErrorOf(err)})
 			rc.Flush()
 			return
 		}
@@ -530,16 +268,7 @@ func (s *Server) wholeCompletion(w http.ResponseWriter, r *http.Request, c *comp
 			return
 		}
 		b.WriteString(pausedText(p.out, c.conversationID))
-		writeJSON(w, http.StatusOK, map[string]any{
-			"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-			"choices": []map[string]any{{
-				"index":         0,
-				"message":       map[string]any{"role": "assistant", "content": strings.TrimSpace(b.String()), "refusal": nil},
-				"logprobs":      nil,
-				"finish_reason": "stop",
-			}},
-			"usage": usageOf(p.out),
-		})
+		writeJSON(w, http.StatusOK, wholeCompletionOf(c, b.String(), p.out))
 		return
 	}
 }

@@ -23,8 +23,9 @@ import (
 	"datachat/web"
 )
 
-// Server serves datachat's HTTP API.
-type Server struct {
+// Deps are what a Server serves: its store, chat runner, workspace and the
+// rest, given to New.
+type Deps struct {
 	Store  datachat.Store
 	Logger *slog.Logger
 
@@ -34,17 +35,22 @@ type Server struct {
 	// none (GET /api/sources lists none).
 	Sources *workspace.Sources
 
+	// Metrics are served at /metrics; nil: the server makes its own. The
+	// chat runner's observer is its caller's to set (Metrics.Chat).
+	Metrics *metrics.Metrics
+
+	// Ready, if set, is checked by /healthz besides the store.
+	Ready func(ctx context.Context) error
+}
+
+// Config holds a Server's limits and timeouts; zero values are the defaults
+// each field names.
+type Config struct {
 	MaxDatasetBytes  int64 // largest upload accepted
 	MaxDocumentBytes int64
 
 	// AllowedMetadataKeys are the metadata filter keys clients may use.
 	AllowedMetadataKeys []string
-
-	// Ready, if set, is checked by /healthz besides the store.
-	Ready func(ctx context.Context) error
-
-	// Metrics are served at /metrics; nil: the server makes its own.
-	Metrics *metrics.Metrics
 
 	// A request body must deliver at least BodyMinBytes every
 	// BodyReadTimeout, or it is cut with a 400 (zero: 64 KiB every 30 s).
@@ -69,53 +75,81 @@ type Server struct {
 	// turn cancelled (zero: 20 s and 10 s).
 	WSPingInterval time.Duration
 	WSPingTimeout  time.Duration
+}
 
-	httpServer  *http.Server
-	initOnce    sync.Once
-	closing     chan struct{} // closed by Shutdown: ends WebSocket sessions
-	closeOnce   sync.Once
-	closingOnce sync.Once
-	wsSessions  atomic.Int64
-	wsMu        sync.Mutex
-	wsUsers     map[string]int // open WebSockets by user
-	wsWG        sync.WaitGroup // WebSocket handlers, which Shutdown waits for
-	metricsOnce sync.Once
-	budgetsOnce sync.Once
-	budgetSet   *budgets
+// Server serves datachat's HTTP API. Make one with New.
+type Server struct {
+	Deps
+	cfg Config
+
+	handler    http.Handler
+	httpServer *http.Server
+	budgets    budgets
+
+	closing    chan struct{} // closed by Shutdown: ends WebSocket sessions
+	closeOnce  sync.Once
+	wsSessions atomic.Int64
+	wsMu       sync.Mutex
+	wsUsers    map[string]int // open WebSockets by user
+	wsWG       sync.WaitGroup // WebSocket handlers, which Shutdown waits for
 
 	// Draining (Shutdown): no new request or turn starts; running turns may
-	// finish until the grace is over, then stopCtx ends with
-	// chat.ErrInterrupted and they are stored as interrupted.
-	turnsMu   sync.Mutex
-	draining  bool
-	turns     int           // turns running: WebSocket turns and /chat/query
-	turnsIdle chan struct{} // closed once draining and no turn runs
-	stopCtx   context.Context
-	stopTurns context.CancelCauseFunc
+	// finish until the grace is over, then interrupted is closed and they end
+	// with chat.ErrInterrupted, stored as interrupted.
+	turnsMu       sync.Mutex
+	draining      bool
+	turns         int           // turns running: WebSocket turns and /chat/query
+	turnsIdle     chan struct{} // closed once draining and no turn runs
+	interrupted   chan struct{}
+	interruptOnce sync.Once
 }
 
-func (s *Server) init() {
-	s.initOnce.Do(func() {
-		s.httpServer = &http.Server{
-			Handler:           s.Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
-		}
-	})
-}
-
-// Handler returns the server's routes wrapped in its middleware.
-func (s *Server) Handler() http.Handler {
-	s.closingOnce.Do(func() {
-		s.closing = make(chan struct{})
-		s.stopCtx, s.stopTurns = context.WithCancelCause(context.Background())
-	})
+// New returns a server over d, configured by c, ready to Serve (or to give
+// its Handler to another server).
+func New(d Deps, c Config) *Server {
+	if d.Metrics == nil {
+		d.Metrics = metrics.New()
+	}
+	s := &Server{
+		Deps:        d,
+		cfg:         c,
+		closing:     make(chan struct{}),
+		interrupted: make(chan struct{}),
+		budgets: budgets{
+			sql:     newBudget("SQL queries", c.SQLPerMinute, time.Minute),
+			search:  newBudget("document searches", c.SearchPerMinute, time.Minute),
+			uploads: newBudget("uploads", c.UploadsPerHour, time.Hour),
+		},
+	}
+	s.addGauges()
 	mux := http.NewServeMux()
 	s.routes(mux)
 	// withDrain gives requests a new context: it goes outside withMetrics,
 	// which reads the route the mux records on the request it is given.
-	return withSecurityHeaders(s.withRequestID(s.withLogging(s.withBodyPace(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))))
+	s.handler = withSecurityHeaders(s.withRequestID(s.withLogging(s.withBodyPace(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))))
+	s.httpServer = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.Logger.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// Handler returns the server's routes wrapped in its middleware.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// interruptAtStop cancels a request's or a turn's context with
+// chat.ErrInterrupted once a shutdown's grace is over; it watches until ctx
+// ends, which the caller's cancel ensures.
+func (s *Server) interruptAtStop(ctx context.Context, cancel context.CancelCauseFunc) {
+	go func() {
+		select {
+		case <-s.interrupted:
+			cancel(chat.ErrInterrupted)
+		case <-ctx.Done():
+		}
+	}()
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
@@ -197,9 +231,8 @@ func (p *headerProbe) WriteHeader(code int)        { p.status = code }
 // Serve accepts connections on ln until Shutdown, at most MaxConnections at
 // once.
 func (s *Server) Serve(ln net.Listener) error {
-	s.init()
-	if s.MaxConnections > 0 {
-		ln = netutil.LimitListener(ln, s.MaxConnections)
+	if s.cfg.MaxConnections > 0 {
+		ln = netutil.LimitListener(ln, s.cfg.MaxConnections)
 	}
 	if err := s.httpServer.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -224,7 +257,6 @@ var (
 // did not cancel them — as are other requests in flight, and Shutdown waits up
 // to interruptWait more for that. Then the WebSocket sessions close.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.init()
 	idle := s.drain()
 	s.Logger.Info("draining", slog.String("detail", "new requests and turns are refused; running turns may finish"))
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -234,7 +266,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 	var errs []error
 	interrupt := func(what string, done <-chan struct{}) {
-		s.stopTurns(chat.ErrInterrupted)
+		s.interruptOnce.Do(func() { close(s.interrupted) })
 		select {
 		case <-done:
 		case <-time.After(interruptWait):
@@ -340,8 +372,7 @@ func (s *Server) withDrain(next http.Handler) http.Handler {
 		}
 		ctx, cancel := context.WithCancelCause(r.Context())
 		defer cancel(nil)
-		stop := context.AfterFunc(s.stopCtx, func() { cancel(chat.ErrInterrupted) })
-		defer stop()
+		s.interruptAtStop(ctx, cancel)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -358,9 +389,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		// When to look again: as the error says (the database unavailable),
 		// else as for the database, the likeliest cause.
 		after := datachat.StoreRetryAfter
-		var ra RetryAfterError
-		if errors.As(err, &ra) {
-			after = ra.RetryAfter()
+		if d, ok := datachat.RetryAfter(err); ok {
+			after = d
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(after)))
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})

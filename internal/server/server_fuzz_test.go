@@ -84,7 +84,7 @@ func FuzzChatQueryRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	s := &Server{AllowedMetadataKeys: []string{"author", "year"}}
+	s := &Server{cfg: Config{AllowedMetadataKeys: []string{"author", "year"}}}
 	const maxChars = 2000
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("POST", "/chat/query", bytes.NewReader(body))

@@ -29,7 +29,9 @@ type testServer struct {
 	aliceID    string
 }
 
-func newTestServer(t *testing.T) *testServer {
+// newTestServer starts a test server; each opt may change its dependencies
+// and configuration before New.
+func newTestServer(t *testing.T, opts ...func(*Deps, *Config)) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"))
@@ -57,7 +59,12 @@ func newTestServer(t *testing.T) *testServer {
 	}
 	t.Cleanup(func() { index.Close() })
 	ws := &workspace.Workspace{Store: st, Loader: loader, Engine: engine, Index: index, Logger: logger, MaxDocumentBytes: 64 << 20}
-	ts := &testServer{Server: &Server{Store: st, Logger: logger, Workspace: ws, MaxDatasetBytes: 64 << 20, MaxDocumentBytes: 64 << 20}}
+	d := Deps{Store: st, Logger: logger, Workspace: ws}
+	c := Config{MaxDatasetBytes: 64 << 20, MaxDocumentBytes: 64 << 20}
+	for _, opt := range opts {
+		opt(&d, &c)
+	}
+	ts := &testServer{Server: New(d, c)}
 	key := func(name string) (string, string) {
 		u, err := st.EnsureUser(ctx, name)
 		if err != nil {

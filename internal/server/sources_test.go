@@ -13,7 +13,9 @@ import (
 // granted answers 404 as an unknown one does; no answer carries a URL. The
 // routes never connect to a source: its sealed URL here opens nothing.
 func TestSourceRoutes(t *testing.T) {
-	ts := newTestServer(t)
+	ts := newTestServer(t, func(d *Deps, _ *Config) {
+		d.Sources = &workspace.Sources{Store: d.Store, Logger: d.Logger}
+	})
 	ctx := t.Context()
 	for _, src := range []*datachat.DBSource{
 		{Name: "warehouse", Kind: "postgres", SealedURL: "v1:sealed-warehouse", Tables: []string{"public.*"}, Users: []string{"alice"}},
@@ -24,7 +26,6 @@ func TestSourceRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts.Sources = &workspace.Sources{Store: ts.Store, Logger: ts.Logger}
 	alice := map[string]string{"X-API-Key": ts.alice, "Content-Type": "application/json"}
 	bob := map[string]string{"X-API-Key": ts.bob, "Content-Type": "application/json"}
 	var conv datachat.Conversation

@@ -26,7 +26,7 @@ func TestTurnError(t *testing.T) {
 		{"provider", provider, http.StatusBadGateway, "No language model is configured. No provider. Set DATACHAT_LLM_PROVIDER."},
 		{"wrapped provider", fmt.Errorf("turn: %w", provider), http.StatusBadGateway, "No language model is configured."},
 		{"joined provider", errors.Join(errors.New("close"), provider), http.StatusBadGateway, "No language model is configured."},
-		{"rate limit", fmt.Errorf("admit: %w", &chat.RateLimitError{Message: "Too many turns.", After: 3 * time.Second}), http.StatusTooManyRequests, "Too many turns."},
+		{"rate limit", fmt.Errorf("admit: %w", &datachat.Error{Code: datachat.ERATELIMIT, Message: "Too many turns.", RetryAfter: 3 * time.Second}), http.StatusTooManyRequests, "Too many turns."},
 		{"not saved", &chat.SaveError{Err: errors.New("disk I/O error")}, http.StatusServiceUnavailable, "The answer could not be saved."},
 		{"not saved, store away", &chat.SaveError{Err: datachat.StoreUnavailable(errors.New("connection refused"))}, http.StatusServiceUnavailable, "The database is unavailable"},
 		{"not found", datachat.Errorf(datachat.ENOTFOUND, "Conversation not found."), http.StatusNotFound, "Conversation not found."},

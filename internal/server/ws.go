@@ -19,6 +19,30 @@ import (
 // wsReadLimit caps one client message; chat_send content is capped far lower.
 const wsReadLimit = 256 << 10
 
+// The WebSocket protocol's message types, client to server.
+const (
+	wsChatSend      = "chat_send"
+	wsConfirmAction = "confirm_action"
+	wsChatCancel    = "chat_cancel"
+)
+
+// wsEventNames are the WebSocket protocol's names for a turn's events, server
+// to client.
+var wsEventNames = map[chat.EventType]string{
+	chat.EventToken:          "chat_token",
+	chat.EventToolCallStart:  "tool_call_start",
+	chat.EventToolCallResult: "tool_call_result",
+	chat.EventConfirmation:   "confirmation_required",
+	chat.EventComplete:       "chat_complete",
+	chat.EventError:          "chat_error",
+}
+
+// wsEvent is one message to the client: {"type", "data"}.
+type wsEvent struct {
+	Type string `json:"type"`
+	Data any    `json:"data"`
+}
+
 // clientMessage is one message from the page: {"type", "data"}, decoded by
 // decodeClientMessage.
 type clientMessage struct {
@@ -44,7 +68,7 @@ func decodeClientMessage(b []byte) (clientMessage, error) {
 	}
 	msg := clientMessage{Type: env.Type}
 	switch env.Type {
-	case "chat_send":
+	case wsChatSend:
 		var d struct {
 			Content string `json:"content"`
 		}
@@ -52,7 +76,7 @@ func decodeClientMessage(b []byte) (clientMessage, error) {
 			return msg, datachat.Errorf(datachat.EINVALID, "chat_send needs {\"content\": \"…\"}.")
 		}
 		msg.Content = d.Content
-	case "confirm_action":
+	case wsConfirmAction:
 		var d struct {
 			ID       string `json:"id"`
 			Approved *bool  `json:"approved"`
@@ -62,7 +86,7 @@ func decodeClientMessage(b []byte) (clientMessage, error) {
 			return msg, datachat.Errorf(datachat.EINVALID, "confirm_action needs {\"id\", \"approved\": true|false, \"note\"?}.")
 		}
 		msg.ID, msg.Approved, msg.Note = d.ID, *d.Approved, d.Note
-	case "chat_cancel":
+	case wsChatCancel:
 	default:
 		return msg, datachat.Errorf(datachat.EINVALID, "Unknown message type %q: want chat_send, chat_cancel or confirm_action.", env.Type)
 	}
@@ -114,11 +138,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 func (s *Server) admitWS(userID string) (release func(), err error) {
 	s.wsMu.Lock()
 	defer s.wsMu.Unlock()
-	if s.MaxWSPerUser > 0 && s.wsUsers[userID] >= s.MaxWSPerUser {
-		return nil, rateLimited{&chat.RateLimitError{
-			Message: fmt.Sprintf("Too many open chat connections: you have %d, the most allowed per user. Close datachat in other tabs or windows, then try again.", s.wsUsers[userID]),
-			After:   10 * time.Second,
-		}}
+	if s.cfg.MaxWSPerUser > 0 && s.wsUsers[userID] >= s.cfg.MaxWSPerUser {
+		return nil, &datachat.Error{
+			Code:       datachat.ERATELIMIT,
+			Message:    fmt.Sprintf("Too many open chat connections: you have %d, the most allowed per user. Close datachat in other tabs or windows, then try again.", s.wsUsers[userID]),
+			RetryAfter: 10 * time.Second,
+		}
 	}
 	if s.wsUsers == nil {
 		s.wsUsers = map[string]int{}
@@ -199,7 +224,7 @@ func (ss *wsSession) readLoop(ctx context.Context) {
 // stopped reading (or vanished without closing) is found even while a turn's
 // events still fit in the kernel's buffers.
 func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc) {
-	interval, timeout := ss.s.WSPingInterval, ss.s.WSPingTimeout
+	interval, timeout := ss.s.cfg.WSPingInterval, ss.s.cfg.WSPingTimeout
 	if interval <= 0 {
 		interval = defaultPingInterval
 	}
@@ -276,9 +301,10 @@ func (ss *wsSession) drop(live context.Context, err error) {
 
 // write writes one event, waiting at most wsWriteTimeout for the client.
 func (ss *wsSession) write(live context.Context, ev chat.Event) error {
-	b, err := json.Marshal(ev)
+	name := wsEventNames[ev.Type]
+	b, err := json.Marshal(wsEvent{Type: name, Data: ev.Data})
 	if err != nil {
-		ss.log.Error("encode event", slog.String("type", ev.Type), slog.String("error", err.Error()))
+		ss.log.Error("encode event", slog.String("type", name), slog.String("error", err.Error()))
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(live, wsWriteTimeout)
@@ -288,15 +314,15 @@ func (ss *wsSession) write(live context.Context, ev chat.Event) error {
 
 func (ss *wsSession) handle(ctx context.Context, msg clientMessage) {
 	switch msg.Type {
-	case "chat_send":
+	case wsChatSend:
 		ss.startTurn(ctx, func(tctx context.Context, sink chat.Sink) (*chat.Outcome, error) {
 			return ss.s.Chat.Send(tctx, ss.user, ss.conv.ID, msg.Content, chat.TurnOptions{}, sink)
 		})
-	case "confirm_action":
+	case wsConfirmAction:
 		ss.startTurn(ctx, func(tctx context.Context, sink chat.Sink) (*chat.Outcome, error) {
 			return ss.s.Chat.Confirm(tctx, ss.user, ss.conv.ID, msg.ID, msg.Approved, msg.Note, sink)
 		})
-	case "chat_cancel":
+	case wsChatCancel:
 		if ss.cancelTurn() {
 			return
 		}
@@ -325,7 +351,7 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	// A shutdown whose grace ran out interrupts the turn (chat.ErrInterrupted);
 	// chat_cancel or a closed socket cancels it.
 	tctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(ss.s.stopCtx, func() { cancel(chat.ErrInterrupted) })
+	ss.s.interruptAtStop(tctx, cancel)
 	tctx = WithRequestID(tctx, NewRequestID())
 	ss.turnCancel = func() { cancel(context.Canceled) }
 	ss.mu.Unlock()
@@ -334,7 +360,6 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 	go func() {
 		defer ss.turns.Done()
 		defer ss.s.endTurn() // after the turn's last event is queued
-		defer stop()
 		defer cancel(nil)
 		sink := func(ev chat.Event) { ss.send(ctx, ev) }
 		start := time.Now()
@@ -346,7 +371,7 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 			ss.log.Warn("chat turn failed", slog.String("conversation_id", ss.conv.ID), slog.String("error", err.Error()))
 			ss.sendError(ctx, err)
 		} else if out != nil && out.Complete != nil {
-			ss.send(ctx, chat.Event{Type: "chat_complete", Data: out.Complete})
+			ss.send(ctx, chat.Event{Type: chat.EventComplete, Data: out.Complete})
 		} else if out != nil && out.Confirmation != nil {
 			ss.sendConfirmation(ctx, out.Confirmation)
 		}
@@ -379,11 +404,11 @@ func (ss *wsSession) send(ctx context.Context, ev chat.Event) {
 }
 
 func (ss *wsSession) sendConfirmation(ctx context.Context, c *datachat.Confirmation) {
-	ss.send(ctx, chat.Event{Type: "confirmation_required", Data: chat.ConfirmationEvent{
+	ss.send(ctx, chat.Event{Type: chat.EventConfirmation, Data: chat.ConfirmationEvent{
 		ID: c.ID, Action: c.Action, Parameters: c.Parameters, Explanation: c.Explanation,
 	}})
 }
 
 func (ss *wsSession) sendError(ctx context.Context, err error) {
-	ss.send(ctx, chat.Event{Type: "chat_error", Data: chat.ErrorEventFor(err)})
+	ss.send(ctx, chat.Event{Type: chat.EventError, Data: chat.ErrorEventFor(err)})
 }

@@ -203,6 +203,19 @@ func (w *rawWS) closedWithin(d time.Duration) error {
 	return nil
 }
 
+// TestWSEventNames: each of a turn's events has a name of its own on the
+// wire (the names themselves are what the other tests here read).
+func TestWSEventNames(t *testing.T) {
+	seen := map[string]chat.EventType{}
+	for _, typ := range []chat.EventType{chat.EventToken, chat.EventToolCallStart, chat.EventToolCallResult, chat.EventConfirmation, chat.EventComplete, chat.EventError} {
+		name := wsEventNames[typ]
+		if other, dup := seen[name]; name == "" || dup {
+			t.Errorf("%s: wire name %q (taken by %q)", typ, name, other)
+		}
+		seen[name] = typ
+	}
+}
+
 // TestVanishedClientIsDropped: a client that stops reading and answering
 // pings, while its answer still fits in the kernel's buffers, is closed on
 // the first unanswered ping, and its turn ends cancelled with the text
@@ -216,7 +229,7 @@ func TestVanishedClientIsDropped(t *testing.T) {
 	}}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
-	cs.WSPingInterval, cs.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
+	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
 	conv := cs.newConversation(t, cs.alice)
 	cancelled := logs.watch("chat turn", "conversation_id", conv, "status", "cancelled")
 	dropped := logs.watch("websocket client gone: closing", "conversation_id", conv)
@@ -274,7 +287,7 @@ func TestClientThatStopsReadingIsDropped(t *testing.T) {
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{{Text: chunks}}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
-	cs.WSPingInterval, cs.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
+	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
 	conv := cs.newConversation(t, cs.alice)
 	cancelled := logs.watch("chat turn", "conversation_id", conv, "status", "cancelled")
 
@@ -361,8 +374,7 @@ func TestWebSocketKeyAsSubprotocol(t *testing.T) {
 // refused before the upgrade with a 429 saying what to do; other users are
 // not affected, and a closed socket frees its place.
 func TestWebSocketCapPerUser(t *testing.T) {
-	cs := &chatServer{testServer: newTestServer(t)}
-	cs.MaxWSPerUser = 2
+	cs := &chatServer{testServer: newTestServer(t, func(_ *Deps, c *Config) { c.MaxWSPerUser = 2 })}
 	conv := cs.newConversation(t, cs.alice)
 	bobConv := cs.newConversation(t, cs.bob)
 	cs.dial(t, conv, cs.alice)
@@ -400,7 +412,7 @@ func TestWebSocketCapPerUser(t *testing.T) {
 type eventClient struct {
 	t      *testing.T
 	conn   *websocket.Conn
-	events chan chat.Event
+	events chan wireEvent
 	err    error // once events is closed
 }
 
@@ -414,7 +426,7 @@ func (cs *chatServer) dialEvents(t *testing.T, conv string) *eventClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.CloseNow() })
-	c := &eventClient{t: t, conn: conn, events: make(chan chat.Event, 1024)}
+	c := &eventClient{t: t, conn: conn, events: make(chan wireEvent, 1024)}
 	go func() {
 		for {
 			_, b, err := conn.Read(context.Background())
@@ -425,7 +437,7 @@ func (cs *chatServer) dialEvents(t *testing.T, conv string) *eventClient {
 			}
 			var ev wireEvent
 			json.Unmarshal(b, &ev)
-			c.events <- chat.Event{Type: ev.Type, Data: ev.Data}
+			c.events <- ev
 		}
 	}()
 	return c
@@ -441,7 +453,7 @@ func (c *eventClient) send(typ string, data any) {
 
 // until returns the events up to the first of type end (or chat_error); ok
 // is false if the connection ended first.
-func (c *eventClient) until(end string) (evs []chat.Event, ok bool) {
+func (c *eventClient) until(end string) (evs []wireEvent, ok bool) {
 	c.t.Helper()
 	timeout := time.After(20 * time.Second) // a safety net
 	for {
@@ -508,7 +520,7 @@ func TestShutdownDeliversTheLastEvent(t *testing.T) {
 	await(t, draining, 10*time.Second, "draining")
 
 	c.send("chat_send", map[string]string{"content": "hello?"})
-	if evs, _ := c.until("chat_complete"); len(evs) != 1 || evs[0].Type != "chat_error" || !strings.Contains(string(evs[0].Data.(json.RawMessage)), "restarting") {
+	if evs, _ := c.until("chat_complete"); len(evs) != 1 || evs[0].Type != "chat_error" || !strings.Contains(string(evs[0].Data), "restarting") {
 		t.Errorf("chat_send while draining: got %v, want one chat_error saying the server is restarting", types(evs))
 	}
 	if st, _ := cs.post(t, "/api/conversations", cs.alice, `{}`); st != 503 {
@@ -518,14 +530,14 @@ func TestShutdownDeliversTheLastEvent(t *testing.T) {
 	close(hold) // the short turn finishes within the grace
 	more, _ := a.until("chat_complete")
 	evA = append(evA, more...)
-	if last := evA[len(evA)-1]; last.Type != "chat_complete" || decode[chat.CompleteEvent](t, last.Data.(json.RawMessage)).Status != "complete" {
+	if last := evA[len(evA)-1]; last.Type != "chat_complete" || decode[chat.CompleteEvent](t, last.Data).Status != "complete" {
 		t.Errorf("short turn ended with %v", types(evA))
 	}
 
 	endGrace() // the long one is interrupted
 	more, ok := b.until("chat_complete")
 	evB = append(evB, more...)
-	if last := evB[len(evB)-1]; !ok || last.Type != "chat_error" || !strings.Contains(string(last.Data.(json.RawMessage)), "restarting") {
+	if last := evB[len(evB)-1]; !ok || last.Type != "chat_error" || !strings.Contains(string(last.Data), "restarting") {
 		t.Fatalf("long turn ended with %v (connection open %v), want a chat_error saying the server is restarting", types(evB), ok)
 	}
 	for _, cl := range []*eventClient{a, b, c} {

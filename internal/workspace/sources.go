@@ -13,14 +13,15 @@ import (
 	"datachat/internal/dbsource"
 )
 
-// Sources are the server's database sources (DESIGN.md §9) as users and
-// their conversations use them. The store is the one record of what exists
-// and whom it is granted to: every use reads the source's definition there,
-// so a source removed or changed with `datachat sources` while serve runs is
-// refused, or reopened, on its next use. Each source's connections are a pool
-// (dbsource.DB) opened on first use and kept for the process; a pool whose
-// source is gone or changed is closed when the user lists sources or a turn
-// describes them, and every pool when the process stops.
+// Sources are the server's database sources, each granted to named users or
+// to all, as users and their conversations use them. The store is the one
+// record of what exists and whom it is granted to: every use reads the
+// source's definition there, so a source removed or changed with `datachat
+// sources` while serve runs is refused, or reopened, on its next use. Each
+// source's connections are a pool (dbsource.DB) opened on first use and kept
+// for the process; a pool whose source is gone or changed is closed when the
+// user lists sources or a turn describes them, and every pool when the
+// process stops.
 //
 // A source not granted to the user answers ENOTFOUND, as an unknown one does,
 // so the names of other users' sources do not leak. Credentials never leave

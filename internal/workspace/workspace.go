@@ -443,7 +443,8 @@ func (w *Workspace) DeleteDocument(ctx context.Context, conversationID, id strin
 	})
 }
 
-// HasDocuments reports whether the conversation has any document.
+// HasDocuments reports whether the conversation has any document. The store
+// counts nothing: this lists the documents' rows (their chunks stay unread).
 func (w *Workspace) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
 	if w.Index == nil {
 		return false, nil
@@ -453,9 +454,9 @@ func (w *Workspace) HasDocuments(ctx context.Context, conversationID string) (bo
 }
 
 // Search retrieves the chunks of the conversation's documents most relevant to q.
-func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.SearchQuery) (*chat.SearchResult, error) {
+func (w *Workspace) Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error) {
 	if w.Index == nil {
-		return &chat.SearchResult{}, nil
+		return &datachat.SearchResult{}, nil
 	}
 	w.ensureIndexed(ctx, conversationID)
 	res, err := w.Index.Query(ctx, retrieval.Query{ConversationID: conversationID, Text: q.Text, TopK: q.TopK, Filters: q.Filters})
@@ -463,7 +464,7 @@ func (w *Workspace) Search(ctx context.Context, conversationID string, q chat.Se
 		return nil, err
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return &chat.SearchResult{Sources: res.Sources, EmbeddingMS: ms(res.Embedding), RetrievalMS: ms(res.Retrieval)}, nil
+	return &datachat.SearchResult{Sources: res.Sources, EmbeddingMS: ms(res.Embedding), RetrievalMS: ms(res.Retrieval)}, nil
 }
 
 // docLock names the lock that orders a conversation's document additions

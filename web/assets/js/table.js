@@ -1,5 +1,5 @@
 // Result tables without the DOM: cell formatting, sorting and CSV export.
-// A result is DESIGN.md's shape: {columns:[{name, type, sql_type}], rows:[[…]]}.
+// A result is the API's shape: {columns:[{name, type, sql_type}], rows:[[…]]}.
 // Rows are arrays; DECIMAL, big integers, NaN and ±Inf arrive as strings; dates
 // and timestamps as ISO 8601 strings; BLOB as base64.
 
