@@ -144,38 +144,42 @@ func checkCSVTables(t *testing.T, db *dbsource.DB, kind string) {
 	check("flights", "SELECT month FROM flights WHERE year = 1960 ORDER BY passengers DESC LIMIT 1", []any{busiest})
 
 	// avengers: names with /, ? and spaces, and the note with the
-	// Windows-1252 byte read back as æ.
+	// Windows-1252 byte read back whole, as æ (MariaDB's accent-insensitive
+	// collation matches more than the bytes: the value returned is what is
+	// checked).
 	a := dbsourcetest.Read(t, "avengers")
 	name, apps, current, notes := a.Col(t, "Name/Alias"), a.Col(t, "Appearances"), a.Col(t, "Current?"), a.Col(t, "Notes")
 	var want [][]any
 	for _, row := range a.Rows {
 		if row[notes] != nil && strings.Contains(*row[notes], "theæM'Kraan") {
-			want = append(want, []any{cell(a, row, name), cell(a, row, apps), cell(a, row, current)})
+			want = append(want, []any{cell(a, row, name), cell(a, row, apps), cell(a, row, current), cell(a, row, notes)})
 		}
 	}
 	if len(want) != 1 {
 		t.Fatalf("avengers.csv: %d notes with æ, want 1", len(want))
 	}
-	check("avengers", fmt.Sprintf("SELECT %s, %s, %s FROM avengers WHERE %s LIKE '%%theæM''Kraan%%'", q("Name/Alias"), q("Appearances"), q("Current?"), q("Notes")), want...)
+	check("avengers", fmt.Sprintf("SELECT %s, %s, %s, %s FROM avengers WHERE %s LIKE '%%theæM''Kraan%%'", q("Name/Alias"), q("Appearances"), q("Current?"), q("Notes"), q("Notes")), want...)
 
 	// test_mskanji: CP932 text, 髙 (a CP932 extension) included, read back.
 	k := dbsourcetest.Read(t, "test_mskanji")
 	last := k.Rows[len(k.Rows)-1]
-	check("test_mskanji", fmt.Sprintf("SELECT %s, %s FROM test_mskanji WHERE %s = '%s'", q("住所"), q("年齢"), q("名前"), *last[0]),
-		[]any{cell(k, last, k.Col(t, "住所")), cell(k, last, k.Col(t, "年齢"))})
+	who := k.Col(t, "名前")
+	check("test_mskanji", fmt.Sprintf("SELECT %s, %s, %s FROM test_mskanji WHERE %s = '%s'", q("名前"), q("住所"), q("年齢"), q("名前"), *last[who]),
+		[]any{cell(k, last, who), cell(k, last, k.Col(t, "住所")), cell(k, last, k.Col(t, "年齢"))})
 
-	// cabinet-turnover: a BOM before president, and two empty column names.
+	// cabinet-turnover: a BOM before president, two empty column names, and
+	// the appointee read back with its á.
 	ct := dbsourcetest.Read(t, "cabinet-turnover")
 	var lujan [][]any
 	for _, row := range ct.Rows {
 		if *row[ct.Col(t, "appointee")] == "Manuel Luján Jr." {
-			lujan = append(lujan, []any{cell(ct, row, ct.Col(t, "president")), cell(ct, row, ct.Col(t, "position")), cell(ct, row, ct.Col(t, "start_date"))})
+			lujan = append(lujan, []any{cell(ct, row, ct.Col(t, "appointee")), cell(ct, row, ct.Col(t, "president")), cell(ct, row, ct.Col(t, "position")), cell(ct, row, ct.Col(t, "start_date"))})
 		}
 	}
 	if len(lujan) != 1 {
 		t.Fatalf("cabinet-turnover.csv: %d rows of Manuel Luján Jr., want 1", len(lujan))
 	}
-	check("cabinet-turnover", "SELECT president, position, start_date FROM cabinet_turnover WHERE appointee = 'Manuel Luján Jr.'", lujan...)
+	check("cabinet-turnover", "SELECT appointee, president, position, start_date FROM cabinet_turnover WHERE appointee = 'Manuel Luján Jr.'", lujan...)
 	check("cabinet-turnover", "SELECT count(*), count(column8), count(column9) FROM cabinet_turnover", []any{int64(len(ct.Rows)), int64(0), int64(0)})
 }
 
