@@ -63,8 +63,7 @@ func TestBrowser(t *testing.T) {
 		if out, err := runMainOut(t, env, "sources", "add", "warehouse", "--url", src.reader, "--tables", "penguins", "--users", "browser"); err != nil {
 			t.Fatalf("sources add: %v\n%s", err, out)
 		}
-		_, rows := penguins(t)
-		sourceEnv = []string{"DATACHAT_E2E_SOURCE=warehouse", fmt.Sprintf("DATACHAT_E2E_SOURCE_ANSWER=%d", gentoos(rows))}
+		sourceEnv = []string{"DATACHAT_E2E_SOURCE=warehouse", fmt.Sprintf("DATACHAT_E2E_SOURCE_ANSWER=%d", gentoos(t))}
 	} else {
 		t.Log("DATACHAT_TEST_POSTGRES_URL is not set: the database source step is skipped")
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"datachat/internal/testenv"
-	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -25,16 +24,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/dbsource"
+	"datachat/internal/dbsource/dbsourcetest"
 	"datachat/internal/llmtest"
-	"datachat/internal/sharedtest"
 )
 
+// sourceCSVs are the CSVs of ../shared/data/csv a source's database holds as
+// tables (test_mskanji.csv is CP932; avengers.csv has a Windows-1252 byte
+// and columns named with / and ?), loaded by dbsourcetest.
+var sourceCSVs = []string{"penguins", "flights", "avengers", "test_mskanji"}
+
 // sourceServer is a real PostgreSQL or MariaDB server holding a database
-// with ../shared's penguins.csv as table penguins, a read-only role that may
-// read and write it (the sandbox keeps it read-only), and a role with a
-// privilege that could escape read-only.
+// with sourceCSVs as tables, a read-only role that may read them and write
+// penguins (the sandbox keeps it read-only), and a role with a privilege that
+// could escape read-only.
 type sourceServer struct {
-	kind      string // postgres or mysql
+	kind      string // postgres or mysql, as dbsource.Source.Kind
 	dialect   string // as the prompt names it
 	reader    string // the read-only role's URL
 	bad       string // the bad role's URL
@@ -61,44 +65,25 @@ func randomHex() string {
 	return hex.EncodeToString(b)
 }
 
-// penguins reads ../shared/data/csv/penguins.csv: its header and its rows,
-// with nil for empty fields.
-func penguins(t *testing.T) ([]string, [][]*string) {
-	t.Helper()
-	f, err := os.Open(sharedtest.Path(t, "data/csv/penguins.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows [][]*string
-	for _, rec := range recs[1:] {
-		row := make([]*string, len(rec))
-		for i := range rec {
-			if rec[i] != "" {
-				row[i] = &rec[i]
-			}
-		}
-		rows = append(rows, row)
-	}
-	return recs[0], rows
-}
-
-// penguinTypes are the columns' types: text, text, four numbers, text.
-var penguinTypes = []string{"text", "text", "float", "float", "int", "int", "text"}
-
-// gentoos counts the Gentoo rows of the CSV, as the answer must.
-func gentoos(rows [][]*string) int {
-	n := 0
-	for _, r := range rows {
-		if r[0] != nil && *r[0] == "Gentoo" {
+// gentoos counts the Gentoo rows of penguins.csv, as the answer must.
+func gentoos(t *testing.T) int {
+	p := dbsourcetest.Read(t, "penguins")
+	species, n := p.Col(t, "species"), 0
+	for _, r := range p.Rows {
+		if r[species] != nil && *r[species] == "Gentoo" {
 			n++
 		}
 	}
 	return n
+}
+
+// sourceTables are the tables of sourceCSVs.
+func sourceTables(t *testing.T) []string {
+	names := make([]string, len(sourceCSVs))
+	for i, n := range sourceCSVs {
+		names[i] = dbsourcetest.Read(t, n).Name
+	}
+	return names
 }
 
 func newPostgresSource(t *testing.T) *sourceServer {
@@ -139,40 +124,19 @@ func newPostgresSource(t *testing.T) *sourceServer {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	cols, rows := penguins(t)
-	var defs []string
-	for i, col := range cols {
-		defs = append(defs, col+" "+map[string]string{"text": "text", "float": "double precision", "int": "integer"}[penguinTypes[i]])
-	}
-	if _, err := c.Exec(ctx, "CREATE TABLE public.penguins ("+strings.Join(defs, ", ")+")"); err != nil {
-		t.Fatal(err)
-	}
-	src2 := make([][]any, len(rows))
-	for r, row := range rows {
-		vals := make([]any, len(row))
-		for i, v := range row {
-			if v == nil {
-				continue
-			}
-			switch penguinTypes[i] {
-			case "float":
-				vals[i], _ = strconv.ParseFloat(*v, 64)
-			case "int":
-				n, _ := strconv.Atoi(*v)
-				vals[i] = int32(n)
-			default:
-				vals[i] = *v
-			}
+	for _, name := range sourceCSVs {
+		if err := dbsourcetest.Read(t, name).LoadPostgres(ctx, c, "public"); err != nil {
+			t.Fatal(err)
 		}
-		src2[r] = vals
 	}
-	if _, err := c.CopyFrom(ctx, pgx.Identifier{"public", "penguins"}, cols, pgx.CopyFromRows(src2)); err != nil {
-		t.Fatal(err)
+	var tables []string
+	for _, name := range sourceTables(t) {
+		tables = append(tables, pgx.Identifier{"public", name}.Sanitize())
 	}
 	for _, q := range []string{
-		"ANALYZE public.penguins",
+		"ANALYZE " + strings.Join(tables, ", "),
 		fmt.Sprintf("GRANT USAGE ON SCHEMA public TO %s, %s", reader, bad),
-		fmt.Sprintf("GRANT SELECT ON public.penguins TO %s, %s", reader, bad),
+		fmt.Sprintf("GRANT SELECT ON %s TO %s, %s", strings.Join(tables, ", "), reader, bad),
 		// The role may write: the sandbox, not the grants, keeps it read-only.
 		fmt.Sprintf("GRANT INSERT, UPDATE, DELETE, TRUNCATE ON public.penguins TO %s", reader),
 	} {
@@ -222,38 +186,19 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 		admin.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", bad))
 		admin.Close()
 	})
-	cols, rows := penguins(t)
-	var defs []string
-	for i, col := range cols {
-		defs = append(defs, "`"+col+"` "+map[string]string{"text": "VARCHAR(64)", "float": "DOUBLE", "int": "INT"}[penguinTypes[i]])
-	}
-	stmts := []string{
-		"CREATE DATABASE " + db + " CHARACTER SET utf8mb4",
-		"CREATE TABLE " + db + ".penguins (" + strings.Join(defs, ", ") + ")",
-	}
-	for _, q := range stmts {
-		if _, err := admin.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	ph := "(" + strings.TrimSuffix(strings.Repeat("?,", len(cols)), ",") + ")"
-	var tuples []string
-	var args []any
-	for _, row := range rows {
-		tuples = append(tuples, ph)
-		for _, v := range row {
-			if v == nil {
-				args = append(args, nil)
-			} else {
-				args = append(args, *v)
-			}
-		}
-	}
-	if _, err := admin.Exec("INSERT INTO "+db+".penguins VALUES "+strings.Join(tuples, ","), args...); err != nil {
+	if _, err := admin.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
 		t.Fatal(err)
 	}
+	var tables []string
+	for _, name := range sourceCSVs {
+		c := dbsourcetest.Read(t, name)
+		if err := c.LoadMySQL(context.Background(), admin, db); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, dbsource.Table{Schema: db, Name: c.Name}.QualifiedName(dbsource.KindMySQL))
+	}
 	for _, q := range []string{
-		"ANALYZE TABLE " + db + ".penguins",
+		"ANALYZE TABLE " + strings.Join(tables, ", "),
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", reader, src.password),
 		// The account may write: the sandbox, not the grants, keeps it read-only.
 		fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, DROP ON %s.* TO '%s'@'127.0.0.1'", db, reader),
@@ -297,11 +242,12 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestDatabaseSources drives database sources end to end, on a real
-// PostgreSQL and a real MariaDB loaded with ../shared's penguins.csv: the
-// operator adds a source with a read-only role granted to alice (a role that
-// could escape read-only is refused, naming its privilege); alice sees it and
-// attaches it to a conversation, and a chat turn with the provider fake
-// answers through execute_sql with source; bob neither sees nor attaches it
+// PostgreSQL and a real MariaDB loaded with ../shared's penguins.csv,
+// flights.csv, avengers.csv and test_mskanji.csv: the operator adds a source
+// with a read-only role granted to alice (a role that could escape read-only
+// is refused, naming its privilege); alice sees it and attaches it to a
+// conversation, and chat turns with the provider fake answer through
+// execute_sql with source, on each table, with the CSV's values; bob neither sees nor attaches it
 // (404); a write is refused; a source removed while serve runs is no longer
 // used; and the password shows in no API answer, prompt, log or store file.
 func TestDatabaseSources(t *testing.T) {
@@ -318,19 +264,81 @@ func TestDatabaseSources(t *testing.T) {
 	}
 }
 
+// sourceAnswers are questions on the tables sourceCSVs adds to penguins,
+// each with the SQL the model runs for it in src's dialect and what the
+// answer must say, computed from the CSV.
+func sourceAnswers(t *testing.T, src *sourceServer) []struct{ question, sql, want string } {
+	q := func(name string) string { return dbsource.QuoteIdent(src.kind, name) }
+	f := dbsourcetest.Read(t, "flights")
+	year, pass := f.Col(t, "year"), f.Col(t, "passengers")
+	total := 0
+	for _, r := range f.Rows {
+		if *r[year] == "1960" {
+			n, _ := strconv.Atoi(*r[pass])
+			total += n
+		}
+	}
+	// The Avenger with the most appearances: a column named with a /.
+	a := dbsourcetest.Read(t, "avengers")
+	name, apps := a.Col(t, "Name/Alias"), a.Col(t, "Appearances")
+	top, most, ties := "", -1, 0
+	for _, r := range a.Rows {
+		if r[apps] == nil || r[name] == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(*r[apps])
+		switch {
+		case n > most:
+			top, most, ties = *r[name], n, 1
+		case n == most:
+			ties++
+		}
+	}
+	if ties != 1 {
+		t.Fatalf("avengers.csv: %d Avengers share the most appearances, want 1", ties)
+	}
+	// Where 髙橋淳 lives: CP932 text, 髙 an extension of Shift_JIS.
+	k := dbsourcetest.Read(t, "test_mskanji")
+	who, where := k.Col(t, "名前"), k.Col(t, "住所")
+	home := ""
+	for _, r := range k.Rows {
+		if *r[who] == "髙橋淳" {
+			home = *r[where]
+		}
+	}
+	if home == "" {
+		t.Fatal("test_mskanji.csv has no 髙橋淳")
+	}
+	return []struct{ question, sql, want string }{
+		{"How many passengers flew in 1960?", "SELECT sum(passengers) AS total FROM flights WHERE year = 1960",
+			fmt.Sprintf("total %d (1 row)", total)},
+		{"Which Avenger has the most appearances?",
+			fmt.Sprintf("SELECT %s AS name, %s AS n FROM avengers ORDER BY %s DESC LIMIT 1", q("Name/Alias"), q("Appearances"), q("Appearances")),
+			fmt.Sprintf("name | n %s | %d (1 row)", strings.Join(strings.Fields(top), " "), most)},
+		{"Where does 髙橋淳 live?", fmt.Sprintf("SELECT %s FROM test_mskanji WHERE %s = '髙橋淳'", q("住所"), q("名前")),
+			fmt.Sprintf("%s %s (1 row)", k.Cols[where], home)},
+	}
+}
+
 func testDatabaseSource(t *testing.T, src *sourceServer) {
-	_, rows := penguins(t)
-	want := gentoos(rows)
+	want := gentoos(t)
+	penguins := dbsourcetest.Read(t, "penguins")
 	const countSQL = "SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"
+	answers := sourceAnswers(t, src)
+	var turns []llmtest.Turn
+	for _, a := range answers {
+		turns = append(turns, llmtest.Turn{Match: &llmtest.Match{LastRole: "user", Contains: a.question}, ToolCalls: []llmtest.ToolCall{
+			llmtest.Call("execute_sql", fmt.Sprintf(`{"query": %q, "source": "warehouse"}`, a.sql))}})
+	}
 	script := llmtest.Script{
-		Turns: []llmtest.Turn{
+		Turns: append(turns, []llmtest.Turn{
 			{Match: &llmtest.Match{LastRole: "user", Contains: "How many Gentoo"}, ToolCalls: []llmtest.ToolCall{
 				llmtest.Call("execute_sql", fmt.Sprintf(`{"query": %q, "source": "warehouse"}`, countSQL))}},
 			{Match: &llmtest.Match{LastRole: "user", Contains: "Delete"}, ToolCalls: []llmtest.ToolCall{
 				llmtest.Call("execute_sql", `{"query": "DELETE FROM penguins", "source": "warehouse"}`)}},
 			{Match: &llmtest.Match{LastRole: "user", Contains: "again"}, ToolCalls: []llmtest.ToolCall{
 				llmtest.Call("execute_sql", fmt.Sprintf(`{"query": %q, "source": "warehouse"}`, countSQL))}},
-		},
+		}...),
 		// Every tool result is answered by saying it: "Result: n 124 (1 row)".
 		Default: &llmtest.Turn{ReplyFunc: func(r *llmtest.Request) string {
 			return "Result: " + strings.Join(strings.Fields(r.Last().Text), " ")
@@ -361,9 +369,10 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	if _, err := os.Stat(filepath.Join(dataDir, dbsource.KeyFile)); err == nil {
 		t.Error("a refused source made the key file")
 	}
-	if out, err := run("sources", "add", "warehouse", "--url", src.reader, "--tables", "penguins", "--users", "alice"); err != nil {
+	tables := sourceTables(t)
+	if out, err := run("sources", "add", "warehouse", "--url", src.reader, "--tables", strings.Join(tables, ","), "--users", "alice"); err != nil {
 		t.Fatalf("sources add: %v\n%s", err, out)
-	} else if !strings.Contains(out, "1 table") || !strings.Contains(out, "granted to alice") {
+	} else if !strings.Contains(out, fmt.Sprintf("%d tables", len(tables))) || !strings.Contains(out, "granted to alice") {
 		t.Errorf("sources add said %q, want the table found and the grant", out)
 	}
 	fi, err := os.Stat(filepath.Join(dataDir, dbsource.KeyFile))
@@ -403,7 +412,7 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 		return resp.StatusCode, string(b)
 	}
 
-	if st, body := call("GET", "/api/sources", alice, ""); st != 200 || !strings.Contains(body, `{"name":"warehouse","kind":"`+src.kind+`","tables":["penguins"]}`) {
+	if st, body := call("GET", "/api/sources", alice, ""); st != 200 || !strings.Contains(body, `{"name":"warehouse","kind":"`+src.kind+`","tables":["`+strings.Join(tables, `","`)+`"]}`) {
 		t.Errorf("alice's GET /api/sources: %d %s", st, body)
 	}
 	if st, body := call("GET", "/api/sources", bob, ""); st != 200 || body != "{\"sources\":[]}\n" {
@@ -451,16 +460,25 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	}
 	reqs := fake.ChatRequests()
 	system := reqs[len(reqs)-1].Messages[0].Text
-	for _, w := range []string{"Database warehouse (" + src.dialect + " ", fmt.Sprintf("penguins%s (about %d rows):", src.quote, len(rows)), "- species: text (e.g. "} {
+	flights := dbsourcetest.Read(t, "flights")
+	for _, w := range []string{"Database warehouse (" + src.dialect + " ", fmt.Sprintf("penguins%s (about %d rows):", src.quote, len(penguins.Rows)), "- species: text (e.g. ",
+		fmt.Sprintf("flights%s (about %d rows):", src.quote, len(flights.Rows)), "- " + dbsource.QuoteIdent(src.kind, "Name/Alias") + ": text", "test_mskanji" + src.quote} {
 		if !strings.Contains(system, w) {
 			t.Errorf("the prompt lacks %q:\n%s", w, system)
+		}
+	}
+	// The tables added to penguins, a question on each: the answer carries
+	// the value the CSV gives.
+	for _, a := range answers {
+		if got := ask(a.question); !strings.Contains(got, a.want) {
+			t.Errorf("%s: answer %q, want it to say %q (from %s)", a.question, got, a.want, src.dialect)
 		}
 	}
 	if got := ask("Delete every penguin from the warehouse."); !strings.Contains(got, "Error:") {
 		t.Errorf("a write: answer %q, want the refusal", got)
 	}
-	if n := src.count(t); n != len(rows) {
-		t.Errorf("after the write attempt the table has %d rows, want %d", n, len(rows))
+	if n := src.count(t); n != len(penguins.Rows) {
+		t.Errorf("after the write attempt the table has %d rows, want %d", n, len(penguins.Rows))
 	}
 
 	// Removed while serve runs: no longer listed, attached or queried, and

@@ -65,10 +65,17 @@ type Table struct {
 // QualifiedName is SCHEMA.TABLE as the source's SQL writes it, quoted where
 // the engine needs it.
 func (t Table) QualifiedName(kind string) string {
+	return QuoteIdent(kind, t.Schema) + "." + QuoteIdent(kind, t.Name)
+}
+
+// QuoteIdent quotes an identifier (a table, schema or column name) for the
+// SQL of a source of kind: double quotes for PostgreSQL, backticks for
+// MySQL, each doubled inside.
+func QuoteIdent(kind, name string) string {
 	if kind == KindPostgres {
-		return pgIdent(t.Schema) + "." + pgIdent(t.Name)
+		return pgIdent(name)
 	}
-	return myIdent(t.Schema) + "." + myIdent(t.Name)
+	return myIdent(name)
 }
 
 // engine is one kind of database behind a DB.

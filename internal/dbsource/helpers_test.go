@@ -1,9 +1,9 @@
 package dbsource_test
 
 import (
+	"context"
 	"crypto/rand"
 	"datachat/internal/testenv"
-	"encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +15,7 @@ import (
 
 	"datachat"
 	"datachat/internal/dbsource"
-	"datachat/internal/sharedtest"
+	"datachat/internal/dbsource/dbsourcetest"
 )
 
 // cleanups run after every test of the package: the fixtures are shared.
@@ -57,57 +57,129 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// csvTable is a CSV of ../shared read for loading into a server.
-type csvTable struct {
-	name  string
-	cols  []string
-	kinds []string // int, float or text
-	rows  [][]*string
+// csvNames are the CSVs of ../shared/data/csv both fixtures load, each as
+// the table dbsourcetest names (cabinet-turnover as cabinet_turnover).
+var csvNames = []string{"avengers", "cabinet-turnover", "diamonds", "flights", "penguins", "test_mskanji", "tips", "titanic"}
+
+// csvTables are the tables of csvNames.
+func csvTables(t testing.TB) []string {
+	names := make([]string, len(csvNames))
+	for i, n := range csvNames {
+		names[i] = dbsourcetest.Read(t, n).Name
+	}
+	return names
 }
 
-// readCSV reads data/csv/NAME.csv of ../shared, with each column's kind: int
-// when every value is an integer, float when every value is a number, else
-// text. Empty fields are NULL.
-func readCSV(t testing.TB, name string) csvTable {
-	t.Helper()
-	f, err := os.Open(sharedtest.Path(t, "data/csv/"+name+".csv"))
-	if err != nil {
-		t.Fatal(err)
+// cell is a value of a CSV as a source returns it: nil, int64, float64 or
+// string by the column's kind.
+func cell(c *dbsourcetest.CSV, row []*string, col int) any {
+	v := row[col]
+	if v == nil {
+		return nil
 	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatalf("read %s.csv: %v", name, err)
+	switch c.Kinds[col] {
+	case "int":
+		n, _ := strconv.ParseInt(*v, 10, 64)
+		return n
+	case "float":
+		x, _ := strconv.ParseFloat(*v, 64)
+		return x
 	}
-	ct := csvTable{name: name, cols: recs[0]}
-	ct.kinds = make([]string, len(ct.cols))
-	for i := range ct.cols {
-		ct.kinds[i] = "int"
+	return *v
+}
+
+// checkCSVTables asserts that each CSV's table holds the file's rows, and
+// that a query on each table the first three did not have answers what the
+// file itself says. kind is the source's, for quoting names.
+func checkCSVTables(t *testing.T, db *dbsource.DB, kind string) {
+	ctx := context.Background()
+	q := func(name string) string { return dbsource.QuoteIdent(kind, name) }
+	check := func(what, sql string, want ...[]any) {
+		t.Helper()
+		res, err := db.Query(ctx, sql)
+		if err != nil {
+			t.Errorf("%s: %s: %v", what, sql, err)
+			return
+		}
+		if got, w := fmt.Sprint(res.Rows), fmt.Sprint(want); got != w {
+			t.Errorf("%s: %s: got %s, want %s", what, sql, got, w)
+		}
 	}
-	for _, rec := range recs[1:] {
-		row := make([]*string, len(rec))
-		for i, v := range rec {
-			if v == "" {
-				continue
-			}
-			row[i] = &rec[i]
-			if ct.kinds[i] == "int" {
-				if _, err := strconv.ParseInt(v, 10, 64); err != nil {
-					ct.kinds[i] = "float"
-				}
-			}
-			if ct.kinds[i] == "float" {
-				if _, err := strconv.ParseFloat(v, 64); err != nil {
-					ct.kinds[i] = "text"
-				}
+	for _, name := range csvNames {
+		c := dbsourcetest.Read(t, name)
+		check(c.File+" row count", "SELECT count(*) FROM "+q(c.Name), []any{int64(len(c.Rows))})
+	}
+
+	// diamonds: 53,940 rows, a column named table (a keyword).
+	d := dbsourcetest.Read(t, "diamonds")
+	cut, price, table := d.Col(t, "cut"), d.Col(t, "price"), d.Col(t, "table")
+	var ideal, top int64
+	var widest float64
+	for _, row := range d.Rows {
+		if *row[cut] == "Ideal" {
+			ideal++
+			top = max(top, cell(d, row, price).(int64))
+			widest = max(widest, cell(d, row, table).(float64))
+		}
+	}
+	check("diamonds", "SELECT count(*), max(price), max("+q("table")+") FROM diamonds WHERE cut = 'Ideal'", []any{ideal, top, widest})
+
+	// flights: the passengers of 1960, and its busiest month.
+	f := dbsourcetest.Read(t, "flights")
+	year, month, pass := f.Col(t, "year"), f.Col(t, "month"), f.Col(t, "passengers")
+	var total, most int64
+	var busiest string
+	for _, row := range f.Rows {
+		if *row[year] == "1960" {
+			n := cell(f, row, pass).(int64)
+			total += n
+			if n > most {
+				most, busiest = n, *row[month]
 			}
 		}
-		ct.rows = append(ct.rows, row)
 	}
-	return ct
-}
+	check("flights", "SELECT sum(passengers) FROM flights WHERE year = 1960", []any{total})
+	check("flights", "SELECT month FROM flights WHERE year = 1960 ORDER BY passengers DESC LIMIT 1", []any{busiest})
 
-var csvNames = []string{"penguins", "tips", "titanic"}
+	// avengers: names with /, ? and spaces, and the note with the
+	// Windows-1252 byte read back whole, as æ (MariaDB's accent-insensitive
+	// collation matches more than the bytes: the value returned is what is
+	// checked).
+	a := dbsourcetest.Read(t, "avengers")
+	name, apps, current, notes := a.Col(t, "Name/Alias"), a.Col(t, "Appearances"), a.Col(t, "Current?"), a.Col(t, "Notes")
+	var want [][]any
+	for _, row := range a.Rows {
+		if row[notes] != nil && strings.Contains(*row[notes], "theæM'Kraan") {
+			want = append(want, []any{cell(a, row, name), cell(a, row, apps), cell(a, row, current), cell(a, row, notes)})
+		}
+	}
+	if len(want) != 1 {
+		t.Fatalf("avengers.csv: %d notes with æ, want 1", len(want))
+	}
+	check("avengers", fmt.Sprintf("SELECT %s, %s, %s, %s FROM avengers WHERE %s LIKE '%%theæM''Kraan%%'", q("Name/Alias"), q("Appearances"), q("Current?"), q("Notes"), q("Notes")), want...)
+
+	// test_mskanji: CP932 text, 髙 (a CP932 extension) included, read back.
+	k := dbsourcetest.Read(t, "test_mskanji")
+	last := k.Rows[len(k.Rows)-1]
+	who := k.Col(t, "名前")
+	check("test_mskanji", fmt.Sprintf("SELECT %s, %s, %s FROM test_mskanji WHERE %s = '%s'", q("名前"), q("住所"), q("年齢"), q("名前"), *last[who]),
+		[]any{cell(k, last, who), cell(k, last, k.Col(t, "住所")), cell(k, last, k.Col(t, "年齢"))})
+
+	// cabinet-turnover: a BOM before president, two empty column names, and
+	// the appointee read back with its á.
+	ct := dbsourcetest.Read(t, "cabinet-turnover")
+	var lujan [][]any
+	for _, row := range ct.Rows {
+		if *row[ct.Col(t, "appointee")] == "Manuel Luján Jr." {
+			lujan = append(lujan, []any{cell(ct, row, ct.Col(t, "appointee")), cell(ct, row, ct.Col(t, "president")), cell(ct, row, ct.Col(t, "position")), cell(ct, row, ct.Col(t, "start_date"))})
+		}
+	}
+	if len(lujan) != 1 {
+		t.Fatalf("cabinet-turnover.csv: %d rows of Manuel Luján Jr., want 1", len(lujan))
+	}
+	check("cabinet-turnover", "SELECT appointee, president, position, start_date FROM cabinet_turnover WHERE appointee = 'Manuel Luján Jr.'", lujan...)
+	check("cabinet-turnover", "SELECT count(*), count(column8), count(column9) FROM cabinet_turnover", []any{int64(len(ct.Rows)), int64(0), int64(0)})
+}
 
 // wantRefused asserts err is a *QueryError of the sandbox's refusal (or of
 // kind, if given) whose message contains each of want.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"datachat/internal/dbsource"
+	"datachat/internal/dbsource/dbsourcetest"
 )
 
 const myHow = "export DATACHAT_TEST_MYSQL_URL=$(sh internal/dbsource/testdata/start-mariadb.sh) (MariaDB from apt-get install mariadb-server)"
@@ -97,34 +98,8 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 		}
 	}
 	for _, name := range csvNames {
-		ct := readCSV(t, name)
-		var defs []string
-		for i, col := range ct.cols {
-			typ := map[string]string{"int": "BIGINT", "float": "DOUBLE", "text": "VARCHAR(255)"}[ct.kinds[i]]
-			defs = append(defs, "`"+col+"` "+typ)
-		}
-		if err := exec(fmt.Sprintf("CREATE TABLE %s.%s (%s)", f.db, name, strings.Join(defs, ", "))); err != nil {
+		if err := dbsourcetest.Read(t, name).LoadMySQL(ctx, admin, f.db); err != nil {
 			return nil, err
-		}
-		// Batched INSERTs, 200 rows each; placeholders keep the values apart.
-		for start := 0; start < len(ct.rows); start += 200 {
-			end := min(start+200, len(ct.rows))
-			var tuples []string
-			var args []any
-			ph := "(" + strings.TrimSuffix(strings.Repeat("?,", len(ct.cols)), ",") + ")"
-			for _, row := range ct.rows[start:end] {
-				tuples = append(tuples, ph)
-				for _, v := range row {
-					if v == nil {
-						args = append(args, nil)
-					} else {
-						args = append(args, *v)
-					}
-				}
-			}
-			if err := exec(fmt.Sprintf("INSERT INTO %s.%s VALUES %s", f.db, name, strings.Join(tuples, ",")), args...); err != nil {
-				return nil, err
-			}
 		}
 	}
 	d, s := f.db, secret
@@ -146,7 +121,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 			X'DEADBEEF', b'101', '{"b": 1, "a": 12345678901234567890}', 'happy', REPEAT('é', 100))`,
 		"CREATE FUNCTION " + d + ".evil() RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
 		"CREATE PROCEDURE " + d + ".wipe() DELETE FROM " + d + ".penguins",
-		"ANALYZE TABLE " + d + ".penguins, " + d + ".tips, " + d + ".titanic",
+		"ANALYZE TABLE " + d + "." + strings.Join(csvTables(t), ", "+d+"."),
 		fmt.Sprintf("GRANT SELECT, EXECUTE, SHOW VIEW ON %s.* TO '%s'@'127.0.0.1'", d, reader),
 		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'127.0.0.1'", s, reader),
 		// A role that may write two tables: the sandbox keeps it read-only.
@@ -163,17 +138,18 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 	return f, nil
 }
 
-func (f *myFixture) allowed() []string {
+// allowed are the tables the source may read: the CSVs' and a few more.
+func (f *myFixture) allowed(t testing.TB) []string {
 	var out []string
-	for _, t := range []string{"penguins", "tips", "titanic", "alltypes", "big", "penguin_species"} {
-		out = append(out, f.db+"."+t)
+	for _, name := range append(csvTables(t), "alltypes", "big", "penguin_species") {
+		out = append(out, f.db+"."+name)
 	}
 	return out
 }
 
 func openMy(t *testing.T, f *myFixture, opts dbsource.Options) *dbsource.DB {
 	t.Helper()
-	db, err := dbsource.Open(dbsource.Source{Name: "shop", URL: f.reader, Tables: f.allowed(), AllUsers: true}, opts)
+	db, err := dbsource.Open(dbsource.Source{Name: "shop", URL: f.reader, Tables: f.allowed(t), AllUsers: true}, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -222,6 +198,8 @@ func TestMySQLQueries(t *testing.T) {
 			t.Errorf("two columns of one name: %v, %v", res, err)
 		}
 	})
+
+	t.Run("every csv", func(t *testing.T) { checkCSVTables(t, db, dbsource.KindMySQL) })
 
 	t.Run("value shapes", func(t *testing.T) {
 		res, err := db.Query(ctx, "SELECT * FROM alltypes")
@@ -324,7 +302,7 @@ func TestMySQLQueries(t *testing.T) {
 				}
 			}
 		}
-		if got := strings.Join(names, ","); got != "alltypes,big,penguin_species,penguins,tips,titanic" {
+		if got := strings.Join(names, ","); got != "alltypes,avengers,big,cabinet_turnover,diamonds,flights,penguin_species,penguins,test_mskanji,tips,titanic" {
 			t.Errorf("tables: got %s", got)
 		}
 	})

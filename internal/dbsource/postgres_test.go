@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/dbsource"
+	"datachat/internal/dbsource/dbsourcetest"
 )
 
 const pgHow = "export DATACHAT_TEST_POSTGRES_URL=$(bash internal/postgres/testdata/start-test-cluster.sh) (PostgreSQL from apt-get install postgresql)"
@@ -87,44 +88,8 @@ func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 	}
 	defer c.Close(ctx)
 	for _, name := range csvNames {
-		ct := readCSV(t, name)
-		var defs []string
-		for i, col := range ct.cols {
-			typ := map[string]string{"int": "bigint", "float": "double precision", "text": "text"}[ct.kinds[i]]
-			defs = append(defs, pgx.Identifier{col}.Sanitize()+" "+typ)
-		}
-		if _, err := c.Exec(ctx, fmt.Sprintf("CREATE TABLE public.%s (%s)", name, strings.Join(defs, ", "))); err != nil {
+		if err := dbsourcetest.Read(t, name).LoadPostgres(ctx, c, "public"); err != nil {
 			return nil, err
-		}
-		// COPY FROM STDIN with the rows parsed to the column types.
-		src := make([][]any, len(ct.rows))
-		for r, row := range ct.rows {
-			vals := make([]any, len(row))
-			for i, v := range row {
-				if v == nil {
-					continue
-				}
-				switch ct.kinds[i] {
-				case "int":
-					var n int64
-					fmt.Sscan(*v, &n)
-					vals[i] = n
-				case "float":
-					var x float64
-					fmt.Sscan(*v, &x)
-					vals[i] = x
-				default:
-					vals[i] = *v
-				}
-			}
-			src[r] = vals
-		}
-		n, err := c.CopyFrom(ctx, pgx.Identifier{"public", name}, ct.cols, pgx.CopyFromRows(src))
-		if err != nil {
-			return nil, fmt.Errorf("copy %s: %w", name, err)
-		}
-		if int(n) != len(ct.rows) {
-			return nil, fmt.Errorf("copy %s: %d rows, want %d", name, n, len(ct.rows))
 		}
 	}
 	setup := []string{
@@ -173,7 +138,9 @@ func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 	return f, nil
 }
 
-var pgAllowed = []string{"public.penguins", "public.tips", "public.titanic", "public.alltypes", "public.big", "public.events", "public.penguin_species"}
+// pgAllowed are the tables the source may read: the CSVs' and a few more.
+var pgAllowed = []string{"public.avengers", "public.cabinet_turnover", "public.diamonds", "public.flights", "public.penguins", "public.test_mskanji",
+	"public.tips", "public.titanic", "public.alltypes", "public.big", "public.events", "public.penguin_species"}
 
 func openPg(t *testing.T, f *pgFixture, opts dbsource.Options) *dbsource.DB {
 	t.Helper()
@@ -223,6 +190,8 @@ func TestPostgresQueries(t *testing.T) {
 			t.Errorf("titanic survivors by sex: got %s", got)
 		}
 	})
+
+	t.Run("every csv", func(t *testing.T) { checkCSVTables(t, db, dbsource.KindPostgres) })
 
 	t.Run("value shapes", func(t *testing.T) {
 		res, err := db.Query(ctx, "SELECT * FROM alltypes")
@@ -342,7 +311,8 @@ func TestPostgresQueries(t *testing.T) {
 		for _, tb := range tables {
 			names = append(names, tb.Schema+"."+tb.Name)
 		}
-		if got := strings.Join(names, ","); got != "public.alltypes,public.big,public.events,public.penguin_species,public.penguins,public.tips,public.titanic" {
+		if got := strings.Join(names, ","); got != "public.alltypes,public.avengers,public.big,public.cabinet_turnover,public.diamonds,public.events,public.flights,"+
+			"public.penguin_species,public.penguins,public.test_mskanji,public.tips,public.titanic" {
 			t.Errorf("tables: got %s", got)
 		}
 		for _, tb := range tables {

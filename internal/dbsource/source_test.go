@@ -185,3 +185,20 @@ func TestValues(t *testing.T) {
 		}
 	}
 }
+
+func TestQuoteIdent(t *testing.T) {
+	for _, c := range []struct{ kind, name, want string }{
+		{KindPostgres, "Name/Alias", `"Name/Alias"`},
+		{KindPostgres, `a"b`, `"a""b"`},
+		{KindMySQL, "Current?", "`Current?`"},
+		{KindMySQL, "a`b", "`a``b`"},
+		{KindMySQL, "table", "`table`"},
+	} {
+		if got := QuoteIdent(c.kind, c.name); got != c.want {
+			t.Errorf("QuoteIdent(%s, %q) = %s, want %s", c.kind, c.name, got, c.want)
+		}
+	}
+	if got := (Table{Schema: "shop", Name: "cabinet-turnover"}).QualifiedName(KindMySQL); got != "`shop`.`cabinet-turnover`" {
+		t.Errorf("QualifiedName: %s", got)
+	}
+}
