@@ -29,14 +29,15 @@ type xmlScanner struct {
 	wantText bool
 	maxText  int
 
-	kind    tokenKind
-	name    []byte // the local name of a start or end tag
-	attrs   []xmlAttr
-	text    []byte
-	closing bool // the start tag closed itself: an end tag follows
-	cr      bool // the text so far ends in a \r, read as a line break
-	buf     []byte
-	err     error
+	kind     tokenKind
+	name     []byte // the local name of a start or end tag
+	attrs    []xmlAttr
+	text     []byte
+	closing  bool // the start tag closed itself: an end tag follows
+	cr       bool // the text so far ends in a \r, read as a line break
+	buf      []byte
+	longAttr []byte // scratch: an attribute value longer than the reader's buffer, joined; CDATA with its line breaks read
+	err      error
 }
 
 type tokenKind uint8
@@ -212,6 +213,14 @@ func (s *xmlScanner) special() (bool, error) {
 			return false, errTextTooLong
 		}
 	}
+	if bytes.IndexByte(s.text, '\r') >= 0 {
+		// Line breaks in CDATA are read as everywhere else: \r\n or \r alone is
+		// \n (a \r just outside the section is not joined with a \n in it).
+		s.cr = false
+		s.longAttr = s.appendLiteral(s.longAttr[:0], s.text)
+		s.text = append(s.text[:0], s.longAttr...)
+	}
+	s.cr = false
 	if !s.wantText {
 		return false, nil
 	}
@@ -480,9 +489,9 @@ func (s *xmlScanner) readStart() error {
 		if err != nil || (q != '"' && q != '\'') {
 			return errors.New("XML attribute value not quoted")
 		}
-		raw, err := s.r.ReadSlice(q)
+		raw, err := s.readQuoted(q)
 		if err != nil {
-			return errors.New("XML attribute value not closed")
+			return err
 		}
 		if len(raw) > maxXMLAttr || bytes.IndexByte(raw, '<') >= 0 {
 			return errors.New("XML attribute value malformed")
@@ -495,6 +504,28 @@ func (s *xmlScanner) readStart() error {
 		spans[n] = sp
 		n++
 	}
+}
+
+// readQuoted reads an attribute value up to and including its closing
+// quote q, however the reader's buffer splits it (a value longer than the
+// buffer comes in pieces), and refuses one longer than maxXMLAttr.
+func (s *xmlScanner) readQuoted(q byte) ([]byte, error) {
+	raw, err := s.r.ReadSlice(q)
+	if err == nil {
+		return raw, nil
+	}
+	s.longAttr = append(s.longAttr[:0], raw...)
+	for err == bufio.ErrBufferFull {
+		if len(s.longAttr) > maxXMLAttr {
+			return nil, errors.New("XML attribute value malformed")
+		}
+		raw, err = s.r.ReadSlice(q)
+		s.longAttr = append(s.longAttr, raw...)
+	}
+	if err != nil {
+		return nil, errors.New("XML attribute value not closed")
+	}
+	return s.longAttr, nil
 }
 
 // appendRefsOnly appends a complete attribute value with its references
