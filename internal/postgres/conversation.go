@@ -463,16 +463,15 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		if err := tx.QueryRow(ctx, `SELECT id FROM conversations WHERE id = $1 FOR UPDATE`, convID).Scan(&id); err != nil {
 			return notFoundIfNoRows(err, "lock conversation", "conversation not found")
 		}
-		var streaming, live int
-		if err := tx.QueryRow(ctx, `
-			SELECT COUNT(*), COUNT(*) FILTER (WHERE lease_until > $1) FROM messages WHERE conversation_id = $2 AND status = $3`,
-			normTime(at), convID, datachat.StatusStreaming).Scan(&streaming, &live); err != nil {
+		leases, err := streamingLeases(ctx, tx, convID)
+		if err != nil {
 			return err
 		}
-		if live > 0 {
-			return datachat.ErrReplyInProgress
+		interrupt, err := datachat.AdmitTurn(leases, normTime(at))
+		if err != nil {
+			return err
 		}
-		if streaming > 0 { // left behind by a process that is gone
+		if interrupt {
 			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
 				WHERE conversation_id = $3 AND status = $4`,
 				datachat.StatusInterrupted, now(), convID, datachat.StatusStreaming); err != nil {
@@ -494,7 +493,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `UPDATE conversations SET updated_at = GREATEST(updated_at, $1) WHERE id = $2`,
+		_, err = tx.Exec(ctx, `UPDATE conversations SET updated_at = GREATEST(updated_at, $1) WHERE id = $2`,
 			assistant.CreatedAt, convID)
 		return err
 	})
@@ -507,6 +506,31 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		return fmt.Errorf("begin turn: %w", err)
 	}
 	return nil
+}
+
+// streamingLeases returns the leases of a conversation's streaming messages,
+// a zero Until for one stored without a lease.
+func streamingLeases(ctx context.Context, tx pgx.Tx, convID string) ([]datachat.Lease, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT lease_owner, lease_node, lease_until FROM messages WHERE conversation_id = $1 AND status = $2`,
+		convID, datachat.StatusStreaming)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var leases []datachat.Lease
+	for rows.Next() {
+		var l datachat.Lease
+		var until *time.Time
+		if err := rows.Scan(&l.Owner, &l.Node, &until); err != nil {
+			return nil, err
+		}
+		if until != nil {
+			l.Until = *until
+		}
+		leases = append(leases, l)
+	}
+	return leases, rows.Err()
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.

@@ -429,16 +429,15 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 	}
 	convID := assistant.ConversationID
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var streaming, live int
-		if err := tx.QueryRowContext(ctx, `
-			SELECT COUNT(*), COALESCE(SUM(lease_until > ?), 0) FROM messages WHERE conversation_id = ? AND status = ?`,
-			ts(at), convID, datachat.StatusStreaming).Scan(&streaming, &live); err != nil {
+		leases, err := streamingLeases(ctx, tx, convID)
+		if err != nil {
 			return err
 		}
-		if live > 0 {
-			return datachat.ErrReplyInProgress
+		interrupt, err := datachat.AdmitTurn(leases, normTime(at))
+		if err != nil {
+			return err
 		}
-		if streaming > 0 { // left behind by a process that is gone
+		if interrupt {
 			if _, err := tx.ExecContext(ctx, `UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
 				WHERE conversation_id = ? AND status = ?`,
 				datachat.StatusInterrupted, ts(now()), convID, datachat.StatusStreaming); err != nil {
@@ -460,7 +459,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
+		_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
 			ts(assistant.CreatedAt), convID)
 		return err
 	})
@@ -475,6 +474,31 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		return fmt.Errorf("begin turn: %w", err)
 	}
 	return nil
+}
+
+// streamingLeases returns the leases of a conversation's streaming messages,
+// a zero Until for one stored without a lease.
+func streamingLeases(ctx context.Context, tx *sql.Tx, convID string) ([]datachat.Lease, error) {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT lease_owner, lease_node, lease_until FROM messages WHERE conversation_id = ? AND status = ?`,
+		convID, datachat.StatusStreaming)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var leases []datachat.Lease
+	for rows.Next() {
+		var l datachat.Lease
+		var until *time.Time
+		if err := rows.Scan(&l.Owner, &l.Node, scanNullTime{&until}); err != nil {
+			return nil, err
+		}
+		if until != nil {
+			l.Until = *until
+		}
+		leases = append(leases, l)
+	}
+	return leases, rows.Err()
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
