@@ -567,7 +567,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := checkJSON("tool call args", tc.Args); err != nil {
+	if err := tc.Validate(); err != nil {
 		return err
 	}
 	if tc.ID == "" {

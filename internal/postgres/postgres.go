@@ -147,14 +147,6 @@ func (s scanRawJSON) Scan(src any) error {
 	return nil
 }
 
-// checkJSON returns EINVALID when b is neither empty nor valid JSON.
-func checkJSON(what string, b json.RawMessage) error {
-	if len(b) > 0 && !json.Valid(b) {
-		return datachat.Errorf(datachat.EINVALID, "%s is not valid JSON", what)
-	}
-	return nil
-}
-
 // marshalJSON marshals v for a jsonb column.
 func marshalJSON(v any) (string, error) {
 	b, err := json.Marshal(v)

@@ -12,17 +12,11 @@ import (
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
 // ENOTFOUND if its conversation (or its message, when set) does not exist.
 func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
-	if err := checkJSON("confirmation parameters", c.Parameters); err != nil {
-		return err
-	}
-	if err := checkJSON("confirmation state", c.State); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	if c.Status == "" {
 		c.Status = datachat.ConfirmPending
-	}
-	if !validConfirmStatus(c.Status) {
-		return datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q", c.Status)
 	}
 	if c.ID == "" {
 		c.ID = newID()
@@ -48,10 +42,6 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		return fmt.Errorf("create confirmation: %w", err)
 	}
 	return nil
-}
-
-func validConfirmStatus(s string) bool {
-	return s == datachat.ConfirmPending || s == datachat.ConfirmApproved || s == datachat.ConfirmDeclined
 }
 
 const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
