@@ -102,8 +102,8 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 // SaveExample stores a user's verified example, replacing the one of the
 // same tool call; ENOTFOUND if the user does not exist.
 func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
-	if e.Verdict != datachat.VerdictCorrect && e.Verdict != datachat.VerdictWrong {
-		return datachat.Errorf(datachat.EINVALID, "verdict must be %q or %q, not %q", datachat.VerdictCorrect, datachat.VerdictWrong, e.Verdict)
+	if err := e.Validate(); err != nil {
+		return err
 	}
 	if e.ID == "" {
 		e.ID = newID()
