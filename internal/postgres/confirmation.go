@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
@@ -20,10 +21,10 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		c.Status = datachat.ConfirmPending
 	}
 	if c.ID == "" {
-		c.ID = newID()
+		c.ID = record.NewID()
 	}
-	fillTime(&c.CreatedAt)
-	c.ResolvedAt = normTimePtr(c.ResolvedAt)
+	record.FillTime(&c.CreatedAt)
+	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID *string
 	if c.MessageID != "" {
 		messageID = &c.MessageID
@@ -81,7 +82,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 	c, err := scanConfirmation(s.pool.QueryRow(ctx, `
 		UPDATE confirmations SET status = $1, note = $2, resolved_at = $3
 		WHERE id = $4 AND status = 'pending'
-		RETURNING `+confirmationColumns, status, note, now(), id))
+		RETURNING `+confirmationColumns, status, note, record.Now(), id))
 	if err == nil {
 		return c, nil
 	}

@@ -9,18 +9,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConversation stores c; ENOTFOUND if its user does not exist.
 func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
 	if c.ID == "" {
-		c.ID = newID()
+		c.ID = record.NewID()
 	}
-	fillTime(&c.CreatedAt)
+	record.FillTime(&c.CreatedAt)
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	fillTime(&c.UpdatedAt)
+	record.FillTime(&c.UpdatedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
 		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
@@ -77,7 +78,7 @@ func (s *Store) RenameConversation(ctx context.Context, userID, id, title string
 	c, err := scanConversation(s.pool.QueryRow(ctx, `
 		UPDATE conversations SET title = $1, updated_at = GREATEST(updated_at, $2)
 		WHERE id = $3 AND user_id = $4
-		RETURNING `+conversationColumns, title, now(), id, userID))
+		RETURNING `+conversationColumns, title, record.Now(), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -97,13 +98,13 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error
 // the conversation does not exist.
 func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 	if m.ID == "" {
-		m.ID = newID()
+		m.ID = record.NewID()
 	}
-	fillTime(&m.CreatedAt)
+	record.FillTime(&m.CreatedAt)
 	if m.UpdatedAt.IsZero() {
 		m.UpdatedAt = m.CreatedAt
 	}
-	fillTime(&m.UpdatedAt)
+	record.FillTime(&m.UpdatedAt)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
@@ -131,7 +132,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
@@ -239,7 +240,7 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 			}
 			if l := f.Lease; l != nil {
 				leaseIDs, owners, nodes = append(leaseIDs, f.MessageID), append(owners, l.Owner), append(nodes, l.Node)
-				untils = append(untils, normTime(l.Until))
+				untils = append(untils, record.Time(l.Until))
 			}
 			for i, p := range f.Parts {
 				partIDs, seqs = append(partIDs, f.MessageID), append(seqs, int32(f.First+i))
@@ -275,7 +276,7 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 // FinishMessage stores how an answer ended, its parts and its usage in one
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
@@ -286,9 +287,9 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	}
 	if u != nil {
 		if u.ID == "" {
-			u.ID = newID()
+			u.ID = record.NewID()
 		}
-		fillTime(&u.CreatedAt)
+		record.FillTime(&u.CreatedAt)
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
@@ -449,13 +450,13 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 	}
 	for _, m := range msgs {
 		if m.ID == "" {
-			m.ID = newID()
+			m.ID = record.NewID()
 		}
-		fillTime(&m.CreatedAt)
+		record.FillTime(&m.CreatedAt)
 		if m.UpdatedAt.IsZero() {
 			m.UpdatedAt = m.CreatedAt
 		}
-		fillTime(&m.UpdatedAt)
+		record.FillTime(&m.UpdatedAt)
 	}
 	convID := assistant.ConversationID
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -467,14 +468,14 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		if err != nil {
 			return err
 		}
-		interrupt, err := datachat.AdmitTurn(leases, normTime(at))
+		interrupt, err := datachat.AdmitTurn(leases, record.Time(at))
 		if err != nil {
 			return err
 		}
 		if interrupt {
 			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
 				WHERE conversation_id = $3 AND status = $4`,
-				datachat.StatusInterrupted, now(), convID, datachat.StatusStreaming); err != nil {
+				datachat.StatusInterrupted, record.Now(), convID, datachat.StatusStreaming); err != nil {
 				return err
 			}
 		}
@@ -482,7 +483,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			var l datachat.Lease
 			var until *time.Time
 			if m == assistant {
-				l, until = lease, normTimePtr(&lease.Until)
+				l, until = lease, record.TimePtr(&lease.Until)
 			}
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
@@ -537,7 +538,7 @@ func streamingLeases(ctx context.Context, tx pgx.Tx, convID string) ([]datachat.
 func (s *Store) RenewLease(ctx context.Context, messageID string, lease datachat.Lease) error {
 	tag, err := s.pool.Exec(ctx,
 		`UPDATE messages SET lease_owner = $1, lease_node = $2, lease_until = $3 WHERE id = $4`,
-		lease.Owner, lease.Node, normTime(lease.Until), messageID)
+		lease.Owner, lease.Node, record.Time(lease.Until), messageID)
 	if err != nil {
 		return fmt.Errorf("renew lease: %w", err)
 	}
@@ -557,7 +558,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 		UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
 		WHERE status = $3 AND ($4 = '' OR lease_owner <> $4)
 			AND (lease_until IS NULL OR lease_until <= $5 OR ($6 <> '' AND lease_node = $6))`,
-		datachat.StatusInterrupted, now(), datachat.StatusStreaming, owner, normTime(at), node)
+		datachat.StatusInterrupted, record.Now(), datachat.StatusStreaming, owner, record.Time(at), node)
 	if err != nil {
 		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
 	}
@@ -571,9 +572,9 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		return err
 	}
 	if tc.ID == "" {
-		tc.ID = newID()
+		tc.ID = record.NewID()
 	}
-	fillTime(&tc.StartedAt)
+	record.FillTime(&tc.StartedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // checkDBSource refuses a source the store cannot keep.
@@ -26,7 +27,7 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	if err := checkDBSource(src); err != nil {
 		return err
 	}
-	fillTime(&src.CreatedAt)
+	record.FillTime(&src.CreatedAt)
 	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
 	tables, _ := marshalJSON(src.Tables)
 	users, _ := marshalJSON(src.Users)
@@ -117,7 +118,7 @@ func (s *Store) DeleteDBSource(ctx context.Context, name string) error {
 func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES ($1, $2, $3)
-		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, now())
+		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, record.Now())
 	switch {
 	case isForeignKey(err):
 		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")

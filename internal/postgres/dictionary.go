@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // withoutDescriptions returns cols without their descriptions, which are
@@ -102,9 +103,9 @@ func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
 		return err
 	}
 	if e.ID == "" {
-		e.ID = newID()
+		e.ID = record.NewID()
 	}
-	fillTime(&e.CreatedAt)
+	record.FillTime(&e.CreatedAt)
 	if e.Tables == nil {
 		e.Tables = []datachat.TableSignature{}
 	}

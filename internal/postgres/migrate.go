@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/migrate"
+	"datachat/internal/record"
 )
 
 //go:embed migration/*.sql
@@ -78,7 +79,7 @@ func (s *Store) migrateTo(ctx context.Context, last string) error {
 			if _, err := tx.Exec(ctx, string(body)); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, name, now())
+			_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, name, record.Now())
 			return err
 		})
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -90,35 +89,6 @@ func (s *Store) Ping(ctx context.Context) error {
 // tx runs fn in a transaction, committed when fn returns nil.
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
-}
-
-// newID returns a new UUIDv7, time-ordered.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
-
-// now returns the current time as it is stored.
-func now() time.Time { return normTime(time.Now()) }
-
-// normTime returns t as it is stored: UTC, truncated to the microsecond.
-func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-// fillTime sets a zero *t to now and normalises any other.
-func fillTime(t *time.Time) {
-	if t.IsZero() {
-		*t = now()
-		return
-	}
-	*t = normTime(*t)
-}
-
-// normTimePtr normalises a nullable time.
-func normTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := normTime(*t)
-	return &n
 }
 
 // rawJSON binds caller-given JSON bytes to a json column, NULL when empty.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
@@ -19,10 +20,10 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		c.Status = datachat.ConfirmPending
 	}
 	if c.ID == "" {
-		c.ID = newID()
+		c.ID = record.NewID()
 	}
-	fillTime(&c.CreatedAt)
-	c.ResolvedAt = normTimePtr(c.ResolvedAt)
+	record.FillTime(&c.CreatedAt)
+	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID any
 	if c.MessageID != "" {
 		messageID = c.MessageID
@@ -83,7 +84,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 		c, err = scanConfirmation(tx.QueryRowContext(ctx, `
 			UPDATE confirmations SET status = ?, note = ?, resolved_at = ?
 			WHERE id = ? AND status = 'pending'
-			RETURNING `+confirmationColumns, status, note, ts(now()), id))
+			RETURNING `+confirmationColumns, status, note, ts(record.Now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConversation stores c; ENOTFOUND if its user does not exist.
 func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
 	if c.ID == "" {
-		c.ID = newID()
+		c.ID = record.NewID()
 	}
-	fillTime(&c.CreatedAt)
+	record.FillTime(&c.CreatedAt)
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	fillTime(&c.UpdatedAt)
+	record.FillTime(&c.UpdatedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		c.ID, c.UserID, c.Title, ts(c.CreatedAt), ts(c.UpdatedAt))
@@ -82,7 +83,7 @@ func (s *Store) RenameConversation(ctx context.Context, userID, id, title string
 	c, err := scanConversation(s.write.QueryRowContext(ctx, `
 		UPDATE conversations SET title = ?, updated_at = MAX(updated_at, ?)
 		WHERE id = ? AND user_id = ?
-		RETURNING `+conversationColumns, title, ts(now()), id, userID))
+		RETURNING `+conversationColumns, title, ts(record.Now()), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -102,13 +103,13 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error
 // the conversation does not exist.
 func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 	if m.ID == "" {
-		m.ID = newID()
+		m.ID = record.NewID()
 	}
-	fillTime(&m.CreatedAt)
+	record.FillTime(&m.CreatedAt)
 	if m.UpdatedAt.IsZero() {
 		m.UpdatedAt = m.CreatedAt
 	}
-	fillTime(&m.UpdatedAt)
+	record.FillTime(&m.UpdatedAt)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
@@ -136,7 +137,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
@@ -245,7 +246,7 @@ func flushOne(ctx context.Context, tx *sql.Tx, f datachat.StreamingFlush) (bool,
 // FinishMessage stores how an answer ended, its parts and its usage in one
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
@@ -256,9 +257,9 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	}
 	if u != nil {
 		if u.ID == "" {
-			u.ID = newID()
+			u.ID = record.NewID()
 		}
-		fillTime(&u.CreatedAt)
+		record.FillTime(&u.CreatedAt)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
@@ -419,13 +420,13 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 	}
 	for _, m := range msgs {
 		if m.ID == "" {
-			m.ID = newID()
+			m.ID = record.NewID()
 		}
-		fillTime(&m.CreatedAt)
+		record.FillTime(&m.CreatedAt)
 		if m.UpdatedAt.IsZero() {
 			m.UpdatedAt = m.CreatedAt
 		}
-		fillTime(&m.UpdatedAt)
+		record.FillTime(&m.UpdatedAt)
 	}
 	convID := assistant.ConversationID
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -433,14 +434,14 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		if err != nil {
 			return err
 		}
-		interrupt, err := datachat.AdmitTurn(leases, normTime(at))
+		interrupt, err := datachat.AdmitTurn(leases, record.Time(at))
 		if err != nil {
 			return err
 		}
 		if interrupt {
 			if _, err := tx.ExecContext(ctx, `UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
 				WHERE conversation_id = ? AND status = ?`,
-				datachat.StatusInterrupted, ts(now()), convID, datachat.StatusStreaming); err != nil {
+				datachat.StatusInterrupted, ts(record.Now()), convID, datachat.StatusStreaming); err != nil {
 				return err
 			}
 		}
@@ -525,7 +526,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 		UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
 		WHERE status = ? AND (? = '' OR lease_owner <> ?)
 			AND (lease_until IS NULL OR lease_until <= ? OR (? <> '' AND lease_node = ?))`,
-		datachat.StatusInterrupted, ts(now()), datachat.StatusStreaming, owner, owner, ts(at), node, node)
+		datachat.StatusInterrupted, ts(record.Now()), datachat.StatusStreaming, owner, owner, ts(at), node, node)
 	if err != nil {
 		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
 	}
@@ -543,9 +544,9 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		return err
 	}
 	if tc.ID == "" {
-		tc.ID = newID()
+		tc.ID = record.NewID()
 	}
-	fillTime(&tc.StartedAt)
+	record.FillTime(&tc.StartedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

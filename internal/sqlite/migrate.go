@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"datachat/internal/migrate"
+	"datachat/internal/record"
 )
 
 //go:embed migration/*.sql
@@ -51,7 +52,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 				return err
 			}
 			_, err = tx.ExecContext(ctx,
-				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, ts(now()))
+				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, ts(record.Now()))
 			return err
 		})
 		if err != nil {
