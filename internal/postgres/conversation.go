@@ -14,14 +14,7 @@ import (
 
 // CreateConversation stores c; ENOTFOUND if its user does not exist.
 func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
-	if c.ID == "" {
-		c.ID = record.NewID()
-	}
-	record.FillTime(&c.CreatedAt)
-	if c.UpdatedAt.IsZero() {
-		c.UpdatedAt = c.CreatedAt
-	}
-	record.FillTime(&c.UpdatedAt)
+	record.Fill(&c.ID, &c.CreatedAt, &c.UpdatedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
 		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
@@ -97,14 +90,7 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error
 // CreateMessage stores m and bumps the conversation's UpdatedAt; ENOTFOUND if
 // the conversation does not exist.
 func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
-	if m.ID == "" {
-		m.ID = record.NewID()
-	}
-	record.FillTime(&m.CreatedAt)
-	if m.UpdatedAt.IsZero() {
-		m.UpdatedAt = m.CreatedAt
-	}
-	record.FillTime(&m.UpdatedAt)
+	record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
@@ -449,14 +435,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		msgs = []*datachat.Message{user, assistant}
 	}
 	for _, m := range msgs {
-		if m.ID == "" {
-			m.ID = record.NewID()
-		}
-		record.FillTime(&m.CreatedAt)
-		if m.UpdatedAt.IsZero() {
-			m.UpdatedAt = m.CreatedAt
-		}
-		record.FillTime(&m.UpdatedAt)
+		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
 	}
 	convID := assistant.ConversationID
 	err := s.tx(ctx, func(tx pgx.Tx) error {

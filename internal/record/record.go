@@ -38,3 +38,16 @@ func TimePtr(t *time.Time) *time.Time {
 	n := Time(*t)
 	return &n
 }
+
+// Fill gives a new row its id, when *id is empty, and its times as stored: a
+// zero *created is now, and a zero *updated is *created.
+func Fill(id *string, created, updated *time.Time) {
+	if *id == "" {
+		*id = NewID()
+	}
+	FillTime(created)
+	if updated.IsZero() {
+		*updated = *created
+	}
+	FillTime(updated)
+}
