@@ -17,7 +17,7 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 		d.ID = record.NewID()
 	}
 	record.FillTime(&d.CreatedAt)
-	cols, err := marshalJSON(withoutDescriptions(d.Columns))
+	cols, err := record.JSON(record.WithoutDescriptions(d.Columns))
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 	if d.Chunks == 0 {
 		d.Chunks = len(chunks)
 	}
-	meta, err := marshalJSON(d.Metadata)
+	meta, err := record.JSON(d.Metadata)
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
 	}

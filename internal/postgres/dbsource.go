@@ -29,8 +29,8 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	}
 	record.FillTime(&src.CreatedAt)
 	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -51,8 +51,8 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		return err
 	}
 	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE db_sources SET kind = $1, sealed_url = $2, tables = $3, users = $4, all_users = $5, origin = $6
 		WHERE name = $7`,

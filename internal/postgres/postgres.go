@@ -117,15 +117,6 @@ func (s scanRawJSON) Scan(src any) error {
 	return nil
 }
 
-// marshalJSON marshals v for a jsonb column.
-func marshalJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
 // scanJSON unmarshals a jsonb column into v (left as is when NULL).
 type scanJSON struct{ v any }
 

@@ -1,13 +1,18 @@
 // Package record is the form both SQL stores (internal/sqlite and
-// internal/postgres) give what they record: ids are UUIDv7, time-ordered, and
+// internal/postgres) give what they record: ids are UUIDv7, time-ordered;
 // timestamps are UTC truncated to the microsecond, PostgreSQL's precision, so
-// that a value reads back as it was written from either store.
+// that a value reads back as it was written from either store; JSON columns
+// are bound as text, and a dataset's column descriptions are kept apart from
+// its columns.
 package record
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
+
+	"datachat"
 )
 
 // NewID returns a new UUIDv7, time-ordered.
@@ -50,4 +55,34 @@ func Fill(id *string, created, updated *time.Time) {
 		*updated = *created
 	}
 	FillTime(updated)
+}
+
+// JSON marshals v for a JSON column (TEXT in SQLite, jsonb in PostgreSQL).
+func JSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// WithoutDescriptions returns cols without their descriptions, which are
+// stored apart (column_descriptions), so that changing one rewrites only
+// them.
+func WithoutDescriptions(cols []datachat.Column) []datachat.Column {
+	out := make([]datachat.Column, len(cols))
+	for i, c := range cols {
+		c.Description = ""
+		out[i] = c
+	}
+	return out
+}
+
+// Descriptions binds column descriptions as a JSON object, NULL when there
+// are none.
+func Descriptions(descs map[string]string) (any, error) {
+	if len(descs) == 0 {
+		return nil, nil
+	}
+	return JSON(descs)
 }

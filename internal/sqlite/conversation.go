@@ -548,7 +548,7 @@ func sourcesJSON(sources []datachat.Source) (any, error) {
 	if len(sources) == 0 {
 		return nil, nil
 	}
-	return marshalJSON(sources)
+	return record.JSON(sources)
 }
 
 // checksJSON is an answer's number checks as stored: NULL when there are none.
@@ -556,5 +556,5 @@ func checksJSON(checks []datachat.NumberCheck) (any, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
-	return marshalJSON(checks)
+	return record.JSON(checks)
 }

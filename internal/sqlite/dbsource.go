@@ -35,8 +35,8 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	}
 	record.FillTime(&src.CreatedAt)
 	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -57,8 +57,8 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		return err
 	}
 	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	res, err := s.write.ExecContext(ctx, `
 		UPDATE db_sources SET kind = ?, sealed_url = ?, tables = ?, users = ?, all_users = ?, origin = ?
 		WHERE name = ?`,

@@ -285,15 +285,6 @@ func (s scanRawJSON) Scan(src any) error {
 	return nil
 }
 
-// marshalJSON marshals v for a TEXT column.
-func marshalJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
 // scanJSON unmarshals a TEXT column into v (left as is when NULL).
 type scanJSON struct{ v any }
 
