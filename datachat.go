@@ -162,6 +162,20 @@ type ToolCall struct {
 	DurationMS int64           `json:"duration_ms"`
 }
 
+// Validate returns EINVALID when Args is neither empty nor valid JSON.
+func (tc *ToolCall) Validate() error {
+	return checkJSON("tool call args", tc.Args)
+}
+
+// checkJSON returns EINVALID, naming what, when b is neither empty nor valid
+// JSON.
+func checkJSON(what string, b json.RawMessage) error {
+	if len(b) > 0 && !json.Valid(b) {
+		return Errorf(EINVALID, "%s is not valid JSON", what)
+	}
+	return nil
+}
+
 // Friendly type names, the Type of a [Column]: what a person calls a
 // column's type, one name for DuckDB's many (INTEGER, BIGINT, HUGEINT → integer).
 const (
@@ -307,6 +321,23 @@ type Confirmation struct {
 	State          json.RawMessage `json:"-"` // the turn's state needed to resume it
 	CreatedAt      time.Time       `json:"created_at"`
 	ResolvedAt     *time.Time      `json:"resolved_at,omitempty"`
+}
+
+// Validate returns EINVALID when Parameters or State is neither empty nor
+// valid JSON, or when Status is none of the confirmation statuses; an empty
+// Status is allowed, as the store stores it pending.
+func (c *Confirmation) Validate() error {
+	if err := checkJSON("confirmation parameters", c.Parameters); err != nil {
+		return err
+	}
+	if err := checkJSON("confirmation state", c.State); err != nil {
+		return err
+	}
+	switch c.Status {
+	case "", ConfirmPending, ConfirmApproved, ConfirmDeclined:
+		return nil
+	}
+	return Errorf(EINVALID, "invalid confirmation status %q", c.Status)
 }
 
 // Usage is the token usage of one chat turn, for successes and failures alike.

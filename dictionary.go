@@ -223,6 +223,15 @@ type Example struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
+// Validate returns EINVALID when Verdict is neither VerdictCorrect nor
+// VerdictWrong.
+func (e *Example) Validate() error {
+	if e.Verdict != VerdictCorrect && e.Verdict != VerdictWrong {
+		return Errorf(EINVALID, "verdict must be %q or %q, not %q", VerdictCorrect, VerdictWrong, e.Verdict)
+	}
+	return nil
+}
+
 // TableSignature is a table as an example's query read it: its name then, and
 // its columns sorted by name with their DuckDB types.
 type TableSignature struct {

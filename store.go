@@ -22,6 +22,26 @@ type Lease struct {
 	Until time.Time
 }
 
+// LiveAt reports whether the lease still holds at now: it lapses at Until, and
+// a zero Until (a message stored without a lease) never holds.
+func (l Lease) LiveAt(now time.Time) bool { return l.Until.After(now) }
+
+// AdmitTurn is the rule [Store.BeginTurn] applies to a conversation whose
+// messages still streaming hold leases (a zero Lease for one stored without
+// any): ErrReplyInProgress when any of them is live at now, since its process
+// is still writing that reply; otherwise the turn may begin, and interrupt
+// reports that there are messages left streaming by processes that are gone,
+// to be marked interrupted first. Each store reads the leases and applies the
+// outcome in its own SQL, in the transaction that stores the turn.
+func AdmitTurn(streaming []Lease, now time.Time) (interrupt bool, err error) {
+	for _, l := range streaming {
+		if l.LiveAt(now) {
+			return false, ErrReplyInProgress
+		}
+	}
+	return len(streaming) > 0, nil
+}
+
 // StreamingFlush is one streaming message's share of [Store.FlushStreaming]:
 // the parts it streamed since its last flush, numbered from First as
 // [Store.AppendParts] numbers them (none: nothing to append), and its renewed

@@ -20,8 +20,8 @@ type decoder struct {
 	usage  *datachat.TokenCount
 }
 
-// feed decodes one SSE data field.
-func (d *decoder) feed(data []byte) ([]datachat.ModelEvent, error) {
+// Feed decodes one SSE data field.
+func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		return nil, nil
 	}
@@ -78,22 +78,28 @@ func (d *decoder) feed(data []byte) ([]datachat.ModelEvent, error) {
 	return events, nil
 }
 
-// end returns the normalized finish reason, or llm.ErrIncomplete when the stream
+// End returns the normalized finish reason, or llm.ErrIncomplete when the stream
 // ended without one (Gemini has no end marker but the finishReason).
-func (d *decoder) end() (string, error) {
+func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	switch d.finish {
 	case "":
-		return "", llm.ErrIncomplete
+		return nil, "", llm.ErrIncomplete
 	case "STOP":
 		if d.calls > 0 {
-			return llm.FinishToolCalls, nil
+			return nil, llm.FinishToolCalls, nil
 		}
-		return llm.FinishStop, nil
+		return nil, llm.FinishStop, nil
 	case "MAX_TOKENS":
-		return llm.FinishLength, nil
+		return nil, llm.FinishLength, nil
 	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
-		return llm.FinishContentFilter, nil
+		return nil, llm.FinishContentFilter, nil
 	default:
-		return strings.ToLower(d.finish), nil
+		return nil, strings.ToLower(d.finish), nil
 	}
 }
+
+// Usage returns the usage reported so far, nil for none.
+func (d *decoder) Usage() *datachat.TokenCount { return d.usage }
+
+// Done is always false: Gemini's answer ends with its stream, not a marker.
+func (d *decoder) Done() bool { return false }

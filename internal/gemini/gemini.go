@@ -6,10 +6,6 @@ package gemini
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -107,54 +103,21 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	body, err := json.Marshal(wire)
-	if err != nil {
-		return fmt.Errorf("gemini: encode request: %w", err)
-	}
 	r := llm.Request{
 		URL:      c.base + "/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse",
 		Header:   c.header(),
-		Body:     body,
 		Model:    model,
 		Messages: len(req.Messages),
 		Tools:    len(req.Tools),
 	}
-	return c.llm.Stream(ctx, r, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, newCallID)
+	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
+		return decodeStream(body, out, llm.NewCallID)
 	})
 }
 
 // decodeStream reads an SSE answer into out.
 func decodeStream(body io.Reader, out *llm.Output, newID func() string) error {
-	d := &decoder{newID: newID}
-	events := llm.NewSSEReader(body)
-	for {
-		ev, err := events.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		out.Chunk(ev.Data)
-		got, derr := d.feed(ev.Data)
-		if d.usage != nil {
-			out.SetUsage(*d.usage)
-		}
-		for _, e := range got {
-			if err := out.Emit(e); err != nil {
-				return err
-			}
-		}
-		if derr != nil {
-			return derr
-		}
-	}
-	reason, err := d.end()
-	if err != nil {
-		return err
-	}
-	return out.Finish(reason)
+	return llm.DecodeFrames(llm.NewSSEReader(body).NextData, out, &decoder{newID: newID})
 }
 
 // Embed returns one vector per text from batchEmbedContents, in order.
@@ -163,39 +126,23 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		return nil, err
 	}
 	model := modelName("", c.opts.EmbeddingModel)
-	vectors := make([][]float32, 0, len(texts))
-	for start := 0; start < len(texts); start += maxEmbedBatch {
-		batch := texts[start:min(start+maxEmbedBatch, len(texts))]
+	return llm.Embed(ctx, c.llm, texts, maxEmbedBatch, func(batch []string) (llm.Request, any) {
 		wire := embedRequest{Requests: make([]embedContentRequest, len(batch))}
 		for i, t := range batch {
 			wire.Requests[i] = embedContentRequest{Model: "models/" + model, Content: content{Parts: []part{{Text: t}}}}
 		}
-		body, err := json.Marshal(wire)
-		if err != nil {
-			return nil, fmt.Errorf("gemini: encode embedding request: %w", err)
-		}
 		r := llm.Request{
 			URL:    c.base + "/models/" + url.PathEscape(model) + ":batchEmbedContents",
-			Header: c.header(), Body: body, Model: model, Messages: len(batch),
+			Header: c.header(), Model: model, Messages: len(batch),
 		}
-		err = c.llm.Do(ctx, r, func(b []byte) error {
-			var resp embedResponse
-			if err := json.Unmarshal(b, &resp); err != nil {
-				return llm.MalformedError(provider, fmt.Errorf("decode embeddings: %w", err))
-			}
-			if len(resp.Embeddings) != len(batch) {
-				return llm.MalformedError(provider, fmt.Errorf("got %d embeddings for %d texts", len(resp.Embeddings), len(batch)))
-			}
-			for _, e := range resp.Embeddings {
-				vectors = append(vectors, e.Values)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		return r, wire
+	}, func(resp *embedResponse) [][]float32 {
+		vectors := make([][]float32, len(resp.Embeddings))
+		for i, e := range resp.Embeddings {
+			vectors[i] = e.Values
 		}
-	}
-	return vectors, nil
+		return vectors
+	})
 }
 
 func (c *Client) configured() error {
@@ -229,12 +176,4 @@ func modelName(requested, fallback string) string {
 		m = fallback
 	}
 	return strings.TrimPrefix(m, "models/")
-}
-
-// newCallID names a function call: Gemini's calls carry no id, but datachat's
-// tool rounds and the follow-up functionResponse need one.
-func newCallID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
 }

@@ -6,8 +6,9 @@
 // llm_request_completed).
 //
 // A provider package builds the wire request with pure conversion functions and
-// hands it to [Client.Stream] with a decode function that turns the response
-// body into [datachat.ModelEvent]s through an [Output].
+// hands it to [Client.StreamJSON] with a decode function that turns the response
+// body into [datachat.ModelEvent]s through an [Output], usually by feeding its
+// [FrameDecoder] to [DecodeFrames]; [Embed] does the batching of embeddings.
 package llm
 
 import (

@@ -143,3 +143,10 @@ func (s *SSEReader) Next() (Event, error) {
 	}
 	return Event{}, io.EOF
 }
+
+// NextData returns the data of the next event, or io.EOF: the frames
+// [DecodeFrames] reads from an SSE answer.
+func (s *SSEReader) NextData() ([]byte, error) {
+	ev, err := s.Next()
+	return ev.Data, err
+}

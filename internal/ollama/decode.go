@@ -21,8 +21,8 @@ type decoder struct {
 	usage  *datachat.TokenCount
 }
 
-// feed decodes one line.
-func (d *decoder) feed(line []byte) ([]datachat.ModelEvent, error) {
+// Feed decodes one line.
+func (d *decoder) Feed(line []byte) ([]datachat.ModelEvent, error) {
 	var r chatResponse
 	if err := json.Unmarshal(line, &r); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream line: %w", err))
@@ -77,21 +77,27 @@ func argsObject(raw json.RawMessage) (json.RawMessage, error) {
 	return compact.Bytes(), nil
 }
 
-// end returns the normalized finish reason, or llm.ErrIncomplete when the
+// End returns the normalized finish reason, or llm.ErrIncomplete when the
 // stream ended without its done:true line (a connection reset mid-answer that
 // the ollama/api client would report as success).
-func (d *decoder) end() (string, error) {
+func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	if !d.done {
-		return "", llm.ErrIncomplete
+		return nil, "", llm.ErrIncomplete
 	}
 	switch {
 	case d.calls > 0:
-		return llm.FinishToolCalls, nil
+		return nil, llm.FinishToolCalls, nil
 	case d.finish == "" || d.finish == "stop":
-		return llm.FinishStop, nil
+		return nil, llm.FinishStop, nil
 	case d.finish == "length":
-		return llm.FinishLength, nil
+		return nil, llm.FinishLength, nil
 	default:
-		return strings.ToLower(d.finish), nil
+		return nil, strings.ToLower(d.finish), nil
 	}
 }
+
+// Usage returns the usage reported so far, nil for none.
+func (d *decoder) Usage() *datachat.TokenCount { return d.usage }
+
+// Done reports that the answer's end marker was read.
+func (d *decoder) Done() bool { return d.done }

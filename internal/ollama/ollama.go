@@ -6,10 +6,6 @@ package ollama
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -137,81 +133,29 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	body, err := json.Marshal(wire)
-	if err != nil {
-		return fmt.Errorf("ollama: encode request: %w", err)
-	}
 	h := c.header()
 	h.Set("Accept", "application/x-ndjson")
 	r := llm.Request{
-		URL: c.base + "/api/chat", Header: h, Body: body,
+		URL: c.base + "/api/chat", Header: h,
 		Model: model, Messages: len(req.Messages), Tools: len(req.Tools),
 	}
-	return c.llm.Stream(ctx, r, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, newCallID)
+	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
+		return decodeStream(body, out, llm.NewCallID)
 	})
 }
 
 // decodeStream reads an NDJSON answer into out.
 func decodeStream(body io.Reader, out *llm.Output, newID func() string) error {
-	d := &decoder{newID: newID}
-	lines := llm.NewNDJSONReader(body)
-	for !d.done {
-		line, err := lines.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		out.Chunk(line)
-		got, derr := d.feed(line)
-		if d.usage != nil {
-			out.SetUsage(*d.usage)
-		}
-		for _, e := range got {
-			if err := out.Emit(e); err != nil {
-				return err
-			}
-		}
-		if derr != nil {
-			return derr
-		}
-	}
-	reason, err := d.end()
-	if err != nil {
-		return err
-	}
-	return out.Finish(reason)
+	return llm.DecodeFrames(llm.NewNDJSONReader(body).Next, out, &decoder{newID: newID})
 }
 
 // Embed returns one vector per text from /api/embed, in order.
 func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	model := c.opts.EmbeddingModel
-	vectors := make([][]float32, 0, len(texts))
-	for start := 0; start < len(texts); start += maxEmbedBatch {
-		batch := texts[start:min(start+maxEmbedBatch, len(texts))]
-		body, err := json.Marshal(embedRequest{Model: model, Input: batch})
-		if err != nil {
-			return nil, fmt.Errorf("ollama: encode embedding request: %w", err)
-		}
-		r := llm.Request{URL: c.base + "/api/embed", Header: c.header(), Body: body, Model: model, Messages: len(batch)}
-		err = c.llm.Do(ctx, r, func(b []byte) error {
-			var resp embedResponse
-			if err := json.Unmarshal(b, &resp); err != nil {
-				return llm.MalformedError(provider, fmt.Errorf("decode embeddings: %w", err))
-			}
-			if len(resp.Embeddings) != len(batch) {
-				return llm.MalformedError(provider, fmt.Errorf("got %d embeddings for %d texts", len(resp.Embeddings), len(batch)))
-			}
-			vectors = append(vectors, resp.Embeddings...)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return vectors, nil
+	return llm.Embed(ctx, c.llm, texts, maxEmbedBatch, func(batch []string) (llm.Request, any) {
+		r := llm.Request{URL: c.base + "/api/embed", Header: c.header(), Model: model, Messages: len(batch)}
+		return r, embedRequest{Model: model, Input: batch}
+	}, func(resp *embedResponse) [][]float32 { return resp.Embeddings })
 }
 
 func (c *Client) header() http.Header {
@@ -220,11 +164,4 @@ func (c *Client) header() http.Header {
 		h.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
 	return h
-}
-
-// newCallID names a tool call that came without an id (Ollama before 0.12).
-func newCallID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
 }

@@ -29,8 +29,8 @@ type pendingCall struct {
 	args     strings.Builder
 }
 
-// feed decodes one SSE data field.
-func (d *decoder) feed(data []byte) ([]datachat.ModelEvent, error) {
+// Feed decodes one SSE data field.
+func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		d.done = true
 		return d.flush()
@@ -126,9 +126,9 @@ func (d *decoder) flush() ([]datachat.ModelEvent, error) {
 	return events, nil
 }
 
-// end returns the normalized finish reason, or llm.ErrIncomplete when the
+// End returns the normalized finish reason, or llm.ErrIncomplete when the
 // stream ended with neither a finish_reason nor [DONE].
-func (d *decoder) end() ([]datachat.ModelEvent, string, error) {
+func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	if d.finish == "" && !d.done {
 		return nil, "", llm.ErrIncomplete
 	}
@@ -149,3 +149,9 @@ func (d *decoder) end() ([]datachat.ModelEvent, string, error) {
 		return events, strings.ToLower(d.finish), nil
 	}
 }
+
+// Usage returns the usage reported so far, nil for none.
+func (d *decoder) Usage() *datachat.TokenCount { return d.usage }
+
+// Done reports that the answer's end marker was read.
+func (d *decoder) Done() bool { return d.done }

@@ -7,10 +7,6 @@ package openai
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -115,57 +111,20 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	body, err := json.Marshal(wire)
-	if err != nil {
-		return fmt.Errorf("openai: encode request: %w", err)
-	}
 	h := c.header()
 	h.Set("Accept", "text/event-stream")
 	r := llm.Request{
-		URL: c.base + "/chat/completions", Header: h, Body: body,
+		URL: c.base + "/chat/completions", Header: h,
 		Model: model, Messages: len(req.Messages), Tools: len(req.Tools),
 	}
-	return c.llm.Stream(ctx, r, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, newCallID)
+	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
+		return decodeStream(body, out, llm.NewCallID)
 	})
 }
 
 // decodeStream reads an SSE answer into out.
 func decodeStream(body io.Reader, out *llm.Output, newID func() string) error {
-	d := &decoder{newID: newID}
-	events := llm.NewSSEReader(body)
-	for !d.done {
-		ev, err := events.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		out.Chunk(ev.Data)
-		got, derr := d.feed(ev.Data)
-		if d.usage != nil {
-			out.SetUsage(*d.usage)
-		}
-		for _, e := range got {
-			if err := out.Emit(e); err != nil {
-				return err
-			}
-		}
-		if derr != nil {
-			return derr
-		}
-	}
-	got, reason, err := d.end()
-	for _, e := range got {
-		if err := out.Emit(e); err != nil {
-			return err
-		}
-	}
-	if err != nil {
-		return err
-	}
-	return out.Finish(reason)
+	return llm.DecodeFrames(llm.NewSSEReader(body).NextData, out, &decoder{newID: newID})
 }
 
 // Embed returns one vector per text from /embeddings, in order.
@@ -174,33 +133,17 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		return nil, err
 	}
 	model := c.opts.EmbeddingModel
-	vectors := make([][]float32, 0, len(texts))
-	for start := 0; start < len(texts); start += maxEmbedBatch {
-		batch := texts[start:min(start+maxEmbedBatch, len(texts))]
-		body, err := json.Marshal(embedRequest{Model: model, Input: batch, EncodingFormat: "float"})
-		if err != nil {
-			return nil, fmt.Errorf("openai: encode embedding request: %w", err)
+	return llm.Embed(ctx, c.llm, texts, maxEmbedBatch, func(batch []string) (llm.Request, any) {
+		r := llm.Request{URL: c.base + "/embeddings", Header: c.header(), Model: model, Messages: len(batch)}
+		return r, embedRequest{Model: model, Input: batch, EncodingFormat: "float"}
+	}, func(resp *embedResponse) [][]float32 {
+		sort.SliceStable(resp.Data, func(i, j int) bool { return resp.Data[i].Index < resp.Data[j].Index })
+		vectors := make([][]float32, len(resp.Data))
+		for i, d := range resp.Data {
+			vectors[i] = d.Embedding
 		}
-		r := llm.Request{URL: c.base + "/embeddings", Header: c.header(), Body: body, Model: model, Messages: len(batch)}
-		err = c.llm.Do(ctx, r, func(b []byte) error {
-			var resp embedResponse
-			if err := json.Unmarshal(b, &resp); err != nil {
-				return llm.MalformedError(provider, fmt.Errorf("decode embeddings: %w", err))
-			}
-			if len(resp.Data) != len(batch) {
-				return llm.MalformedError(provider, fmt.Errorf("got %d embeddings for %d texts", len(resp.Data), len(batch)))
-			}
-			sort.SliceStable(resp.Data, func(i, j int) bool { return resp.Data[i].Index < resp.Data[j].Index })
-			for _, d := range resp.Data {
-				vectors = append(vectors, d.Embedding)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return vectors, nil
+		return vectors
+	})
 }
 
 func (c *Client) configured() error {
@@ -216,11 +159,4 @@ func (c *Client) header() http.Header {
 		h.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
 	return h
-}
-
-// newCallID names a tool call a compatible server sent without an id.
-func newCallID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
 }

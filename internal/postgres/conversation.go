@@ -9,18 +9,12 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConversation stores c; ENOTFOUND if its user does not exist.
 func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
-	if c.ID == "" {
-		c.ID = newID()
-	}
-	fillTime(&c.CreatedAt)
-	if c.UpdatedAt.IsZero() {
-		c.UpdatedAt = c.CreatedAt
-	}
-	fillTime(&c.UpdatedAt)
+	record.Fill(&c.ID, &c.CreatedAt, &c.UpdatedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
 		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
@@ -77,7 +71,7 @@ func (s *Store) RenameConversation(ctx context.Context, userID, id, title string
 	c, err := scanConversation(s.pool.QueryRow(ctx, `
 		UPDATE conversations SET title = $1, updated_at = GREATEST(updated_at, $2)
 		WHERE id = $3 AND user_id = $4
-		RETURNING `+conversationColumns, title, now(), id, userID))
+		RETURNING `+conversationColumns, title, record.Now(), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -96,14 +90,7 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error
 // CreateMessage stores m and bumps the conversation's UpdatedAt; ENOTFOUND if
 // the conversation does not exist.
 func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
-	if m.ID == "" {
-		m.ID = newID()
-	}
-	fillTime(&m.CreatedAt)
-	if m.UpdatedAt.IsZero() {
-		m.UpdatedAt = m.CreatedAt
-	}
-	fillTime(&m.UpdatedAt)
+	record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
 			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
@@ -131,7 +118,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
@@ -239,7 +226,7 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 			}
 			if l := f.Lease; l != nil {
 				leaseIDs, owners, nodes = append(leaseIDs, f.MessageID), append(owners, l.Owner), append(nodes, l.Node)
-				untils = append(untils, normTime(l.Until))
+				untils = append(untils, record.Time(l.Until))
 			}
 			for i, p := range f.Parts {
 				partIDs, seqs = append(partIDs, f.MessageID), append(seqs, int32(f.First+i))
@@ -275,7 +262,7 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 // FinishMessage stores how an answer ended, its parts and its usage in one
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
@@ -286,9 +273,9 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	}
 	if u != nil {
 		if u.ID == "" {
-			u.ID = newID()
+			u.ID = record.NewID()
 		}
-		fillTime(&u.CreatedAt)
+		record.FillTime(&u.CreatedAt)
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
@@ -448,14 +435,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		msgs = []*datachat.Message{user, assistant}
 	}
 	for _, m := range msgs {
-		if m.ID == "" {
-			m.ID = newID()
-		}
-		fillTime(&m.CreatedAt)
-		if m.UpdatedAt.IsZero() {
-			m.UpdatedAt = m.CreatedAt
-		}
-		fillTime(&m.UpdatedAt)
+		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
 	}
 	convID := assistant.ConversationID
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -463,19 +443,18 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		if err := tx.QueryRow(ctx, `SELECT id FROM conversations WHERE id = $1 FOR UPDATE`, convID).Scan(&id); err != nil {
 			return notFoundIfNoRows(err, "lock conversation", "conversation not found")
 		}
-		var streaming, live int
-		if err := tx.QueryRow(ctx, `
-			SELECT COUNT(*), COUNT(*) FILTER (WHERE lease_until > $1) FROM messages WHERE conversation_id = $2 AND status = $3`,
-			normTime(at), convID, datachat.StatusStreaming).Scan(&streaming, &live); err != nil {
+		leases, err := streamingLeases(ctx, tx, convID)
+		if err != nil {
 			return err
 		}
-		if live > 0 {
-			return datachat.ErrReplyInProgress
+		interrupt, err := datachat.AdmitTurn(leases, record.Time(at))
+		if err != nil {
+			return err
 		}
-		if streaming > 0 { // left behind by a process that is gone
+		if interrupt {
 			if _, err := tx.Exec(ctx, `UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
 				WHERE conversation_id = $3 AND status = $4`,
-				datachat.StatusInterrupted, now(), convID, datachat.StatusStreaming); err != nil {
+				datachat.StatusInterrupted, record.Now(), convID, datachat.StatusStreaming); err != nil {
 				return err
 			}
 		}
@@ -483,7 +462,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			var l datachat.Lease
 			var until *time.Time
 			if m == assistant {
-				l, until = lease, normTimePtr(&lease.Until)
+				l, until = lease, record.TimePtr(&lease.Until)
 			}
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
@@ -494,7 +473,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `UPDATE conversations SET updated_at = GREATEST(updated_at, $1) WHERE id = $2`,
+		_, err = tx.Exec(ctx, `UPDATE conversations SET updated_at = GREATEST(updated_at, $1) WHERE id = $2`,
 			assistant.CreatedAt, convID)
 		return err
 	})
@@ -509,11 +488,36 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 	return nil
 }
 
+// streamingLeases returns the leases of a conversation's streaming messages,
+// a zero Until for one stored without a lease.
+func streamingLeases(ctx context.Context, tx pgx.Tx, convID string) ([]datachat.Lease, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT lease_owner, lease_node, lease_until FROM messages WHERE conversation_id = $1 AND status = $2`,
+		convID, datachat.StatusStreaming)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var leases []datachat.Lease
+	for rows.Next() {
+		var l datachat.Lease
+		var until *time.Time
+		if err := rows.Scan(&l.Owner, &l.Node, &until); err != nil {
+			return nil, err
+		}
+		if until != nil {
+			l.Until = *until
+		}
+		leases = append(leases, l)
+	}
+	return leases, rows.Err()
+}
+
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
 func (s *Store) RenewLease(ctx context.Context, messageID string, lease datachat.Lease) error {
 	tag, err := s.pool.Exec(ctx,
 		`UPDATE messages SET lease_owner = $1, lease_node = $2, lease_until = $3 WHERE id = $4`,
-		lease.Owner, lease.Node, normTime(lease.Until), messageID)
+		lease.Owner, lease.Node, record.Time(lease.Until), messageID)
 	if err != nil {
 		return fmt.Errorf("renew lease: %w", err)
 	}
@@ -533,7 +537,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 		UPDATE messages SET status = $1, updated_at = $2, content = `+partsText+`
 		WHERE status = $3 AND ($4 = '' OR lease_owner <> $4)
 			AND (lease_until IS NULL OR lease_until <= $5 OR ($6 <> '' AND lease_node = $6))`,
-		datachat.StatusInterrupted, now(), datachat.StatusStreaming, owner, normTime(at), node)
+		datachat.StatusInterrupted, record.Now(), datachat.StatusStreaming, owner, record.Time(at), node)
 	if err != nil {
 		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
 	}
@@ -543,13 +547,13 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := checkJSON("tool call args", tc.Args); err != nil {
+	if err := tc.Validate(); err != nil {
 		return err
 	}
 	if tc.ID == "" {
-		tc.ID = newID()
+		tc.ID = record.NewID()
 	}
-	fillTime(&tc.StartedAt)
+	record.FillTime(&tc.StartedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -572,7 +576,7 @@ func sourcesJSON(sources []datachat.Source) (any, error) {
 	if len(sources) == 0 {
 		return nil, nil
 	}
-	return marshalJSON(sources)
+	return record.JSON(sources)
 }
 
 // checksJSON is an answer's number checks as stored: NULL when there are none.
@@ -580,5 +584,5 @@ func checksJSON(checks []datachat.NumberCheck) (any, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
-	return marshalJSON(checks)
+	return record.JSON(checks)
 }

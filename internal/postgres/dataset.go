@@ -7,16 +7,17 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateDataset stores d; ENOTFOUND if the conversation does not exist,
 // ECONFLICT if it already has a dataset with d's Name.
 func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 	if d.ID == "" {
-		d.ID = newID()
+		d.ID = record.NewID()
 	}
-	fillTime(&d.CreatedAt)
-	cols, err := marshalJSON(withoutDescriptions(d.Columns))
+	record.FillTime(&d.CreatedAt)
+	cols, err := record.JSON(record.WithoutDescriptions(d.Columns))
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -88,19 +89,19 @@ func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) er
 // the conversation does not exist. Chunks are written with COPY.
 func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
 	if d.ID == "" {
-		d.ID = newID()
+		d.ID = record.NewID()
 	}
-	fillTime(&d.CreatedAt)
+	record.FillTime(&d.CreatedAt)
 	if d.Chunks == 0 {
 		d.Chunks = len(chunks)
 	}
-	meta, err := marshalJSON(d.Metadata)
+	meta, err := record.JSON(d.Metadata)
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
 	}
 	for _, c := range chunks {
 		if c.ID == "" {
-			c.ID = newID()
+			c.ID = record.NewID()
 		}
 		c.DocumentID = d.ID
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // checkDBSource refuses a source the store cannot keep.
@@ -26,10 +27,10 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	if err := checkDBSource(src); err != nil {
 		return err
 	}
-	fillTime(&src.CreatedAt)
+	record.FillTime(&src.CreatedAt)
 	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -50,8 +51,8 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		return err
 	}
 	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE db_sources SET kind = $1, sealed_url = $2, tables = $3, users = $4, all_users = $5, origin = $6
 		WHERE name = $7`,
@@ -117,7 +118,7 @@ func (s *Store) DeleteDBSource(ctx context.Context, name string) error {
 func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES ($1, $2, $3)
-		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, now())
+		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, record.Now())
 	switch {
 	case isForeignKey(err):
 		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")

@@ -8,28 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
-
-// withoutDescriptions returns cols without their descriptions, which are
-// stored apart (column_descriptions), so that changing one rewrites only
-// them.
-func withoutDescriptions(cols []datachat.Column) []datachat.Column {
-	out := make([]datachat.Column, len(cols))
-	for i, c := range cols {
-		c.Description = ""
-		out[i] = c
-	}
-	return out
-}
-
-// descriptionsJSON binds column descriptions as a JSON object, NULL when
-// there are none.
-func descriptionsJSON(descs map[string]string) (any, error) {
-	if len(descs) == 0 {
-		return nil, nil
-	}
-	return marshalJSON(descs)
-}
 
 // UpdateDictionary changes the notes of a user's conversation and the
 // descriptions of its datasets in one transaction; ENOTFOUND if the
@@ -65,7 +45,7 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 					continue
 				}
 				desc, cols := dd.Apply(ds.Description, ds.ColumnDescriptions())
-				descs, err := descriptionsJSON(cols)
+				descs, err := record.Descriptions(cols)
 				if err != nil {
 					return err
 				}
@@ -98,17 +78,17 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 // SaveExample stores a user's verified example, replacing the one of the
 // same tool call; ENOTFOUND if the user does not exist.
 func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
-	if e.Verdict != datachat.VerdictCorrect && e.Verdict != datachat.VerdictWrong {
-		return datachat.Errorf(datachat.EINVALID, "verdict must be %q or %q, not %q", datachat.VerdictCorrect, datachat.VerdictWrong, e.Verdict)
+	if err := e.Validate(); err != nil {
+		return err
 	}
 	if e.ID == "" {
-		e.ID = newID()
+		e.ID = record.NewID()
 	}
-	fillTime(&e.CreatedAt)
+	record.FillTime(&e.CreatedAt)
 	if e.Tables == nil {
 		e.Tables = []datachat.TableSignature{}
 	}
-	tables, err := marshalJSON(e.Tables)
+	tables, err := record.JSON(e.Tables)
 	if err != nil {
 		return fmt.Errorf("save example: %w", err)
 	}

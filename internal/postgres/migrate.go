@@ -4,28 +4,20 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+
+	"datachat/internal/migrate"
+	"datachat/internal/record"
 )
 
 //go:embed migration/*.sql
 var migrationFS embed.FS
 
 // migrations returns the embedded migration file names, in the order they
-// apply (by name: 0001_init.sql, 0002_….sql, …).
-func migrations() ([]string, error) {
-	names, err := fs.Glob(migrationFS, "migration/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	for i, n := range names {
-		names[i] = n[len("migration/"):]
-	}
-	slices.Sort(names)
-	return names, nil
-}
+// apply.
+func migrations() ([]string, error) { return migrate.Names(migrationFS) }
 
 // migrateLockKey is the advisory lock serialising Migrate across processes.
 const migrateLockKey = 0x6461746163686174 // "datachat"
@@ -87,7 +79,7 @@ func (s *Store) migrateTo(ctx context.Context, last string) error {
 			if _, err := tx.Exec(ctx, string(body)); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, name, now())
+			_, err = tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, name, record.Now())
 			return err
 		})
 		if err != nil {
@@ -120,11 +112,5 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pending migrations: %w", err)
 	}
-	pending := []string{}
-	for _, n := range names {
-		if !slices.Contains(applied, n) {
-			pending = append(pending, n)
-		}
-	}
-	return pending, nil
+	return migrate.Pending(names, applied), nil
 }

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -92,35 +91,6 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
-// newID returns a new UUIDv7, time-ordered.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
-
-// now returns the current time as it is stored.
-func now() time.Time { return normTime(time.Now()) }
-
-// normTime returns t as it is stored: UTC, truncated to the microsecond.
-func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-// fillTime sets a zero *t to now and normalises any other.
-func fillTime(t *time.Time) {
-	if t.IsZero() {
-		*t = now()
-		return
-	}
-	*t = normTime(*t)
-}
-
-// normTimePtr normalises a nullable time.
-func normTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := normTime(*t)
-	return &n
-}
-
 // rawJSON binds caller-given JSON bytes to a json column, NULL when empty.
 func rawJSON(b json.RawMessage) any {
 	if len(b) == 0 {
@@ -145,23 +115,6 @@ func (s scanRawJSON) Scan(src any) error {
 		return fmt.Errorf("scan JSON: got %T, want text", src)
 	}
 	return nil
-}
-
-// checkJSON returns EINVALID when b is neither empty nor valid JSON.
-func checkJSON(what string, b json.RawMessage) error {
-	if len(b) > 0 && !json.Valid(b) {
-		return datachat.Errorf(datachat.EINVALID, "%s is not valid JSON", what)
-	}
-	return nil
-}
-
-// marshalJSON marshals v for a jsonb column.
-func marshalJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
 }
 
 // scanJSON unmarshals a jsonb column into v (left as is when NULL).

@@ -8,15 +8,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // RecordUsage stores the token usage of one turn; ENOTFOUND if the user does
 // not exist. Usage is kept when its conversation is deleted.
 func (s *Store) RecordUsage(ctx context.Context, u *datachat.Usage) error {
 	if u.ID == "" {
-		u.ID = newID()
+		u.ID = record.NewID()
 	}
-	fillTime(&u.CreatedAt)
+	record.FillTime(&u.CreatedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
 			input_tokens, output_tokens, success, estimated, created_at)
@@ -39,7 +40,7 @@ func (s *Store) TokensSince(ctx context.Context, userID string, since time.Time)
 	var n int64
 	err := s.pool.QueryRow(ctx, `
 		SELECT COALESCE(SUM(input_tokens + output_tokens), 0)::bigint FROM token_usage
-		WHERE user_id = $1 AND created_at >= $2`, userID, normTime(since)).Scan(&n)
+		WHERE user_id = $1 AND created_at >= $2`, userID, record.Time(since)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("sum tokens: %w", err)
 	}
@@ -57,7 +58,7 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 	if limit <= 0 || window <= 0 {
 		return true, 0, nil
 	}
-	now = normTime(now)
+	now = record.Time(now)
 	start := now.Add(-window)
 	var (
 		ok    bool

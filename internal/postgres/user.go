@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // lastUsedGranularity is how stale a key's last_used_at may get before
@@ -25,7 +26,7 @@ func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, er
 	err := s.pool.QueryRow(ctx, `
 		INSERT INTO users (id, name, created_at) VALUES ($1, $2, $3)
 		ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name
-		RETURNING id, name, created_at`, newID(), name, now()).
+		RETURNING id, name, created_at`, record.NewID(), name, record.Now()).
 		Scan(&u.ID, &u.Name, &u.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("ensure user %q: %w", name, err)
@@ -40,10 +41,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
 		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
 	}
 	if k.ID == "" {
-		k.ID = newID()
+		k.ID = record.NewID()
 	}
-	fillTime(&k.CreatedAt)
-	k.LastUsedAt, k.RevokedAt = normTimePtr(k.LastUsedAt), normTimePtr(k.RevokedAt)
+	record.FillTime(&k.CreatedAt)
+	k.LastUsedAt, k.RevokedAt = record.TimePtr(k.LastUsedAt), record.TimePtr(k.RevokedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -91,7 +92,7 @@ func (s *Store) CountAPIKeys(ctx context.Context) (int, error) {
 // RevokeAPIKey revokes a key; revoking a revoked key changes nothing.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx,
-		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, now(), id)
+		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, record.Now(), id)
 	if err != nil {
 		return fmt.Errorf("revoke API key: %w", err)
 	}
@@ -120,7 +121,7 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	t := now()
+	t := record.Now()
 	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
 		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID); err != nil && !datachat.IsNoSpace(err) {
 			// On a full disk the key still works, its use unrecorded.

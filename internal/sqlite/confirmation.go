@@ -7,28 +7,23 @@ import (
 	"fmt"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
 // ENOTFOUND if its conversation (or its message, when set) does not exist.
 func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
-	if err := checkJSON("confirmation parameters", c.Parameters); err != nil {
-		return err
-	}
-	if err := checkJSON("confirmation state", c.State); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	if c.Status == "" {
 		c.Status = datachat.ConfirmPending
 	}
-	if !validConfirmStatus(c.Status) {
-		return datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q", c.Status)
-	}
 	if c.ID == "" {
-		c.ID = newID()
+		c.ID = record.NewID()
 	}
-	fillTime(&c.CreatedAt)
-	c.ResolvedAt = normTimePtr(c.ResolvedAt)
+	record.FillTime(&c.CreatedAt)
+	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID any
 	if c.MessageID != "" {
 		messageID = c.MessageID
@@ -48,10 +43,6 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		return fmt.Errorf("create confirmation: %w", err)
 	}
 	return nil
-}
-
-func validConfirmStatus(s string) bool {
-	return s == datachat.ConfirmPending || s == datachat.ConfirmApproved || s == datachat.ConfirmDeclined
 }
 
 const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
@@ -93,7 +84,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 		c, err = scanConfirmation(tx.QueryRowContext(ctx, `
 			UPDATE confirmations SET status = ?, note = ?, resolved_at = ?
 			WHERE id = ? AND status = 'pending'
-			RETURNING `+confirmationColumns, status, note, ts(now()), id))
+			RETURNING `+confirmationColumns, status, note, ts(record.Now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}

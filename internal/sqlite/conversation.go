@@ -8,18 +8,12 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // CreateConversation stores c; ENOTFOUND if its user does not exist.
 func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation) error {
-	if c.ID == "" {
-		c.ID = newID()
-	}
-	fillTime(&c.CreatedAt)
-	if c.UpdatedAt.IsZero() {
-		c.UpdatedAt = c.CreatedAt
-	}
-	fillTime(&c.UpdatedAt)
+	record.Fill(&c.ID, &c.CreatedAt, &c.UpdatedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		c.ID, c.UserID, c.Title, ts(c.CreatedAt), ts(c.UpdatedAt))
@@ -82,7 +76,7 @@ func (s *Store) RenameConversation(ctx context.Context, userID, id, title string
 	c, err := scanConversation(s.write.QueryRowContext(ctx, `
 		UPDATE conversations SET title = ?, updated_at = MAX(updated_at, ?)
 		WHERE id = ? AND user_id = ?
-		RETURNING `+conversationColumns, title, ts(now()), id, userID))
+		RETURNING `+conversationColumns, title, ts(record.Now()), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -101,14 +95,7 @@ func (s *Store) DeleteConversation(ctx context.Context, userID, id string) error
 // CreateMessage stores m and bumps the conversation's UpdatedAt; ENOTFOUND if
 // the conversation does not exist.
 func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
-	if m.ID == "" {
-		m.ID = newID()
-	}
-	fillTime(&m.CreatedAt)
-	if m.UpdatedAt.IsZero() {
-		m.UpdatedAt = m.CreatedAt
-	}
-	fillTime(&m.UpdatedAt)
+	record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error, created_at, updated_at)
@@ -136,7 +123,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
@@ -245,7 +232,7 @@ func flushOne(ctx context.Context, tx *sql.Tx, f datachat.StreamingFlush) (bool,
 // FinishMessage stores how an answer ended, its parts and its usage in one
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
-	t := now()
+	t := record.Now()
 	sources, err := sourcesJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
@@ -256,9 +243,9 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 	}
 	if u != nil {
 		if u.ID == "" {
-			u.ID = newID()
+			u.ID = record.NewID()
 		}
-		fillTime(&u.CreatedAt)
+		record.FillTime(&u.CreatedAt)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
@@ -418,30 +405,22 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		msgs = []*datachat.Message{user, assistant}
 	}
 	for _, m := range msgs {
-		if m.ID == "" {
-			m.ID = newID()
-		}
-		fillTime(&m.CreatedAt)
-		if m.UpdatedAt.IsZero() {
-			m.UpdatedAt = m.CreatedAt
-		}
-		fillTime(&m.UpdatedAt)
+		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
 	}
 	convID := assistant.ConversationID
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var streaming, live int
-		if err := tx.QueryRowContext(ctx, `
-			SELECT COUNT(*), COALESCE(SUM(lease_until > ?), 0) FROM messages WHERE conversation_id = ? AND status = ?`,
-			ts(at), convID, datachat.StatusStreaming).Scan(&streaming, &live); err != nil {
+		leases, err := streamingLeases(ctx, tx, convID)
+		if err != nil {
 			return err
 		}
-		if live > 0 {
-			return datachat.ErrReplyInProgress
+		interrupt, err := datachat.AdmitTurn(leases, record.Time(at))
+		if err != nil {
+			return err
 		}
-		if streaming > 0 { // left behind by a process that is gone
+		if interrupt {
 			if _, err := tx.ExecContext(ctx, `UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
 				WHERE conversation_id = ? AND status = ?`,
-				datachat.StatusInterrupted, ts(now()), convID, datachat.StatusStreaming); err != nil {
+				datachat.StatusInterrupted, ts(record.Now()), convID, datachat.StatusStreaming); err != nil {
 				return err
 			}
 		}
@@ -460,7 +439,7 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
+		_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated_at = MAX(updated_at, ?) WHERE id = ?`,
 			ts(assistant.CreatedAt), convID)
 		return err
 	})
@@ -475,6 +454,31 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 		return fmt.Errorf("begin turn: %w", err)
 	}
 	return nil
+}
+
+// streamingLeases returns the leases of a conversation's streaming messages,
+// a zero Until for one stored without a lease.
+func streamingLeases(ctx context.Context, tx *sql.Tx, convID string) ([]datachat.Lease, error) {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT lease_owner, lease_node, lease_until FROM messages WHERE conversation_id = ? AND status = ?`,
+		convID, datachat.StatusStreaming)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var leases []datachat.Lease
+	for rows.Next() {
+		var l datachat.Lease
+		var until *time.Time
+		if err := rows.Scan(&l.Owner, &l.Node, scanNullTime{&until}); err != nil {
+			return nil, err
+		}
+		if until != nil {
+			l.Until = *until
+		}
+		leases = append(leases, l)
+	}
+	return leases, rows.Err()
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
@@ -501,7 +505,7 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 		UPDATE messages SET status = ?, updated_at = ?, content = `+partsText+`
 		WHERE status = ? AND (? = '' OR lease_owner <> ?)
 			AND (lease_until IS NULL OR lease_until <= ? OR (? <> '' AND lease_node = ?))`,
-		datachat.StatusInterrupted, ts(now()), datachat.StatusStreaming, owner, owner, ts(at), node, node)
+		datachat.StatusInterrupted, ts(record.Now()), datachat.StatusStreaming, owner, owner, ts(at), node, node)
 	if err != nil {
 		return 0, fmt.Errorf("interrupt streaming messages: %w", err)
 	}
@@ -515,13 +519,13 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := checkJSON("tool call args", tc.Args); err != nil {
+	if err := tc.Validate(); err != nil {
 		return err
 	}
 	if tc.ID == "" {
-		tc.ID = newID()
+		tc.ID = record.NewID()
 	}
-	fillTime(&tc.StartedAt)
+	record.FillTime(&tc.StartedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -544,7 +548,7 @@ func sourcesJSON(sources []datachat.Source) (any, error) {
 	if len(sources) == 0 {
 		return nil, nil
 	}
-	return marshalJSON(sources)
+	return record.JSON(sources)
 }
 
 // checksJSON is an answer's number checks as stored: NULL when there are none.
@@ -552,5 +556,5 @@ func checksJSON(checks []datachat.NumberCheck) (any, error) {
 	if len(checks) == 0 {
 		return nil, nil
 	}
-	return marshalJSON(checks)
+	return record.JSON(checks)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // checkDBSource refuses a source the store cannot keep.
@@ -32,10 +33,10 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	if err := checkDBSource(src); err != nil {
 		return err
 	}
-	fillTime(&src.CreatedAt)
+	record.FillTime(&src.CreatedAt)
 	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -56,8 +57,8 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		return err
 	}
 	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := marshalJSON(src.Tables)
-	users, _ := marshalJSON(src.Users)
+	tables, _ := record.JSON(src.Tables)
+	users, _ := record.JSON(src.Users)
 	res, err := s.write.ExecContext(ctx, `
 		UPDATE db_sources SET kind = ?, sealed_url = ?, tables = ?, users = ?, all_users = ?, origin = ?
 		WHERE name = ?`,
@@ -129,7 +130,7 @@ func (s *Store) DeleteDBSource(ctx context.Context, name string) error {
 func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string) error {
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, ts(now()))
+		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, ts(record.Now()))
 	switch {
 	case isForeignKey(err):
 		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")

@@ -5,26 +5,17 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"io/fs"
-	"slices"
+
+	"datachat/internal/migrate"
+	"datachat/internal/record"
 )
 
 //go:embed migration/*.sql
 var migrationFS embed.FS
 
 // migrations returns the embedded migration file names, in the order they
-// apply (by name: 0001_init.sql, 0002_….sql, …).
-func migrations() ([]string, error) {
-	names, err := fs.Glob(migrationFS, "migration/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	for i, n := range names {
-		names[i] = n[len("migration/"):]
-	}
-	slices.Sort(names)
-	return names, nil
-}
+// apply.
+func migrations() ([]string, error) { return migrate.Names(migrationFS) }
 
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    TEXT PRIMARY KEY,
@@ -61,7 +52,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 				return err
 			}
 			_, err = tx.ExecContext(ctx,
-				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, ts(now()))
+				`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, ts(record.Now()))
 			return err
 		})
 		if err != nil {
@@ -91,22 +82,16 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("pending migrations: %w", err)
 	}
 	defer rows.Close()
-	applied := map[string]bool{}
+	var applied []string
 	for rows.Next() {
 		var v string
 		if err := rows.Scan(&v); err != nil {
 			return nil, fmt.Errorf("pending migrations: %w", err)
 		}
-		applied[v] = true
+		applied = append(applied, v)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("pending migrations: %w", err)
 	}
-	pending := []string{}
-	for _, n := range names {
-		if !applied[n] {
-			pending = append(pending, n)
-		}
-	}
-	return pending, nil
+	return migrate.Pending(names, applied), nil
 }

@@ -25,11 +25,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // BusyTimeout is how long a connection waits for a lock held by another
@@ -190,44 +190,15 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// newID returns a new UUIDv7, time-ordered.
-func newID() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
-
 // timeLayout is the stored form of every timestamp: UTC, fixed width, so
 // timestamps compare as strings.
 const timeLayout = "2006-01-02T15:04:05.000000Z"
-
-// now returns the current time as it is stored.
-func now() time.Time { return normTime(time.Now()) }
-
-// normTime returns t as it is stored: UTC, truncated to the microsecond.
-func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
-
-// fillTime sets a zero *t to now and normalises any other.
-func fillTime(t *time.Time) {
-	if t.IsZero() {
-		*t = now()
-		return
-	}
-	*t = normTime(*t)
-}
-
-// normTimePtr normalises a nullable time.
-func normTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := normTime(*t)
-	return &n
-}
 
 // ts is a time argument: ts(t) binds t in the stored form.
 type ts time.Time
 
 func (t ts) Value() (driver.Value, error) {
-	return normTime(time.Time(t)).Format(timeLayout), nil
+	return record.Time(time.Time(t)).Format(timeLayout), nil
 }
 
 // tsPtr binds a nullable time.
@@ -312,23 +283,6 @@ func (s scanRawJSON) Scan(src any) error {
 	}
 	*s.p = json.RawMessage(str)
 	return nil
-}
-
-// checkJSON returns EINVALID when b is neither empty nor valid JSON.
-func checkJSON(what string, b json.RawMessage) error {
-	if len(b) > 0 && !json.Valid(b) {
-		return datachat.Errorf(datachat.EINVALID, "%s is not valid JSON", what)
-	}
-	return nil
-}
-
-// marshalJSON marshals v for a TEXT column.
-func marshalJSON(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
 }
 
 // scanJSON unmarshals a TEXT column into v (left as is when NULL).

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // RecordUsage stores the token usage of one turn; ENOTFOUND if the user does
 // not exist. Usage is kept when its conversation is deleted.
 func (s *Store) RecordUsage(ctx context.Context, u *datachat.Usage) error {
 	if u.ID == "" {
-		u.ID = newID()
+		u.ID = record.NewID()
 	}
-	fillTime(&u.CreatedAt)
+	record.FillTime(&u.CreatedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
 			input_tokens, output_tokens, success, estimated, created_at)
@@ -56,7 +57,7 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 	if limit <= 0 || window <= 0 {
 		return true, 0, nil
 	}
-	now = normTime(now)
+	now = record.Time(now)
 	start := now.Add(-window)
 	var (
 		ok    bool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/record"
 )
 
 // lastUsedGranularity is how stale a key's last_used_at may get before
@@ -26,7 +27,7 @@ func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, er
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO users (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
-			newID(), name, ts(now()))
+			record.NewID(), name, ts(record.Now()))
 		if err != nil {
 			return err
 		}
@@ -56,10 +57,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
 		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
 	}
 	if k.ID == "" {
-		k.ID = newID()
+		k.ID = record.NewID()
 	}
-	fillTime(&k.CreatedAt)
-	k.LastUsedAt, k.RevokedAt = normTimePtr(k.LastUsedAt), normTimePtr(k.RevokedAt)
+	record.FillTime(&k.CreatedAt)
+	k.LastUsedAt, k.RevokedAt = record.TimePtr(k.LastUsedAt), record.TimePtr(k.RevokedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -113,7 +114,7 @@ func (s *Store) CountAPIKeys(ctx context.Context) (int, error) {
 // RevokeAPIKey revokes a key; revoking a revoked key changes nothing.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	res, err := s.write.ExecContext(ctx,
-		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, ts(now()), id)
+		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, ts(record.Now()), id)
 	if err != nil {
 		return fmt.Errorf("revoke API key: %w", err)
 	}
@@ -142,7 +143,7 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	t := now()
+	t := record.Now()
 	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
 		if _, err := s.write.ExecContext(ctx,
 			`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil && !datachat.IsNoSpace(err) {

@@ -1,0 +1,88 @@
+// Package record is the form both SQL stores (internal/sqlite and
+// internal/postgres) give what they record: ids are UUIDv7, time-ordered;
+// timestamps are UTC truncated to the microsecond, PostgreSQL's precision, so
+// that a value reads back as it was written from either store; JSON columns
+// are bound as text, and a dataset's column descriptions are kept apart from
+// its columns.
+package record
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"datachat"
+)
+
+// NewID returns a new UUIDv7, time-ordered.
+func NewID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// Now returns the current time as it is stored.
+func Now() time.Time { return Time(time.Now()) }
+
+// Time returns t as it is stored: UTC, truncated to the microsecond.
+func Time(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// FillTime sets a zero *t to now and normalises any other.
+func FillTime(t *time.Time) {
+	if t.IsZero() {
+		*t = Now()
+		return
+	}
+	*t = Time(*t)
+}
+
+// TimePtr normalises a nullable time.
+func TimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := Time(*t)
+	return &n
+}
+
+// Fill gives a new row its id, when *id is empty, and its times as stored: a
+// zero *created is now, and a zero *updated is *created.
+func Fill(id *string, created, updated *time.Time) {
+	if *id == "" {
+		*id = NewID()
+	}
+	FillTime(created)
+	if updated.IsZero() {
+		*updated = *created
+	}
+	FillTime(updated)
+}
+
+// JSON marshals v for a JSON column (TEXT in SQLite, jsonb in PostgreSQL).
+func JSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// WithoutDescriptions returns cols without their descriptions, which are
+// stored apart (column_descriptions), so that changing one rewrites only
+// them.
+func WithoutDescriptions(cols []datachat.Column) []datachat.Column {
+	out := make([]datachat.Column, len(cols))
+	for i, c := range cols {
+		c.Description = ""
+		out[i] = c
+	}
+	return out
+}
+
+// Descriptions binds column descriptions as a JSON object, NULL when there
+// are none.
+func Descriptions(descs map[string]string) (any, error) {
+	if len(descs) == 0 {
+		return nil, nil
+	}
+	return JSON(descs)
+}
