@@ -628,6 +628,9 @@ func storeDB(t *testing.T, dsn string) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No connection kept between checks: the tests restart the database
+	// under it, and a kept connection would be one the restart ended.
+	db.SetMaxIdleConns(0)
 	t.Cleanup(func() { db.Close() })
 	return db
 }

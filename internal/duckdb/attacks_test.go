@@ -455,15 +455,10 @@ func TestResourceBombs2(t *testing.T) {
 		"SELECT length(string_agg(repeat('x', 1000000), '' ORDER BY range)) FROM range(3000)",
 		"SELECT count(*) FROM range(100000) a JOIN range(100000) b ON a.range::VARCHAR LIKE '%' || b.range::VARCHAR || '%'",
 		"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r, range(10) WHERE n < 100) SELECT count(*) FROM r",
-		"SELECT sum(len(x)) FROM (SELECT range(10000000) AS x FROM range(100))",
 		"SELECT CAST(repeat('x', 50000000) AS INTEGER)",
-		strings.Join(unions, " UNION ALL "),
-		"SELECT * FROM t WHERE id IN (" + strings.Join(in, ",") + ")",
 		"SELECT 1" + strings.Repeat("+1", 20000),
 		"SELECT " + nested,
 		"SELECT CAST('[1]' AS INTEGER" + strings.Repeat("[]", 2000) + ")",
-		"SELECT json_transform('[1]', repeat('[', 5000) || '\"INTEGER\"' || repeat(']', 5000))",
-		"SELECT from_json('{}', repeat('{\"a\":', 3000) || '\"INTEGER\"' || repeat('}', 3000))",
 		"SELECT * FROM json_tree(repeat('[', 100000) || repeat(']', 100000))",
 	}
 	other := datachat.WithUserID(context.Background(), "bob")
@@ -502,8 +497,14 @@ func TestResourceBombs2(t *testing.T) {
 		t.Logf("%.80s: %.160s", q, firstLine(qe.Error()))
 		check(t)
 	}
-	// Large but bounded: these answer (the result is cut at MaxRows) or stop.
+	// Large but bounded: these answer (the result is cut at MaxRows) or stop,
+	// depending on how fast the machine is.
 	for _, q := range []string{
+		"SELECT sum(len(x)) FROM (SELECT range(10000000) AS x FROM range(100))",
+		strings.Join(unions, " UNION ALL "),
+		"SELECT * FROM t WHERE id IN (" + strings.Join(in, ",") + ")",
+		"SELECT json_transform('[1]', repeat('[', 5000) || '\"INTEGER\"' || repeat(']', 5000))",
+		"SELECT from_json('{}', repeat('{\"a\":', 3000) || '\"INTEGER\"' || repeat('}', 3000))",
 		"SELECT count(*) FROM repeat_row(1, num_rows := 3000000000)",
 		"SELECT * FROM repeat_row(1, num_rows := 3000000000)",
 		"SELECT " + strings.Repeat("(", 5000) + "1" + strings.Repeat(")", 5000),

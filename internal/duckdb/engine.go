@@ -395,8 +395,9 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		head, _, _ := strings.Cut(strings.TrimSpace(w.p.stderr.Head()), "\n")
 		e.opts.Logger.Warn("sql worker ended during a query", slog.String("error", err.Error()),
-			slog.String("stderr", lastLine(w.p.stderr.String())))
+			slog.String("stderr_first", head), slog.String("stderr_last", lastLine(w.p.stderr.String())))
 		return err
 	}
 	d, err := decodeReply(b)

@@ -277,7 +277,7 @@ func (p *proc) death() error {
 	if killed != nil {
 		return killed
 	}
-	return exitError(p.cmd.ProcessState, p.stderr.String())
+	return exitError(p.cmd.ProcessState, p.stderr.Head()+"\n"+p.stderr.String())
 }
 
 // exitError describes a worker that ended by itself.
@@ -307,7 +307,11 @@ func exitError(st *os.ProcessState, stderr string) error {
 			return &QueryError{Kind: KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
 		}
 	}
-	return fmt.Errorf("sql worker exited (%s): %s", st, lastLine(stderr))
+	if strings.Contains(stderr, "goroutine ") && st.ExitCode() == 2 {
+		// A Go runtime's fatal error whose first line did not survive.
+		return &QueryError{Kind: KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
+	}
+	return &QueryError{Kind: KindOther, Message: fmt.Sprintf("the SQL engine stopped unexpectedly on this query (%s) and was restarted; nothing else was affected: try another form of it", st)}
 }
 
 func lastLine(s string) string {
@@ -318,16 +322,22 @@ func lastLine(s string) string {
 	return s
 }
 
-// tailWriter keeps the last max bytes written to it.
+// tailWriter keeps the first and the last max bytes written to it: a Go
+// runtime's fatal error says what it is on its first line and then dumps
+// every goroutine, so the tail alone loses the cause.
 type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
+	mu   sync.Mutex
+	max  int
+	head []byte
+	b    []byte
 }
 
 func (t *tailWriter) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if n := min(len(p), t.max-len(t.head)); n > 0 {
+		t.head = append(t.head, p[:n]...)
+	}
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
 		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
@@ -335,8 +345,16 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns the last max bytes written.
 func (t *tailWriter) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// Head returns the first max bytes written.
+func (t *tailWriter) Head() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.head)
 }

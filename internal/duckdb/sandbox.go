@@ -164,6 +164,14 @@ func catalogDenied(conn mapping.Connection) ([]string, error) {
 func parseTree(conn mapping.Connection, sql string) (any, error) {
 	res, err := queryAll(conn, "SELECT json_serialize_sql($1::VARCHAR)", 1, []string{sql})
 	if err != nil {
+		// A query too large to serialise within the memory limit or the
+		// time (a 100,000-value IN list) is the user's to make smaller.
+		var de *duckError
+		if errors.As(err, &de) {
+			if qe := classify(de.typ, de.msg); qe.Kind == KindMemory || qe.Kind == KindTimeout {
+				return nil, qe
+			}
+		}
 		return nil, err
 	}
 	if len(res.Rows) != 1 {
