@@ -59,6 +59,8 @@ type options struct {
 	rounds   int
 	bins     []build
 	profile  string
+	trace    bool
+	env      map[string]string
 	keep     bool
 }
 
@@ -78,8 +80,18 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 1, "times each level runs the baseline and every build, alternating")
 	bins := flag.String("bin", "", "builds to compare, name=path,… (default: go build ./cmd/datachat, named head)")
 	flag.StringVar(&o.profile, "profile", "", "directory: each server runs with DATACHAT_PROFILE_DIR=DIR/NAME-nN-rR")
+	flag.BoolVar(&o.trace, "profile-trace", false, "with -profile: the execution trace and mutex and block profiles too (DATACHAT_PROFILE_TRACE; they nearly double the server's CPU)")
+	serverEnv := flag.String("server-env", "", "extra environment of every server, K=V,… (GOGC=400, GOMAXPROCS=1, …)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
 	flag.Parse()
+	o.env = map[string]string{}
+	for _, kv := range strings.Split(*serverEnv, ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			o.env[k] = v
+		} else if kv != "" {
+			log.Fatalf("-server-env: %q is not K=V", kv)
+		}
+	}
 	for _, s := range strings.Split(*levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
@@ -181,6 +193,7 @@ type result struct {
 	n, round    int
 	what        string
 	lat         []time.Duration // sorted
+	byTurn      map[int][]time.Duration
 	turns       int
 	tokens      int // stamped tokens received
 	lost        int // stamped tokens sent in completed turns but not received
@@ -212,9 +225,9 @@ func (r result) line() string {
 		kinds = append(kinds, fmt.Sprintf("%d× %s", v, k))
 	}
 	slices.Sort(kinds)
-	return fmt.Sprintf("N=%d round %d %s: %d turns, %d tokens in %.1fs; latency p50 %s p90 %s p99 %s max %s ms; CPU per token: server %s µs, harness %s µs; errors %v; lost %d; load %s",
+	return fmt.Sprintf("N=%d round %d %s: %d turns, %d tokens in %.1fs; latency p50 %s p90 %s p99 %s max %s ms (p99 by turn %s); CPU per token: server %s µs, harness %s µs; errors %v; lost %d; load %s",
 		r.n, r.round, r.what, r.turns, r.tokens, r.wall.Seconds(),
-		ms(pct(r.lat, .5)), ms(pct(r.lat, .9)), ms(pct(r.lat, .99)), ms(pct(r.lat, 1)),
+		ms(pct(r.lat, .5)), ms(pct(r.lat, .9)), ms(pct(r.lat, .99)), ms(pct(r.lat, 1)), r.p99ByTurn(),
 		r.perToken(r.serverCPU), r.perToken(r.harnessCPU), kinds, r.lost, r.loadAverage)
 }
 
@@ -263,10 +276,18 @@ func delay(o options) llmtest.Duration {
 // conversation is what one client saw.
 type conversation struct {
 	lat    []time.Duration
+	byTurn map[int][]time.Duration // lat by the turn's index
 	tokens int
 	lost   int
 	turns  int
 	errs   map[string]int
+}
+
+func (c *conversation) addTurn(t int, d time.Duration) {
+	if c.byTurn == nil {
+		c.byTurn = map[int][]time.Duration{}
+	}
+	c.byTurn[t] = append(c.byTurn[t], d)
 }
 
 func (c *conversation) fail(kind string) {
@@ -314,6 +335,12 @@ func drive(o options, n int, turn func(ctx context.Context, i, t int, c *convers
 func collect(r *result, convs []*conversation) {
 	for _, c := range convs {
 		r.lat = append(r.lat, c.lat...)
+		for t, l := range c.byTurn {
+			if r.byTurn == nil {
+				r.byTurn = map[int][]time.Duration{}
+			}
+			r.byTurn[t] = append(r.byTurn[t], l...)
+		}
 		r.tokens += c.tokens
 		r.lost += c.lost
 		r.turns += c.turns
@@ -325,6 +352,19 @@ func collect(r *result, convs []*conversation) {
 		}
 	}
 	slices.Sort(r.lat)
+	for _, l := range r.byTurn {
+		slices.Sort(l)
+	}
+}
+
+// p99ByTurn is the p99 latency of each turn's tokens (the first turns of
+// all conversations start within the first second).
+func (r result) p99ByTurn() string {
+	var s []string
+	for t := range len(r.byTurn) {
+		s = append(s, ms(pct(r.byTurn[t], .99)))
+	}
+	return strings.Join(s, " / ")
 }
 
 // runBaseline streams the answers from a fake straight to n HTTP clients.
@@ -338,7 +378,7 @@ func runBaseline(o options, n int) result {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	r := result{loadAverage: loadAverage()}
 	self0 := serve.SelfCPU()
-	convs, wall := drive(o, n, func(ctx context.Context, _, _ int, c *conversation) error {
+	convs, wall := drive(o, n, func(ctx context.Context, _, t int, c *conversation) error {
 		body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", fake.URL+"/chat/completions", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -368,6 +408,7 @@ func runBaseline(o options, n int) result {
 			stamps, _ := llmtest.Stamps(chunk.Choices[0].Delta.Content)
 			for _, st := range stamps {
 				c.lat = append(c.lat, at.Sub(st))
+				c.addTurn(t, at.Sub(st))
 			}
 			got += len(stamps)
 		}
@@ -402,8 +443,12 @@ func runServer(o options, work string, n, round int, b build) result {
 	}
 	defer fake.Close()
 	env := map[string]string{"LLM_PROVIDER": "openai", "OPENAI_API_KEY": "tokens", "OPENAI_BASE_URL": fake.URL}
+	for k, v := range o.env {
+		env[k] = v
+	}
 	if o.profile != "" {
 		env["DATACHAT_PROFILE_DIR"] = filepath.Join(o.profile, fmt.Sprintf("%s-n%d-r%d", b.name, n, round))
+		env["DATACHAT_PROFILE_TRACE"] = strconv.FormatBool(o.trace)
 	}
 	srv := startServer(work, fmt.Sprintf("%s-n%d-r%d", b.name, n, round), b.path, env)
 	defer srv.stop()
@@ -459,6 +504,7 @@ func runServer(o options, work string, n, round int, b build) result {
 				stamps, _ := llmtest.Stamps(ev.Data.Token)
 				for _, st := range stamps {
 					c.lat = append(c.lat, at.Sub(st))
+					c.addTurn(t, at.Sub(st))
 				}
 				got += len(stamps)
 			case "chat_complete":

@@ -363,7 +363,7 @@ func shellQuote(s string) string {
 
 func (m *Main) runServe(ctx context.Context) error {
 	if dir := m.Config.ProfileDir; dir != "" {
-		stop, err := startProfile(dir)
+		stop, err := startProfile(dir, m.Config.ProfileTrace)
 		if err != nil {
 			return err
 		}

@@ -107,6 +107,11 @@ type Config struct {
 	// heap, mutex and block profiles of its run there (DATACHAT_PROFILE_DIR;
 	// off by default: it slows serve down).
 	ProfileDir string
+	// ProfileTrace (DATACHAT_PROFILE_TRACE, default true) adds the execution
+	// trace and the mutex and block profiles to ProfileDir's CPU and heap
+	// profiles; they show what goroutines wait for, and slow serve down the
+	// most.
+	ProfileTrace bool
 	// SecretKey is DATACHAT_SECRET_KEY, the key that seals database sources'
 	// credentials (32 bytes in standard base64); "" means the key file
 	// secret.key in DataDir, made on first use.
@@ -175,6 +180,7 @@ func Load(path string, env Lookup) (*Config, error) {
 		AllowedMetadataKeys: p.list("CHAT_ALLOWED_METADATA_KEYS"),
 		SystemPromptPath:    p.str("CHAT_DEFAULT_SYSTEM_PROMPT_PATH", ""),
 		ProfileDir:          p.str("DATACHAT_PROFILE_DIR", ""),
+		ProfileTrace:        p.boolean("DATACHAT_PROFILE_TRACE", true),
 		EnableStreaming:     p.boolean("CHAT_ENABLE_STREAMING", true),
 		MaxQueryChars:       p.integer("CHAT_MAX_QUERY_CHARS", 2000, 1),
 

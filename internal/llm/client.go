@@ -85,12 +85,17 @@ func NewHTTPClient(connectTimeout time.Duration) *http.Client {
 	if connectTimeout > 0 {
 		dialer.Timeout = connectTimeout
 	}
+	// Over HTTP/1.1 (local and OpenAI-compatible servers) each streaming
+	// answer holds a connection of its own: with hundreds of conversations
+	// streaming, a small idle pool closes most connections at the end of each
+	// answer and dials again for the next, which costs more CPU than relaying
+	// the answer's tokens.
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   16,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   512,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   max(connectTimeout, 0),
 		ExpectContinueTimeout: time.Second,

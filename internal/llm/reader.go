@@ -20,9 +20,11 @@ type LineReader struct {
 	buf     []byte
 }
 
-// NewLineReader returns a LineReader reading r.
+// NewLineReader returns a LineReader reading r. Its buffer is small: a
+// streamed answer's lines are mostly short, a longer one is gathered in
+// pieces, and a server relays hundreds of answers at once.
 func NewLineReader(r io.Reader) *LineReader {
-	return &LineReader{r: bufio.NewReaderSize(r, 32<<10)}
+	return &LineReader{r: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // Line returns the next line. The slice is valid until the next call. At the

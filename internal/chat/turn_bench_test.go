@@ -1,0 +1,79 @@
+package chat
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"datachat"
+	"datachat/internal/llmtest"
+	"datachat/internal/openai"
+	"datachat/internal/sqlite"
+)
+
+// BenchmarkTurn is the server's work for one turn of the token-latency load
+// (BENCHMARKS.md, "Token latency"): a question, a search_documents call, and
+// an answer of 40 streamed chunks, through a Runner over a temporary SQLite
+// store and the OpenAI-protocol fake on 127.0.0.1, rotating over 50
+// conversations. What it costs beyond the chunks themselves is the per-turn
+// work (store reads and writes, prompt, requests) that shares the cores with
+// every other conversation's tokens.
+//
+//	go test -run '^$' -bench Turn -benchmem -cpuprofile /tmp/turn.pprof ./internal/chat
+func BenchmarkTurn(b *testing.B) {
+	ctx := b.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "chat.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	u, err := st.EnsureUser(ctx, "alice")
+	if err != nil {
+		b.Fatal(err)
+	}
+	convs := make([]*datachat.Conversation, 50)
+	for i := range convs {
+		convs[i] = &datachat.Conversation{UserID: u.ID}
+		if err := st.CreateConversation(ctx, convs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	answer := make([]string, 40)
+	for i := range answer {
+		answer[i] = fmt.Sprintf("tok%02d ", i)
+	}
+	var script llmtest.Script
+	for range b.N {
+		script.Turns = append(script.Turns,
+			llmtest.Turn{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("search_documents", `{"query":"regional revenue"}`)}},
+			llmtest.Turn{Match: &llmtest.Match{LastRole: "tool"}, Text: answer})
+	}
+	fake := llmtest.NewServer(b, llmtest.OpenAI, script)
+	r := &Runner{
+		Store: st, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
+		Model: openai.New(openai.Options{APIKey: "k", BaseURL: fake.URL, ConnectTimeout: 5 * time.Second,
+			StreamIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)}),
+		MaxOutputTokens: 100, Streaming: true, Logger: slog.New(slog.DiscardHandler),
+	}
+	tokens := 0
+	sink := func(ev Event) {
+		if ev.Type == EventToken {
+			tokens++
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := r.Send(ctx, u, convs[i%len(convs)].ID, "Revenue by region?", TurnOptions{}, sink); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if tokens < 40*b.N {
+		b.Fatalf("%d tokens streamed in %d turns, want %d", tokens, b.N, 40*b.N)
+	}
+}
