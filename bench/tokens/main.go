@@ -61,6 +61,7 @@ type options struct {
 	profile  string
 	trace    bool
 	env      map[string]string
+	relay    bool
 	keep     bool
 }
 
@@ -68,6 +69,10 @@ type build struct{ name, path string }
 
 func main() {
 	log.SetFlags(0)
+	if upstream := os.Getenv(relayEnv); upstream != "" {
+		relayMain(upstream)
+		return
+	}
 	debug.SetGCPercent(400) // the harness shares the cores with the server
 	var o options
 	levels := flag.String("n", "100,500", "comma-separated numbers of concurrent conversations")
@@ -82,6 +87,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "directory: each server runs with DATACHAT_PROFILE_DIR=DIR/NAME-nN-rR")
 	flag.BoolVar(&o.trace, "profile-trace", false, "with -profile: the execution trace and mutex and block profiles too (DATACHAT_PROFILE_TRACE; they nearly double the server's CPU)")
 	serverEnv := flag.String("server-env", "", "extra environment of every server, K=V,… (GOGC=400, GOMAXPROCS=1, …)")
+	flag.BoolVar(&o.relay, "relay", true, "also run the minimal relay (relay.go): the least any server relaying these answers adds")
 	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
 	flag.Parse()
 	o.env = map[string]string{}
@@ -129,14 +135,21 @@ func main() {
 	for _, n := range o.levels {
 		for round := 1; round <= o.rounds; round++ {
 			// The baseline between the builds, in a rotating order.
-			runs := append([]string{"baseline"}, names(o.bins)...)
+			runs := []string{"baseline"}
+			if o.relay {
+				runs = append(runs, "relay")
+			}
+			runs = append(runs, names(o.bins)...)
 			k := (round - 1) % len(runs)
 			runs = append(runs[k:], runs[:k]...)
 			for _, what := range runs {
 				var r result
-				if what == "baseline" {
+				switch what {
+				case "baseline":
 					r = runBaseline(o, n)
-				} else {
+				case "relay":
+					r = runRelay(o, n)
+				default:
 					r = runServer(o, work, n, round, binNamed(o.bins, what))
 				}
 				r.n, r.round, r.what = n, round, what
@@ -422,11 +435,16 @@ func runBaseline(o options, n int) result {
 	return r
 }
 
-// runServer runs n conversations through a fresh `datachat serve` of b.
-func runServer(o options, work string, n, round int, b build) result {
-	turns := n * o.turns
+// startFake starts the fake provider for n conversations on 127.0.0.1.
+func startFake(o options, n int) (*llmtest.Server, error) {
+	return llmtest.Start(llmtest.OpenAI, script(o, n), "127.0.0.1:0")
+}
+
+// script is what the fake answers n conversations: for each turn a call of
+// o.tool (unless none), then, once the tool's result is sent, the answer.
+func script(o options, n int) llmtest.Script {
 	s := llmtest.Script{StampTime: true, Default: &llmtest.Turn{Text: []string{"(script exhausted)"}}}
-	for range turns {
+	for range n * o.turns {
 		answer := llmtest.Turn{Text: chunks(o), Delay: delay(o)}
 		if o.tool == "none" {
 			s.Turns = append(s.Turns, answer)
@@ -437,7 +455,12 @@ func runServer(o options, work string, n, round int, b build) result {
 			llmtest.Turn{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call(o.tool, `{"query":"regional revenue"}`)}},
 			answer)
 	}
-	fake, err := llmtest.Start(llmtest.OpenAI, s, "127.0.0.1:0")
+	return s
+}
+
+// runServer runs n conversations through a fresh `datachat serve` of b.
+func runServer(o options, work string, n, round int, b build) result {
+	fake, err := startFake(o, n)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -478,55 +501,61 @@ func runServer(o options, work string, n, round int, b build) result {
 			conn.SetReadLimit(1 << 20)
 			conns[i] = conn
 		}
-		conn := conns[i]
-		msg, _ := json.Marshal(map[string]any{"type": "chat_send", "data": map[string]string{"content": fmt.Sprintf("Question %d: revenue by region?", t+1)}})
-		if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
-			return errors.New("write failed")
-		}
-		got := 0
-		for {
-			_, data, err := conn.Read(ctx)
-			at := time.Now()
-			if err != nil {
-				return errors.New("read failed or timed out")
-			}
-			var ev struct {
-				Type string `json:"type"`
-				Data struct {
-					Token, Status, Message string
-				} `json:"data"`
-			}
-			if json.Unmarshal(data, &ev) != nil {
-				return errors.New("bad event")
-			}
-			switch ev.Type {
-			case "chat_token":
-				stamps, _ := llmtest.Stamps(ev.Data.Token)
-				for _, st := range stamps {
-					c.lat = append(c.lat, at.Sub(st))
-					c.addTurn(t, at.Sub(st))
-				}
-				got += len(stamps)
-			case "chat_complete":
-				c.tokens += got
-				if ev.Data.Status != "complete" {
-					c.fail("chat_complete " + ev.Data.Status)
-					return nil
-				}
-				c.turns++
-				c.lost += o.tokens - got
-				return nil
-			case "chat_error":
-				c.tokens += got
-				c.fail("chat_error: " + ev.Data.Message)
-				return nil
-			}
-		}
+		return wsTurn(ctx, conns[i], o, t, c)
 	})
 	r.wall = wall
 	r.serverCPU, r.harnessCPU = serve.CPU(srv.pid)-cpu0, serve.SelfCPU()-self0
 	collect(&r, convs)
 	return r
+}
+
+// wsTurn runs turn t of a conversation over its WebSocket: chat_send, then
+// the events until chat_complete or chat_error, each token's latency taken
+// from its stamp.
+func wsTurn(ctx context.Context, conn *websocket.Conn, o options, t int, c *conversation) error {
+	msg, _ := json.Marshal(map[string]any{"type": "chat_send", "data": map[string]string{"content": fmt.Sprintf("Question %d: revenue by region?", t+1)}})
+	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
+		return errors.New("write failed")
+	}
+	got := 0
+	for {
+		_, data, err := conn.Read(ctx)
+		at := time.Now()
+		if err != nil {
+			return errors.New("read failed or timed out")
+		}
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				Token, Status, Message string
+			} `json:"data"`
+		}
+		if json.Unmarshal(data, &ev) != nil {
+			return errors.New("bad event")
+		}
+		switch ev.Type {
+		case "chat_token":
+			stamps, _ := llmtest.Stamps(ev.Data.Token)
+			for _, st := range stamps {
+				c.lat = append(c.lat, at.Sub(st))
+				c.addTurn(t, at.Sub(st))
+			}
+			got += len(stamps)
+		case "chat_complete":
+			c.tokens += got
+			if ev.Data.Status != "complete" {
+				c.fail("chat_complete " + ev.Data.Status)
+				return nil
+			}
+			c.turns++
+			c.lost += o.tokens - got
+			return nil
+		case "chat_error":
+			c.tokens += got
+			c.fail("chat_error: " + ev.Data.Message)
+			return nil
+		}
+	}
 }
 
 // server is a `datachat serve` process.
