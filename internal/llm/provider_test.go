@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"reflect"
 	"testing"
 
 	"datachat"
@@ -81,6 +83,28 @@ func TestDecodeFrames(t *testing.T) {
 			}
 			if tt.wantErr == nil && (usage == nil || usage.Output != 2) {
 				t.Errorf("got usage %+v, want the last frame's (output 2)", usage)
+			}
+		})
+	}
+}
+
+func TestProviderHeader(t *testing.T) {
+	bearer := Provider{Name: "openai", KeyHeader: "Authorization", KeyPrefix: "Bearer "}
+	google := Provider{Name: "gemini", KeyHeader: "x-goog-api-key"}
+	tests := []struct {
+		name string
+		p    Provider
+		key  string
+		want http.Header
+	}{
+		{"bearer", bearer, "k1", http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k1"}}},
+		{"plain", google, "k2", http.Header{"Content-Type": {"application/json"}, "X-Goog-Api-Key": {"k2"}}},
+		{"no key", bearer, "", http.Header{"Content-Type": {"application/json"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.Header(tt.key); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}
