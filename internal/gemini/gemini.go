@@ -98,16 +98,9 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	r := llm.Request{
-		URL:      c.base + "/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse",
-		Header:   provider.Header(c.opts.APIKey),
-		Model:    model,
-		Messages: len(req.Messages),
-		Tools:    len(req.Tools),
-	}
-	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, llm.NewCallID)
-	})
+	u := c.base + "/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse"
+	r := llm.ChatRequest(u, provider.Header(c.opts.APIKey), model, req)
+	return c.llm.StreamJSON(ctx, r, wire, emit, llm.WithCallIDs(decodeStream))
 }
 
 // decodeStream reads an SSE answer into out.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"datachat"
@@ -107,5 +108,32 @@ func TestProviderHeader(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestChatRequest(t *testing.T) {
+	req := &datachat.ModelRequest{
+		Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}},
+		Tools:    []datachat.ToolSpec{{Name: "run_sql"}},
+	}
+	h := http.Header{"Accept": {"text/event-stream"}}
+	got := ChatRequest("http://x/chat", h, "m", req)
+	want := Request{URL: "http://x/chat", Header: h, Model: "m", Messages: 2, Tools: 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestWithCallIDs(t *testing.T) {
+	var id string
+	decode := WithCallIDs(func(body io.Reader, out *Output, newID func() string) error {
+		id = newID()
+		return nil
+	})
+	if err := decode(strings.NewReader(""), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(id, "call_") || len(id) != len("call_")+16 {
+		t.Errorf("got id %q, want call_ and 16 hex digits", id)
 	}
 }

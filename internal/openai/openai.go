@@ -105,13 +105,8 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	}
 	h := provider.Header(c.opts.APIKey)
 	h.Set("Accept", "text/event-stream")
-	r := llm.Request{
-		URL: c.base + "/chat/completions", Header: h,
-		Model: model, Messages: len(req.Messages), Tools: len(req.Tools),
-	}
-	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, llm.NewCallID)
-	})
+	r := llm.ChatRequest(c.base+"/chat/completions", h, model, req)
+	return c.llm.StreamJSON(ctx, r, wire, emit, llm.WithCallIDs(decodeStream))
 }
 
 // decodeStream reads an SSE answer into out.
