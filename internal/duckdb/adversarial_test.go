@@ -50,6 +50,18 @@ func mustRefuse(t *testing.T, e *Engine, tables []Table, sql string) {
 	}
 }
 
+// mustRefuseEach requires the sandbox to refuse each call put in each of
+// forms (at its %s; see [mustRefuse]), and returns how many it tried.
+func mustRefuseEach(t *testing.T, e *Engine, tables []Table, forms []string, calls ...string) int {
+	t.Helper()
+	for _, c := range calls {
+		for _, f := range forms {
+			mustRefuse(t, e, tables, fmt.Sprintf(f, c))
+		}
+	}
+	return len(calls) * len(forms)
+}
+
 // mustNotShow runs each query and fails t for each of secrets (server
 // paths) that its answer or its error shows.
 func mustNotShow(t *testing.T, e *Engine, tables []Table, queries, secrets []string) {
@@ -293,13 +305,7 @@ func TestDeniedWrapped(t *testing.T) {
 	n := 0
 	for _, call := range deniedCalls {
 		name, args, _ := strings.Cut(call, "(")
-		forms := []string{call, strings.ToUpper(name) + "(" + args, `"` + name + `"(` + args}
-		for _, w := range wrappers {
-			for _, f := range forms {
-				mustRefuse(t, e, tables, fmt.Sprintf(w, f))
-				n++
-			}
-		}
+		n += mustRefuseEach(t, e, tables, wrappers, call, strings.ToUpper(name)+"("+args, `"`+name+`"(`+args)
 	}
 	t.Logf("%d wrapped calls refused", n)
 	check(t)
@@ -336,11 +342,7 @@ func TestDeniedScalars(t *testing.T) {
 		"SELECT try(%s)",
 		"SELECT * FROM t LIMIT length(%s)",
 	}
-	for _, c := range calls {
-		for _, f := range forms {
-			mustRefuse(t, e, tables, fmt.Sprintf(f, c))
-		}
-	}
+	mustRefuseEach(t, e, tables, forms, calls...)
 	check(t)
 }
 
