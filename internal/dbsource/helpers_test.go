@@ -271,6 +271,35 @@ func checkRefusals(t *testing.T, db *dbsource.DB, cases []refusal, secrets ...st
 	}
 }
 
+// checkCSVAnswers asks three questions whose answers the CSVs hold, each in
+// the source's dialect: the Gentoo penguins' count and mean body mass, the
+// best tipping day and its tips, and the titanic's survivors by sex. It
+// returns the Gentoo answer, whose columns each dialect types its own way.
+func checkCSVAnswers(t *testing.T, db *dbsource.DB, gentoo, tips, titanic string) *datachat.QueryResult {
+	t.Helper()
+	ctx := context.Background()
+	res, err := db.Query(ctx, gentoo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows); got != "[[124 5076.02]]" {
+		t.Errorf("Gentoo count and mean mass: got %s, want [[124 5076.02]]", got)
+	}
+	for _, q := range []struct{ what, sql, want string }{
+		{"best tipping day", tips, "[[Sat 260.4]]"},
+		{"titanic survivors by sex", titanic, "[[female 233 314] [male 109 577]]"},
+	} {
+		res, err := db.Query(ctx, q.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != q.want {
+			t.Errorf("%s: got %s", q.what, got)
+		}
+	}
+	return res
+}
+
 // checkRowCap checks that a query of the fixture's table big (5,000 rows)
 // answers its first 1,000, truncated.
 func checkRowCap(t *testing.T, db *dbsource.DB) {

@@ -164,31 +164,14 @@ func TestMySQLQueries(t *testing.T) {
 	}
 
 	t.Run("csv values", func(t *testing.T) {
-		res, err := db.Query(ctx, "SELECT count(*) AS n, round(avg(body_mass_g), 2) AS mass FROM penguins WHERE species = 'Gentoo';")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(res.Rows); got != "[[124 5076.02]]" {
-			t.Errorf("Gentoo count and mean mass: got %s, want [[124 5076.02]]", got)
-		}
+		res := checkCSVAnswers(t, db,
+			"SELECT count(*) AS n, round(avg(body_mass_g), 2) AS mass FROM penguins WHERE species = 'Gentoo';",
+			"SELECT day, round(sum(tip), 2) AS tips FROM tips GROUP BY day ORDER BY tips DESC LIMIT 1",
+			"SELECT sex, sum(survived = 1) AS survived, count(*) AS n FROM titanic GROUP BY sex ORDER BY sex")
 		if res.Columns[0].Type != "integer" {
 			t.Errorf("columns: got %+v", res.Columns)
 		}
-		res, err = db.Query(ctx, "SELECT day, round(sum(tip), 2) AS tips FROM tips GROUP BY day ORDER BY tips DESC LIMIT 1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(res.Rows); got != "[[Sat 260.4]]" {
-			t.Errorf("best tipping day: got %s", got)
-		}
-		res, err = db.Query(ctx, "SELECT sex, sum(survived = 1) AS survived, count(*) AS n FROM titanic GROUP BY sex ORDER BY sex")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fmt.Sprint(res.Rows); got != "[[female 233 314] [male 109 577]]" {
-			t.Errorf("titanic survivors by sex: got %s", got)
-		}
-		res, err = db.Query(ctx, "SELECT p.species, q.species FROM penguins p JOIN penguins q ON p.island = q.island LIMIT 1")
+		res, err := db.Query(ctx, "SELECT p.species, q.species FROM penguins p JOIN penguins q ON p.island = q.island LIMIT 1")
 		if err != nil || len(res.Columns) != 2 {
 			t.Errorf("two columns of one name: %v, %v", res, err)
 		}
