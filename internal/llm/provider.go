@@ -13,8 +13,9 @@ import (
 )
 
 // This file holds what every provider package does the same way around its
-// own wire format: encoding the request, reading a streamed answer frame by
-// frame, embedding in batches and naming tool calls that came without an id.
+// own wire format: describing a chat request for the log, encoding the
+// request, reading a streamed answer frame by frame, embedding in batches and
+// naming tool calls that came without an id.
 
 // ChatRequest is the Request for a streamed chat answer to req from model,
 // sent to url with header; the log counts req's messages and tools.
