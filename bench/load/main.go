@@ -29,7 +29,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
@@ -134,22 +134,7 @@ func main() {
 }
 
 func printMachine(bin string) {
-	model := "?"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); m != nil {
-			model = string(m[1])
-		}
-	}
-	mem := "?"
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
-			kb, _ := strconv.Atoi(string(m[1]))
-			mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
-		}
-	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("machine: %d cores (%s), %s RAM, %s/%s, %s; load average %s",
-		runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+	fmt.Print(report.Machine())
 	if fi, err := os.Stat(bin); err == nil {
 		fmt.Printf("binary: %s, %.1f MB\n", bin, float64(fi.Size())/1e6)
 	}
@@ -169,35 +154,16 @@ type server struct {
 // startServer starts serve on a fresh data directory and waits for /healthz;
 // it returns the time that took.
 func startServer(o options, work, name string, env map[string]string) (*server, time.Duration) {
-	dir, err := os.MkdirTemp(work, name+"-")
+	dir, logf, err := serve.Fresh(work, name)
 	if err != nil {
 		log.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "serve.log"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	vars := map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
-		"DATACHAT_DATA_DIR": filepath.Join(dir, "data"), "DATACHAT_ADDR": "127.0.0.1:0",
-		"DATACHAT_LOG_FORMAT": "json", "DATACHAT_LOG_LEVEL": "info",
-		"DATACHAT_RATE_LIMIT_RPM": "0", "DATACHAT_TOKENS_PER_DAY": "0",
-		// One user holds every socket of the harness.
-		"DATACHAT_MAX_WS_PER_USER": "0", "DATACHAT_MAX_CONNECTIONS": "0",
-	}
-	for _, extra := range []map[string]string{o.env, env} {
-		for k, v := range extra {
-			vars[k] = v
-		}
 	}
 	s := &server{dir: dir, log: logf}
 	s.cmd = exec.Command(o.bin, "serve")
 	if o.cpus != "" {
 		s.cmd = exec.Command("taskset", "-c", o.cpus, o.bin, "serve") // taskset execs serve: same pid
 	}
-	for k, v := range vars {
-		s.cmd.Env = append(s.cmd.Env, k+"="+v)
-	}
+	s.cmd.Env = serve.Env(dir, o.env, env)
 	start := time.Now()
 	p, err := serve.Start(s.cmd, logf, 30*time.Second)
 	if err != nil {
@@ -388,35 +354,12 @@ func apiJSON(s *server, method, path, body string, out any) (int, error) {
 
 // createConversations creates n conversations, 16 at a time.
 func createConversations(s *server, n int) []string {
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var c struct {
-				ID string `json:"id"`
-			}
-			if st, err := apiJSON(s, "POST", "/api/conversations", fmt.Sprintf(`{"title":"load %d"}`, i), &c); err != nil || st != 201 {
-				log.Fatalf("create conversation: HTTP %d %v", st, err)
-			}
-			ids[i] = c.ID
-		})
+	ids, err := s.proc.CreateConversations(n, "load")
+	if err != nil {
+		log.Fatal(err)
 	}
-	wg.Wait()
 	return ids
 }
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted)-1) * p)
-	return sorted[i]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
 
 // runLevel runs n conversations against a fresh server and returns its
 // table row.
@@ -496,7 +439,7 @@ func runLevel(o options, work string, n int) string {
 			}
 		}
 		slices.Sort(l)
-		byTurn = append(byTurn, fmt.Sprintf("turn %d: p50 %s p99 %s", turn+1, ms(percentile(l, .5)), ms(percentile(l, .99))))
+		byTurn = append(byTurn, fmt.Sprintf("turn %d: p50 %s p99 %s", turn+1, report.MS(report.Percentile(l, .5)), report.MS(report.Percentile(l, .99))))
 	}
 
 	// Every completed turn's answer is stored, complete, with the full text.
@@ -516,7 +459,7 @@ func runLevel(o options, work string, n int) string {
 	fmt.Printf("wall %.1fs; %d turns (%.1f/s); %d tokens (%.0f/s) of %d sent in completed turns\n",
 		wall.Seconds(), turns, float64(turns)/wall.Seconds(), tokens, float64(tokens)/wall.Seconds(), expected)
 	fmt.Printf("token latency, fake → client through datachat: p50 %s ms, p90 %s, p99 %s, p99.9 %s, max %s (%d samples)\n",
-		ms(percentile(lat, .5)), ms(percentile(lat, .9)), ms(percentile(lat, .99)), ms(percentile(lat, .999)), ms(percentile(lat, 1)), len(lat))
+		report.MS(report.Percentile(lat, .5)), report.MS(report.Percentile(lat, .9)), report.MS(report.Percentile(lat, .99)), report.MS(report.Percentile(lat, .999)), report.MS(report.Percentile(lat, 1)), len(lat))
 	fmt.Printf("by turn (ms): %s\n", strings.Join(byTurn, "; "))
 	fmt.Printf("server: CPU %.2f cores (%.1fs over %.1fs), RSS idle %.1f MB → peak %.1f MB; harness (client + fake) CPU %.2f cores\n",
 		serverCPU, (cpu1 - cpu0).Seconds(), wall.Seconds(), mb(idleRSS), mb(peak.Load()), selfUsed.Seconds()/wall.Seconds())
@@ -525,12 +468,12 @@ func runLevel(o options, work string, n int) string {
 	base := "-"
 	if o.baseline {
 		b50, b99 := baseline(o, n)
-		base = ms(b50) + " / " + ms(b99)
-		fmt.Printf("baseline, fake → client directly (no datachat): p50 %s ms, p99 %s ms\n", ms(b50), ms(b99))
+		base = report.MS(b50) + " / " + report.MS(b99)
+		fmt.Printf("baseline, fake → client directly (no datachat): p50 %s ms, p99 %s ms\n", report.MS(b50), report.MS(b99))
 	}
 	return fmt.Sprintf("| %d | %d | %.1f | %d | %.0f | %s / %s / %s | %s | %.2f | %.0f → %.0f | %d | %d | %d | %d |",
 		n, turns, float64(turns)/wall.Seconds(), tokens, float64(tokens)/wall.Seconds(),
-		ms(percentile(lat, .5)), ms(percentile(lat, .99)), ms(percentile(lat, 1)), base,
+		report.MS(report.Percentile(lat, .5)), report.MS(report.Percentile(lat, .99)), report.MS(report.Percentile(lat, 1)), base,
 		serverCPU, mb(idleRSS), mb(peak.Load()), errCount, busy, expected-tokens, incomplete)
 }
 
@@ -635,7 +578,7 @@ func baseline(o options, n int) (p50, p99 time.Duration) {
 	}
 	wg.Wait()
 	slices.Sort(lat)
-	return percentile(lat, .5), percentile(lat, .99)
+	return report.Percentile(lat, .5), report.Percentile(lat, .99)
 }
 
 // footprint measures the binary, its start, and its idle memory.
@@ -665,8 +608,8 @@ func footprint(o options, work string) {
 	slices.Sort(first)
 	slices.Sort(again)
 	slices.Sort(idle)
-	fmt.Printf("start to /healthz 200, new data dir: median %s ms (min %s, max %s, 7 runs)\n", ms(first[3]), ms(first[0]), ms(first[6]))
-	fmt.Printf("start to /healthz 200, existing data dir: median %s ms (min %s, max %s)\n", ms(again[3]), ms(again[0]), ms(again[6]))
+	fmt.Printf("start to /healthz 200, new data dir: median %s ms (min %s, max %s, 7 runs)\n", report.MS(first[3]), report.MS(first[0]), report.MS(first[6]))
+	fmt.Printf("start to /healthz 200, existing data dir: median %s ms (min %s, max %s)\n", report.MS(again[3]), report.MS(again[0]), report.MS(again[6]))
 	fmt.Printf("idle RSS 2 s after start: median %.1f MB (min %.1f, max %.1f)\n", mb(idle[3]), mb(idle[0]), mb(idle[6]))
 
 	firstQuery(o, work)
@@ -693,7 +636,7 @@ func firstQuery(o options, work string) {
 	took := time.Since(start)
 	time.Sleep(time.Second)
 	after, _ := procStat(s.pid)
-	fmt.Printf("first SQL query (opens the conversation's DuckDB instance): %s ms; RSS %.1f MB → %.1f MB\n", ms(took), mb(before), mb(after))
+	fmt.Printf("first SQL query (opens the conversation's DuckDB instance): %s ms; RSS %.1f MB → %.1f MB\n", report.MS(took), mb(before), mb(after))
 }
 
 type restarted struct {

@@ -25,15 +25,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -43,6 +40,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
@@ -183,23 +181,7 @@ func binNamed(bins []build, name string) build {
 	panic(name)
 }
 
-func printMachine() {
-	model, mem := "?", "?"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if m := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); m != nil {
-			model = string(m[1])
-		}
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
-			kb, _ := strconv.Atoi(string(m[1]))
-			mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
-		}
-	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("machine: %d cores (%s), %s RAM, %s/%s, %s; load average %s",
-		runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
-}
+func printMachine() { fmt.Print(report.Machine()) }
 
 // result is one run: the baseline or one build at one N.
 type result struct {
@@ -240,7 +222,7 @@ func (r result) line() string {
 	slices.Sort(kinds)
 	return fmt.Sprintf("N=%d round %d %s: %d turns, %d tokens in %.1fs; latency p50 %s p90 %s p99 %s max %s ms (p99 by turn %s); CPU per token: server %s µs, harness %s µs; errors %v; lost %d; load %s",
 		r.n, r.round, r.what, r.turns, r.tokens, r.wall.Seconds(),
-		ms(pct(r.lat, .5)), ms(pct(r.lat, .9)), ms(pct(r.lat, .99)), ms(pct(r.lat, 1)), r.p99ByTurn(),
+		report.MS(report.Percentile(r.lat, .5)), report.MS(report.Percentile(r.lat, .9)), report.MS(report.Percentile(r.lat, .99)), report.MS(report.Percentile(r.lat, 1)), r.p99ByTurn(),
 		r.perToken(r.serverCPU), r.perToken(r.harnessCPU), kinds, r.lost, r.loadAverage)
 }
 
@@ -251,18 +233,9 @@ func (r result) row() string {
 	}
 	return fmt.Sprintf("| %d | %d | %s | %d | %d | %s / %s / **%s** / %s | %s | %s | %s | %d | %d |",
 		r.n, r.round, r.what, r.turns, r.tokens,
-		ms(pct(r.lat, .5)), ms(pct(r.lat, .9)), ms(pct(r.lat, .99)), ms(pct(r.lat, 1)),
+		report.MS(report.Percentile(r.lat, .5)), report.MS(report.Percentile(r.lat, .9)), report.MS(report.Percentile(r.lat, .99)), report.MS(report.Percentile(r.lat, 1)),
 		server, r.perToken(r.harnessCPU), cores, r.errCount(), r.lost)
 }
-
-func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(float64(len(sorted)-1)*p)]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
 
 func loadAverage() string {
 	b, _ := os.ReadFile("/proc/loadavg")
@@ -375,7 +348,7 @@ func collect(r *result, convs []*conversation) {
 func (r result) p99ByTurn() string {
 	var s []string
 	for t := range len(r.byTurn) {
-		s = append(s, ms(pct(r.byTurn[t], .99)))
+		s = append(s, report.MS(report.Percentile(r.byTurn[t], .99)))
 	}
 	return strings.Join(s, " / ")
 }
@@ -570,28 +543,12 @@ type server struct {
 // startServer starts serve on a fresh data directory (SQLite) and waits for
 // /healthz.
 func startServer(work, name, bin string, env map[string]string) *server {
-	dir, err := os.MkdirTemp(work, name+"-")
+	dir, logf, err := serve.Fresh(work, name)
 	if err != nil {
 		log.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "serve.log"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	vars := map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
-		"DATACHAT_DATA_DIR": filepath.Join(dir, "data"), "DATACHAT_ADDR": "127.0.0.1:0",
-		"DATACHAT_LOG_FORMAT": "json", "DATACHAT_LOG_LEVEL": "info",
-		"DATACHAT_RATE_LIMIT_RPM": "0", "DATACHAT_TOKENS_PER_DAY": "0",
-		"DATACHAT_MAX_WS_PER_USER": "0", "DATACHAT_MAX_CONNECTIONS": "0",
-	}
-	for k, v := range env {
-		vars[k] = v
 	}
 	s := &server{log: logf, cmd: exec.Command(bin, "serve")}
-	for k, v := range vars {
-		s.cmd.Env = append(s.cmd.Env, k+"="+v)
-	}
+	s.cmd.Env = serve.Env(dir, env)
 	p, err := serve.Start(s.cmd, logf, 30*time.Second)
 	if err != nil {
 		log.Fatal(err)
@@ -609,32 +566,10 @@ func (s *server) stop() {
 
 // createConversations creates n conversations, 16 at a time.
 func createConversations(s *server, n int) []string {
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			req, _ := http.NewRequest("POST", "http://"+s.addr+"/api/conversations", strings.NewReader(fmt.Sprintf(`{"title":"tokens %d"}`, i)))
-			req.Header.Set("X-API-Key", s.key)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				log.Fatalf("create conversation: %v", err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			var c struct {
-				ID string `json:"id"`
-			}
-			if resp.StatusCode != 201 || json.Unmarshal(b, &c) != nil {
-				log.Fatalf("create conversation: HTTP %d %s", resp.StatusCode, b)
-			}
-			ids[i] = c.ID
-		})
+	ids, err := s.proc.CreateConversations(n, "tokens")
+	if err != nil {
+		log.Fatal(err)
 	}
-	wg.Wait()
 	return ids
 }
 

@@ -218,3 +218,127 @@ func wantRole(t *testing.T, err error, privilege string) {
 }
 
 func asQueryError(err error, qe **dbsource.QueryError) bool { return errors.As(err, qe) }
+
+// openSource opens a source named name over the tables at url for all
+// users, closed when the test ends.
+func openSource(t *testing.T, name, url string, tables []string, opts dbsource.Options) *dbsource.DB {
+	t.Helper()
+	db, err := dbsource.Open(dbsource.Source{Name: name, URL: url, Tables: tables, AllUsers: true}, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// refusal is a statement a source must not run: it fails with a QueryError
+// of kind whose message holds each of want, or, kind "", with any
+// QueryError.
+type refusal struct {
+	name, sql, kind string
+	want            []string
+}
+
+// checkRefusals runs each case as a subtest: the statement fails as the case
+// says, its error shows none of secrets, and the source then answers the
+// fixture's count of penguins (344) right.
+func checkRefusals(t *testing.T, db *dbsource.DB, cases []refusal, secrets ...string) {
+	ctx := context.Background()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := db.Query(ctx, c.sql)
+			if err == nil {
+				t.Fatalf("%s: ran (%v), want refused", c.sql, res.Rows)
+			}
+			if c.kind != "" {
+				wantKind(t, err, c.kind, c.want...)
+			} else {
+				var qe *dbsource.QueryError
+				if !asQueryError(err, &qe) {
+					t.Fatalf("got %v, want a QueryError", err)
+				}
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("the error shows a secret: %v", err)
+				}
+			}
+			res, err = db.Query(ctx, "SELECT count(*) FROM penguins")
+			if err != nil || fmt.Sprint(res.Rows) != "[[344]]" {
+				t.Fatalf("the follow-up query: got %v, %v, want [[344]]", res, err)
+			}
+		})
+	}
+}
+
+// checkCSVAnswers asks three questions whose answers the CSVs hold, each in
+// the source's dialect: the Gentoo penguins' count and mean body mass, the
+// best tipping day and its tips, and the titanic's survivors by sex. It
+// returns the Gentoo answer, whose columns each dialect types its own way.
+func checkCSVAnswers(t *testing.T, db *dbsource.DB, gentoo, tips, titanic string) *datachat.QueryResult {
+	t.Helper()
+	ctx := context.Background()
+	res, err := db.Query(ctx, gentoo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows); got != "[[124 5076.02]]" {
+		t.Errorf("Gentoo count and mean mass: got %s, want [[124 5076.02]]", got)
+	}
+	for _, q := range []struct{ what, sql, want string }{
+		{"best tipping day", tips, "[[Sat 260.4]]"},
+		{"titanic survivors by sex", titanic, "[[female 233 314] [male 109 577]]"},
+	} {
+		res, err := db.Query(ctx, q.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(res.Rows); got != q.want {
+			t.Errorf("%s: got %s", q.what, got)
+		}
+	}
+	return res
+}
+
+// checkRowCap checks that a query of the fixture's table big (5,000 rows)
+// answers its first 1,000, truncated.
+func checkRowCap(t *testing.T, db *dbsource.DB) {
+	t.Helper()
+	res, err := db.Query(context.Background(), "SELECT * FROM big ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RowCount != 1000 || !res.Truncated || res.Rows[999][0] != int64(1000) {
+		t.Errorf("got %d rows, truncated=%v, want 1000 and truncated", res.RowCount, res.Truncated)
+	}
+}
+
+// checkSamples checks that no column sample of the catalog's tables is
+// longer than 40 characters.
+func checkSamples(t *testing.T, tables []dbsource.Table) {
+	t.Helper()
+	for _, tb := range tables {
+		for _, c := range tb.Columns {
+			for _, s := range c.Samples {
+				if n := len([]rune(s)); n > 40 {
+					t.Errorf("%s.%s sample %q has %d characters", tb.Name, c.Name, s, n)
+				}
+			}
+		}
+	}
+}
+
+// checkRoleRefused checks that a source connecting as a role (at url) with
+// privilege is refused, naming it, on its check and on its first query.
+func checkRoleRefused(t *testing.T, url, privilege string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := dbsource.Open(dbsource.Source{Name: "bad", URL: url, AllUsers: true}, dbsource.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	wantRole(t, db.Check(ctx), privilege)
+	_, err = db.Query(ctx, "SELECT 1")
+	wantRole(t, err, privilege) // and on every connect
+}

@@ -50,6 +50,99 @@ func mustRefuse(t *testing.T, e *Engine, tables []Table, sql string) {
 	}
 }
 
+// mustRefuseEach requires the sandbox to refuse each call put in each of
+// forms (at its %s; see [mustRefuse]), and returns how many it tried.
+func mustRefuseEach(t *testing.T, e *Engine, tables []Table, forms []string, calls ...string) int {
+	t.Helper()
+	for _, c := range calls {
+		for _, f := range forms {
+			mustRefuse(t, e, tables, fmt.Sprintf(f, c))
+		}
+	}
+	return len(calls) * len(forms)
+}
+
+// mustNotShow runs each query and fails t for each of secrets (server
+// paths) that its answer or its error shows.
+func mustNotShow(t *testing.T, e *Engine, tables []Table, queries, secrets []string) {
+	t.Helper()
+	for _, q := range queries {
+		res, err := e.Query(context.Background(), "conv", tables, q)
+		var text string
+		if err != nil {
+			text = err.Error()
+		} else {
+			b, _ := json.Marshal(res)
+			text = string(b)
+		}
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s shows a server path (%s):\n%.500s", q, s, text)
+			}
+		}
+	}
+}
+
+// otherUserQueries has another user (bob, in a conversation of his own) ask
+// over tables, again and again, until the returned function is called; it
+// then fails t for each wrong answer, and if none answered.
+func otherUserQueries(t *testing.T, e *Engine, tables []Table) (stop func()) {
+	t.Helper()
+	other := datachat.WithUserID(context.Background(), "bob")
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	var otherErrs []error
+	otherOK := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			res, err := e.Query(other, "bob-conv", tables, "SELECT sum(id) FROM t")
+			if err != nil || cellText(res.Rows[0][0]) != "45" {
+				otherErrs = append(otherErrs, fmt.Errorf("%v %v", res, err))
+				continue
+			}
+			otherOK++
+		}
+	}()
+	return func() {
+		t.Helper()
+		close(done)
+		wg.Wait()
+		for _, err := range otherErrs {
+			t.Errorf("another user's query failed: %v", err)
+		}
+		if otherOK == 0 {
+			t.Error("another user's queries never answered during the bombs")
+		}
+		t.Logf("another user's queries answered %d times meanwhile", otherOK)
+	}
+}
+
+// startWorker has conversation conv answer a query, and returns the pid of
+// its worker.
+func startWorker(t *testing.T, e *Engine, tables []Table, conv string) int {
+	t.Helper()
+	if _, err := e.Query(context.Background(), conv, tables, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	return workerPid(e, conv)
+}
+
+// checkWorkerKept checks that conversation conv still answers with the
+// worker it had, pid.
+func checkWorkerKept(t *testing.T, e *Engine, tables []Table, conv string, pid int) {
+	t.Helper()
+	if _, err := e.Query(context.Background(), conv, tables, "SELECT 1"); err != nil || workerPid(e, conv) != pid {
+		t.Errorf("another conversation's worker was disturbed: %v (pid %d, was %d)", err, workerPid(e, conv), pid)
+	}
+}
+
 // TestExplainForms: only a plain EXPLAIN of a SELECT runs; every option,
 // ANALYZE (which runs the query) and every way of hiding a second statement
 // or a denied function behind EXPLAIN's options is refused, and the instance
@@ -212,13 +305,7 @@ func TestDeniedWrapped(t *testing.T) {
 	n := 0
 	for _, call := range deniedCalls {
 		name, args, _ := strings.Cut(call, "(")
-		forms := []string{call, strings.ToUpper(name) + "(" + args, `"` + name + `"(` + args}
-		for _, w := range wrappers {
-			for _, f := range forms {
-				mustRefuse(t, e, tables, fmt.Sprintf(w, f))
-				n++
-			}
-		}
+		n += mustRefuseEach(t, e, tables, wrappers, call, strings.ToUpper(name)+"("+args, `"`+name+`"(`+args)
 	}
 	t.Logf("%d wrapped calls refused", n)
 	check(t)
@@ -255,11 +342,7 @@ func TestDeniedScalars(t *testing.T) {
 		"SELECT try(%s)",
 		"SELECT * FROM t LIMIT length(%s)",
 	}
-	for _, c := range calls {
-		for _, f := range forms {
-			mustRefuse(t, e, tables, fmt.Sprintf(f, c))
-		}
-	}
+	mustRefuseEach(t, e, tables, forms, calls...)
 	check(t)
 }
 
@@ -294,21 +377,7 @@ func TestNoServerPaths(t *testing.T) {
 	for _, f := range allowedTableFunctions {
 		queries = append(queries, "SELECT * FROM "+f+"()")
 	}
-	for _, q := range queries {
-		res, err := e.Query(ctx, "conv", tables, q)
-		var text string
-		if err != nil {
-			text = err.Error()
-		} else {
-			b, _ := json.Marshal(res)
-			text = string(b)
-		}
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				t.Errorf("%s shows a server path (%s):\n%.500s", q, s, text)
-			}
-		}
-	}
+	mustNotShow(t, e, tables, queries, secrets)
 	check(t)
 }
 
@@ -333,28 +402,7 @@ func TestResourceBombs(t *testing.T) {
 		"SELECT length(printf('%2000000000d', 1))",
 		"SELECT length(repeat('x', 2000000000)) FROM t",
 	}
-	other := datachat.WithUserID(context.Background(), "bob")
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	var otherErrs []error
-	var otherOK int
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; i < 10000; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			res, err := e.Query(other, "bob-conv", tables, "SELECT sum(id) FROM t")
-			if err != nil || cellText(res.Rows[0][0]) != "45" {
-				otherErrs = append(otherErrs, fmt.Errorf("%v %v", res, err))
-				continue
-			}
-			otherOK++
-		}
-	}()
+	stopOther := otherUserQueries(t, e, tables)
 	alice := datachat.WithUserID(context.Background(), "alice")
 	for _, q := range bombs {
 		_, err := e.Query(alice, "conv", tables, q)
@@ -366,15 +414,7 @@ func TestResourceBombs(t *testing.T) {
 		t.Logf("%s: %s", q, firstLine(qe.Error()))
 		check(t)
 	}
-	close(stop)
-	wg.Wait()
-	for _, err := range otherErrs {
-		t.Errorf("another user's query failed: %v", err)
-	}
-	if otherOK == 0 {
-		t.Error("another user's queries never answered during the bombs")
-	}
-	t.Logf("another user's queries answered %d times meanwhile", otherOK)
+	stopOther()
 }
 
 // workerPid returns the pid of a conversation's worker.
@@ -393,10 +433,7 @@ func workerPid(e *Engine, conv string) int {
 func TestWorkerKilled(t *testing.T) {
 	e, tables, check := sandboxEngine(t, Options{Timeout: time.Minute})
 	ctx := context.Background()
-	if _, err := e.Query(ctx, "other", tables, "SELECT 1"); err != nil {
-		t.Fatal(err)
-	}
-	otherPid := workerPid(e, "other")
+	otherPid := startWorker(t, e, tables, "other")
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.Query(ctx, "conv", tables, "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range * b.range = 7")
@@ -417,9 +454,7 @@ func TestWorkerKilled(t *testing.T) {
 	if p := workerPid(e, "conv"); p == pid || p == 0 {
 		t.Errorf("the conversation's worker was not replaced (%d, was %d)", p, pid)
 	}
-	if _, err := e.Query(ctx, "other", tables, "SELECT 1"); err != nil || workerPid(e, "other") != otherPid {
-		t.Errorf("another conversation's worker was disturbed: %v (pid %d, was %d)", err, workerPid(e, "other"), otherPid)
-	}
+	checkWorkerKept(t, e, tables, "other", otherPid)
 }
 
 // TestHardTimeout: a worker that stops answering (here: stopped with

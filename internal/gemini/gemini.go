@@ -5,6 +5,7 @@
 package gemini
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -26,7 +27,7 @@ const (
 	maxEmbedBatch         = 100 // batchEmbedContents' limit
 )
 
-var provider = llm.Provider{Name: "gemini", KeyVar: "GEMINI_API_KEY", URLVar: "GEMINI_BASE_URL"}
+var provider = llm.Provider{Name: "gemini", KeyVar: "GEMINI_API_KEY", URLVar: "GEMINI_BASE_URL", KeyHeader: "x-goog-api-key"}
 
 // Options configure a [Client]. Zero values take the defaults; zero durations
 // take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
@@ -54,15 +55,9 @@ type Client struct {
 
 // New returns a Client for opts.
 func New(opts Options) *Client {
-	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
-	}
-	if opts.Model == "" {
-		opts.Model = DefaultModel
-	}
-	if opts.EmbeddingModel == "" {
-		opts.EmbeddingModel = DefaultEmbeddingModel
-	}
+	opts.BaseURL = cmp.Or(opts.BaseURL, DefaultBaseURL)
+	opts.Model = cmp.Or(opts.Model, DefaultModel)
+	opts.EmbeddingModel = cmp.Or(opts.EmbeddingModel, DefaultEmbeddingModel)
 	return &Client{
 		opts: opts,
 		base: versionedBase(opts.BaseURL),
@@ -103,16 +98,9 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	r := llm.Request{
-		URL:      c.base + "/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse",
-		Header:   c.header(),
-		Model:    model,
-		Messages: len(req.Messages),
-		Tools:    len(req.Tools),
-	}
-	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, llm.NewCallID)
-	})
+	u := c.base + "/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse"
+	r := llm.ChatRequest(u, provider.Header(c.opts.APIKey), model, req)
+	return c.llm.StreamJSON(ctx, r, wire, emit, llm.WithCallIDs(decodeStream))
 }
 
 // decodeStream reads an SSE answer into out.
@@ -133,7 +121,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		}
 		r := llm.Request{
 			URL:    c.base + "/models/" + url.PathEscape(model) + ":batchEmbedContents",
-			Header: c.header(), Model: model, Messages: len(batch),
+			Header: provider.Header(c.opts.APIKey), Model: model, Messages: len(batch),
 		}
 		return r, wire
 	}, func(resp *embedResponse) [][]float32 {
@@ -150,14 +138,6 @@ func (c *Client) configured() error {
 		return llm.NotConfiguredError(provider, "No Gemini API key is set")
 	}
 	return nil
-}
-
-func (c *Client) header() http.Header {
-	h := http.Header{"Content-Type": {"application/json"}}
-	if c.opts.APIKey != "" {
-		h.Set("x-goog-api-key", c.opts.APIKey)
-	}
-	return h
 }
 
 // versionedBase appends the API version to a base URL that names none.

@@ -1,23 +1,18 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"datachat"
-	"datachat/internal/llm"
 	"datachat/internal/llmtest"
-	"datachat/internal/sharedtest"
 )
 
 func TestSuite(t *testing.T) {
@@ -33,33 +28,11 @@ func TestSuite(t *testing.T) {
 	})
 }
 
-// recording returns a provider answer or request recorded by others, read
-// from ../shared/fixtures/providers (see its README.md): the test skips when
-// ../shared is absent, and fails under CI=true.
-func recording(t *testing.T, name string) []byte {
-	t.Helper()
-	return sharedtest.Read(t, "fixtures/providers/"+name)
-}
-
 // serveBody answers every request with body, byte for byte.
-func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, func() []*http.Request) {
+func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *llmtest.Replay) {
 	t.Helper()
-	var mu sync.Mutex
-	var seen []*http.Request
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r)
-		mu.Unlock()
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(status)
-		w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), func() []*http.Request {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]*http.Request(nil), seen...)
-	}
+	srv := llmtest.ServeBody(t, body, status, contentType)
+	return New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), srv
 }
 
 // wantStream is what the client must make of one streamed answer.
@@ -72,7 +45,7 @@ type wantStream struct {
 
 func checkStream(t *testing.T, c *Client, want wantStream) {
 	t.Helper()
-	evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	evs, err := llmtest.Collect(context.Background(), c, llmtest.Hello())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,10 +119,11 @@ func TestRecordedStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			c, seen := serveBody(t, recording(t, tt.file), 200, "text/event-stream")
+			c, seen := serveBody(t, llmtest.Recording(t, tt.file), 200, "text/event-stream")
 			checkStream(t, c, tt.want)
-			r := seen()[0]
-			checkStreamRequest(t, r.URL.Path, r.URL.Query(), r.Header)
+			r := seen.Requests()[0]
+			query, _ := url.ParseQuery(r.Query)
+			checkStreamRequest(t, r.Path, query, r.Header)
 		})
 	}
 }
@@ -215,7 +189,7 @@ func TestStreams(t *testing.T) {
 // checkError checks that c fails with a typed error at once, without retrying.
 func checkError(t *testing.T, c *Client, requests func() int, status int, kind, action string) {
 	t.Helper()
-	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	_, err := llmtest.Collect(context.Background(), c, llmtest.Hello())
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != kind || pe.Status != status || pe.SuggestedAction != action {
 		t.Fatalf("got %#v, want kind %s, status %d, action %q", err, kind, status, action)
@@ -237,8 +211,8 @@ func TestRecordedErrors(t *testing.T) {
 		{"gemini_error_429_resource_exhausted.json", 429, datachat.ProviderRateLimited, "Wait and try again"},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			c, seen := serveBody(t, recording(t, tt.file), tt.status, "application/json; charset=UTF-8")
-			checkError(t, c, func() int { return len(seen()) }, tt.status, tt.kind, tt.action)
+			c, seen := serveBody(t, llmtest.Recording(t, tt.file), tt.status, "application/json; charset=UTF-8")
+			checkError(t, c, seen.Count, tt.status, tt.kind, tt.action)
 		})
 	}
 }
@@ -286,7 +260,7 @@ func TestMapErrorDetails(t *testing.T) {
 func readJSON(t *testing.T, name string) any {
 	t.Helper()
 	var v any
-	if err := json.Unmarshal(recording(t, name), &v); err != nil {
+	if err := json.Unmarshal(llmtest.Recording(t, name), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -437,26 +411,10 @@ func TestEmbedBatches(t *testing.T) {
 }
 
 func FuzzDecodeStream(f *testing.F) {
-	for _, name := range []string{"gemini_stream_text_after_function_response.sse", "gemini_stream_function_call_parallel.sse", "gemini_stream_function_call_single.sse"} {
-		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
-			f.Add(b)
-		}
-	}
+	llmtest.SeedRecordings(f, "gemini_stream_text_after_function_response.sse", "gemini_stream_function_call_parallel.sse", "gemini_stream_function_call_single.sse")
 	f.Add([]byte("data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"One\"}],\"role\": \"model\"},\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 4,\"candidatesTokenCount\": 1,\"totalTokenCount\": 5}}\r\n\r\n" +
 		"data: {\"candidates\": [{\"content\": {\"parts\": [{\"functionCall\": {\"name\": \"f\",\"args\": {\"x\": 1}},\"thoughtSignature\": \"c2ln\"},{\"functionCall\": {\"name\": \"g\",\"args\": {}}}],\"role\": \"model\"},\"finishReason\": \"STOP\",\"index\": 0}],\"usageMetadata\": {\"promptTokenCount\": 4,\"candidatesTokenCount\": 9,\"totalTokenCount\": 20,\"thoughtsTokenCount\": 7}}\r\n\r\n"))
 	f.Add([]byte("data: {\"error\": {\"code\": 503, \"message\": \"overloaded\"}}\r\n\r\n"))
 	f.Add([]byte("data: {\"candidates\": [{\"content\": {\"parts\": [{\"functionCall\": {\"name\": \"f\", \"args\": [1]}}]}}]}\n\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		out := llm.NewOutput(context.Background(), func(ev datachat.ModelEvent) error {
-			if ev.ToolCall != nil && !json.Valid(ev.ToolCall.Args) {
-				t.Fatalf("invalid args %q", ev.ToolCall.Args)
-			}
-			return nil
-		})
-		err := decodeStream(bytes.NewReader(data), out, func() string { return "call_x" })
-		var pe *datachat.ProviderError
-		if err != nil && !errors.Is(err, llm.ErrIncomplete) && !errors.As(err, &pe) && !errors.Is(err, llm.ErrLineTooLong) {
-			t.Fatalf("unexpected error type %T: %v", err, err)
-		}
-	})
+	llmtest.FuzzDecodeStream(f, decodeStream)
 }

@@ -13,6 +13,7 @@ package llm
 
 import (
 	"context"
+	"net/http"
 	"time"
 )
 
@@ -34,12 +35,26 @@ const (
 	FinishContentFilter = "content_filter" // the provider withheld the answer
 )
 
-// Provider describes a provider for messages people read: its name and the
-// environment variables that configure it.
+// Provider describes a provider for messages people read (its name and the
+// environment variables that configure it) and how it is sent its API key.
 type Provider struct {
 	Name   string // "gemini", "openai", "ollama"
 	KeyVar string // variable holding the API key, "" if none is needed
 	URLVar string // variable holding the base URL or host
+	// KeyHeader carries the API key, after KeyPrefix: "Authorization" with
+	// "Bearer " for OpenAI and Ollama, "x-goog-api-key" for Gemini.
+	KeyHeader string
+	KeyPrefix string
+}
+
+// Header returns the header of a JSON request to p, with key in
+// p.KeyHeader unless key is "".
+func (p Provider) Header(key string) http.Header {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if key != "" {
+		h.Set(p.KeyHeader, p.KeyPrefix+key)
+	}
+	return h
 }
 
 type requestIDKey struct{}

@@ -7,13 +7,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 
 	"datachat"
 )
 
 // This file holds what every provider package does the same way around its
-// own wire format: encoding the request, reading a streamed answer frame by
-// frame, embedding in batches and naming tool calls that came without an id.
+// own wire format: describing a chat request for the log, encoding the
+// request, reading a streamed answer frame by frame, embedding in batches and
+// naming tool calls that came without an id.
+
+// ChatRequest is the Request for a streamed chat answer to req from model,
+// sent to url with header; the log counts req's messages and tools.
+func ChatRequest(url string, header http.Header, model string, req *datachat.ModelRequest) Request {
+	return Request{URL: url, Header: header, Model: model, Messages: len(req.Messages), Tools: len(req.Tools)}
+}
 
 // StreamJSON is [Client.Stream] with req's Body the JSON encoding of wire.
 func (c *Client) StreamJSON(ctx context.Context, req Request, wire any, emit func(datachat.ModelEvent) error, decode DecodeFunc) error {
@@ -117,6 +125,12 @@ func Embed[R any](ctx context.Context, c *Client, texts []string, size int, requ
 		}
 	}
 	return all, nil
+}
+
+// WithCallIDs turns a provider's decoder, which takes what names tool calls
+// that came without an id, into a [DecodeFunc] naming them with [NewCallID].
+func WithCallIDs(decode func(body io.Reader, out *Output, newID func() string) error) DecodeFunc {
+	return func(body io.Reader, out *Output) error { return decode(body, out, NewCallID) }
 }
 
 // NewCallID names a tool call the provider sent without an id (Gemini's never

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 
 	"datachat"
@@ -83,5 +86,54 @@ func TestDecodeFrames(t *testing.T) {
 				t.Errorf("got usage %+v, want the last frame's (output 2)", usage)
 			}
 		})
+	}
+}
+
+func TestProviderHeader(t *testing.T) {
+	bearer := Provider{Name: "openai", KeyHeader: "Authorization", KeyPrefix: "Bearer "}
+	google := Provider{Name: "gemini", KeyHeader: "x-goog-api-key"}
+	tests := []struct {
+		name string
+		p    Provider
+		key  string
+		want http.Header
+	}{
+		{"bearer", bearer, "k1", http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer k1"}}},
+		{"plain", google, "k2", http.Header{"Content-Type": {"application/json"}, "X-Goog-Api-Key": {"k2"}}},
+		{"no key", bearer, "", http.Header{"Content-Type": {"application/json"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.Header(tt.key); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestChatRequest(t *testing.T) {
+	req := &datachat.ModelRequest{
+		Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}},
+		Tools:    []datachat.ToolSpec{{Name: "run_sql"}},
+	}
+	h := http.Header{"Accept": {"text/event-stream"}}
+	got := ChatRequest("http://x/chat", h, "m", req)
+	want := Request{URL: "http://x/chat", Header: h, Model: "m", Messages: 2, Tools: 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestWithCallIDs(t *testing.T) {
+	var id string
+	decode := WithCallIDs(func(body io.Reader, out *Output, newID func() string) error {
+		id = newID()
+		return nil
+	})
+	if err := decode(strings.NewReader(""), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(id, "call_") || len(id) != len("call_")+16 {
+		t.Errorf("got id %q, want call_ and 16 hex digits", id)
 	}
 }

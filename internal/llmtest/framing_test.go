@@ -9,17 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"datachat/internal/sharedtest"
 )
-
-// recording returns a provider transcript recorded by others, read from
-// ../shared/fixtures/providers (see its README.md): the test skips when
-// ../shared is absent, and fails under CI=true.
-func recording(t *testing.T, name string) []byte {
-	t.Helper()
-	return sharedtest.Read(t, "fixtures/providers/"+name)
-}
 
 // volatile matches the values that differ between any two answers (ids,
 // times, padding, intermediate token counts); normalize replaces them with X
@@ -103,7 +93,7 @@ func TestGeminiFramingMatchesRecordings(t *testing.T) {
 		if !bytes.Contains(got, []byte(`"candidatesTokenCount": 22,"totalTokenCount": 240,`)) {
 			t.Errorf("the last event does not carry the final usage:\n%s", got)
 		}
-		sameFraming(t, got, recording(t, "gemini_stream_text_after_function_response.sse"))
+		sameFraming(t, got, Recording(t, "gemini_stream_text_after_function_response.sse"))
 	})
 	t.Run("two function calls", func(t *testing.T) {
 		srv := NewServer(t, Gemini, Script{Turns: []Turn{{
@@ -114,7 +104,7 @@ func TestGeminiFramingMatchesRecordings(t *testing.T) {
 			Usage: &Usage{Input: 121, Output: 36, Thoughts: 38},
 		}}})
 		_, got := post(t, srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", `{"contents":[]}`)
-		sameFraming(t, got, recording(t, "gemini_stream_function_call_parallel.sse"))
+		sameFraming(t, got, Recording(t, "gemini_stream_function_call_parallel.sse"))
 	})
 }
 
@@ -132,10 +122,10 @@ func TestOpenAIFramingMatchesRecordings(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
 			t.Errorf("Content-Type: %s", ct)
 		}
-		sameFraming(t, got, recording(t, "openai_stream_tool_calls_parallel.sse"))
+		sameFraming(t, got, Recording(t, "openai_stream_tool_calls_parallel.sse"))
 	})
 	t.Run("text", func(t *testing.T) {
-		want := recording(t, "openai_stream_text_after_tool_results.sse")
+		want := Recording(t, "openai_stream_text_after_tool_results.sse")
 		srv := NewServer(t, OpenAI, Script{Turns: []Turn{{Text: contentDeltas(t, want), Usage: &Usage{Input: 172, Output: 20}}}})
 		_, got := post(t, srv.URL+"/chat/completions", `{"model":"gpt-4o-2024-08-06","stream":true,"stream_options":{"include_usage":true},"messages":[]}`)
 		sameFraming(t, got, want)
@@ -151,7 +141,7 @@ func TestOpenAIFramingMatchesRecordings(t *testing.T) {
 
 func TestOllamaFramingMatchesRecordings(t *testing.T) {
 	t.Run("text", func(t *testing.T) {
-		want := recording(t, "ollama_chat_stream_text.ndjson")
+		want := Recording(t, "ollama_chat_stream_text.ndjson")
 		var chunks []string
 		for _, line := range bytes.Split(bytes.TrimSpace(want), []byte("\n")) {
 			var l olLine
@@ -170,7 +160,7 @@ func TestOllamaFramingMatchesRecordings(t *testing.T) {
 		sameFraming(t, got, want)
 	})
 	t.Run("thinking then a tool call", func(t *testing.T) {
-		want := recording(t, "ollama_chat_stream_tool_call.ndjson")
+		want := Recording(t, "ollama_chat_stream_tool_call.ndjson")
 		lines := bytes.SplitAfter(want, []byte("\n"))
 		var thinking []string
 		for _, line := range lines {
@@ -223,7 +213,7 @@ func TestErrorBodiesMatchRecordings(t *testing.T) {
 			if tt.file == "" {
 				return
 			}
-			if want := recording(t, tt.file); !bytes.Equal(got, want) {
+			if want := Recording(t, tt.file); !bytes.Equal(got, want) {
 				t.Errorf("body\n%s\nwant\n%s", got, want)
 			}
 		})
@@ -259,7 +249,7 @@ func TestOpenAIWholeAnswerShape(t *testing.T) {
 	if args != `{"city":"Paris","country":"France"}` {
 		t.Errorf("arguments: got %v, want a JSON string", args)
 	}
-	if err := json.Unmarshal(recording(t, "ollama_openai_compat_tool_call.json"), &w); err != nil {
+	if err := json.Unmarshal(Recording(t, "ollama_openai_compat_tool_call.json"), &w); err != nil {
 		t.Fatal(err)
 	}
 	gk, wk := map[string]bool{}, map[string]bool{}

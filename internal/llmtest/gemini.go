@@ -376,22 +376,9 @@ func (geminiWire) errorReply(e *ErrorReply, model string) errorReply {
 	case "tools_unsupported":
 		er.status, er.message = 400, "Function calling is not enabled for models/"+model
 	}
-	if e.Status != 0 || e.Message != "" || e.Code != "" {
-		body = ""
-	}
-	er = applyOverrides(er, e)
-	switch {
-	case e.Body != "":
-		er.body = []byte(e.Body)
-	case body != "":
-		er.body = []byte(body)
-	default:
-		if er.message == "" {
-			er.message = http.StatusText(er.status)
-		}
-		er.body = append(indentJSON(geminiError(er), "  "), '\n')
-	}
-	return er
+	return finishError(er, e, body, func(er errorReply) []byte {
+		return append(indentJSON(geminiError(er), "  "), '\n')
+	})
 }
 
 type gError struct {

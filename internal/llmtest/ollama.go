@@ -182,16 +182,9 @@ func (ollamaWire) errorReply(e *ErrorReply, model string) errorReply {
 		// Recorded from a local Ollama (fixtures/providers).
 		er.status, er.message = 400, fmt.Sprintf("registry.ollama.ai/library/%s does not support tools", model)
 	}
-	er = applyOverrides(er, e)
-	if e.Body != "" {
-		er.body = []byte(e.Body)
-		return er
-	}
-	if er.message == "" {
-		er.message = http.StatusText(er.status)
-	}
-	er.body = ollamaJSON(map[string]string{"error": er.message})
-	return er
+	return finishError(er, e, "", func(er errorReply) []byte {
+		return ollamaJSON(map[string]string{"error": er.message})
+	})
 }
 
 func (ollamaWire) errorFrame(er errorReply) []byte {

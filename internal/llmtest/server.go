@@ -536,6 +536,29 @@ func wireFor(p Protocol) (wire, error) {
 	return nil, fmt.Errorf("llmtest: unknown protocol %q", p)
 }
 
+// finishError lays e's explicit fields over a preset reply er and gives it
+// its body: e.Body when set; else the preset's recorded body, unless an
+// explicit status, message or code replaces what it says; else encode of
+// the reply, whose message is the status text when it has none.
+func finishError(er errorReply, e *ErrorReply, recorded string, encode func(errorReply) []byte) errorReply {
+	if e.Status != 0 || e.Message != "" || e.Code != "" {
+		recorded = ""
+	}
+	er = applyOverrides(er, e)
+	switch {
+	case e.Body != "":
+		er.body = []byte(e.Body)
+	case recorded != "":
+		er.body = []byte(recorded)
+	default:
+		if er.message == "" {
+			er.message = http.StatusText(er.status)
+		}
+		er.body = encode(er)
+	}
+	return er
+}
+
 // applyOverrides lays an ErrorReply's explicit fields over a preset.
 func applyOverrides(er errorReply, e *ErrorReply) errorReply {
 	if e.Status != 0 {

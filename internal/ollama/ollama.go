@@ -5,6 +5,7 @@
 package ollama
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -27,7 +28,7 @@ const (
 	maxEmbedBatch         = 256
 )
 
-var provider = llm.Provider{Name: "ollama", URLVar: "OLLAMA_HOST"}
+var provider = llm.Provider{Name: "ollama", URLVar: "OLLAMA_HOST", KeyHeader: "Authorization", KeyPrefix: "Bearer "}
 
 // Options configure a [Client]. Zero values take the defaults; zero durations
 // take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
@@ -56,12 +57,8 @@ type Client struct {
 
 // New returns a Client for opts.
 func New(opts Options) *Client {
-	if opts.Model == "" {
-		opts.Model = DefaultModel
-	}
-	if opts.EmbeddingModel == "" {
-		opts.EmbeddingModel = DefaultEmbeddingModel
-	}
+	opts.Model = cmp.Or(opts.Model, DefaultModel)
+	opts.EmbeddingModel = cmp.Or(opts.EmbeddingModel, DefaultEmbeddingModel)
 	return &Client{
 		opts: opts,
 		base: HostURL(opts.Host),
@@ -125,23 +122,15 @@ func (c *Client) Host() string { return c.base }
 // errors about the context length), an error from emit, or one wrapping
 // ctx.Err().
 func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit func(datachat.ModelEvent) error) error {
-	model := req.Model
-	if model == "" {
-		model = c.opts.Model
-	}
+	model := cmp.Or(req.Model, c.opts.Model)
 	wire, err := toRequest(req, model, c.opts.NumCtx)
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	h := c.header()
+	h := provider.Header(c.opts.APIKey)
 	h.Set("Accept", "application/x-ndjson")
-	r := llm.Request{
-		URL: c.base + "/api/chat", Header: h,
-		Model: model, Messages: len(req.Messages), Tools: len(req.Tools),
-	}
-	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, llm.NewCallID)
-	})
+	r := llm.ChatRequest(c.base+"/api/chat", h, model, req)
+	return c.llm.StreamJSON(ctx, r, wire, emit, llm.WithCallIDs(decodeStream))
 }
 
 // decodeStream reads an NDJSON answer into out.
@@ -153,15 +142,7 @@ func decodeStream(body io.Reader, out *llm.Output, newID func() string) error {
 func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	model := c.opts.EmbeddingModel
 	return llm.Embed(ctx, c.llm, texts, maxEmbedBatch, func(batch []string) (llm.Request, any) {
-		r := llm.Request{URL: c.base + "/api/embed", Header: c.header(), Model: model, Messages: len(batch)}
+		r := llm.Request{URL: c.base + "/api/embed", Header: provider.Header(c.opts.APIKey), Model: model, Messages: len(batch)}
 		return r, embedRequest{Model: model, Input: batch}
 	}, func(resp *embedResponse) [][]float32 { return resp.Embeddings })
-}
-
-func (c *Client) header() http.Header {
-	h := http.Header{"Content-Type": {"application/json"}}
-	if c.opts.APIKey != "" {
-		h.Set("Authorization", "Bearer "+c.opts.APIKey)
-	}
-	return h
 }

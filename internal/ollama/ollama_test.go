@@ -10,14 +10,12 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"datachat"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
-	"datachat/internal/sharedtest"
 )
 
 func TestSuite(t *testing.T) {
@@ -32,82 +30,44 @@ func TestSuite(t *testing.T) {
 	})
 }
 
-// recording returns a provider answer or request recorded by others, read
-// from ../shared/fixtures/providers (see its README.md): the test skips when
-// ../shared is absent, and fails under CI=true.
-func recording(t *testing.T, name string) []byte {
+// serveBody answers every request with body, byte for byte; each must
+// have been sent to /api/chat.
+func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *llmtest.Replay) {
 	t.Helper()
-	return sharedtest.Read(t, "fixtures/providers/"+name)
-}
-
-// serveBody answers every request with body, byte for byte.
-func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *atomic.Int32) {
-	t.Helper()
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		if r.URL.Path != "/api/chat" {
-			t.Errorf("path: got %s", r.URL.Path)
+	srv := llmtest.ServeBody(t, body, status, contentType)
+	t.Cleanup(func() {
+		for _, r := range srv.Requests() {
+			if r.Path != "/api/chat" {
+				t.Errorf("path: got %s", r.Path)
+			}
 		}
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(status)
-		w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), &calls
-}
-
-// wantStream is what the client must make of one streamed answer.
-type wantStream struct {
-	text   string
-	calls  []datachat.ModelToolCall
-	finish string
-	usage  datachat.TokenCount
-}
-
-func checkStream(t *testing.T, c *Client, want wantStream) {
-	t.Helper()
-	evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if evs.Text() != want.text {
-		t.Errorf("text: got %q, want %q", evs.Text(), want.text)
-	}
-	if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, want.calls) && (len(calls) > 0 || len(want.calls) > 0) {
-		t.Errorf("calls:\ngot  %+v\nwant %+v", calls, want.calls)
-	}
-	if err := evs.CheckEnd(); err != nil {
-		t.Error(err)
-	}
-	if evs.Finish() != want.finish || *evs.Usage() != want.usage {
-		t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), want.finish, want.usage)
-	}
+	})
+	return New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), srv
 }
 
 // The recorded streams, parsed from their exact bytes.
 func TestRecordedStreams(t *testing.T) {
 	tests := []struct {
 		file string
-		want wantStream
+		want llmtest.Want
 	}{
 		{
 			file: "ollama_chat_stream_text.ndjson",
-			want: wantStream{text: "Okay, here we go!\n\n1, 2, 3, 4, 5\n", finish: "stop", usage: datachat.TokenCount{Input: 16, Output: 22}},
+			want: llmtest.Want{Text: "Okay, here we go!\n\n1, 2, 3, 4, 5\n", Finish: "stop", Usage: datachat.TokenCount{Input: 16, Output: 22}},
 		},
 		{
 			// Ollama Cloud: thinking chunks (not text), then one whole call.
 			file: "ollama_chat_stream_tool_call.ndjson",
-			want: wantStream{
-				calls:  []datachat.ModelToolCall{{ID: "call_wi63dj03", Name: "weather", Args: json.RawMessage(`{"location":"Florence, Italy"}`)}},
-				finish: "tool_calls", usage: datachat.TokenCount{Input: 142, Output: 42},
+			want: llmtest.Want{
+				Calls:  []datachat.ModelToolCall{{ID: "call_wi63dj03", Name: "weather", Args: json.RawMessage(`{"location":"Florence, Italy"}`)}},
+				Finish: "tool_calls", Usage: datachat.TokenCount{Input: 142, Output: 42},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			c, _ := serveBody(t, recording(t, tt.file), 200, "application/x-ndjson")
-			checkStream(t, c, tt.want)
+			c, _ := serveBody(t, llmtest.Recording(t, tt.file), 200, "application/x-ndjson")
+			llmtest.CheckStream(t, c, tt.want)
 		})
 	}
 }
@@ -119,12 +79,12 @@ func TestStreams(t *testing.T) {
 	tests := []struct {
 		name string
 		turn llmtest.Turn
-		want wantStream
+		want llmtest.Want
 	}{
 		{
 			name: "text",
 			turn: llmtest.Turn{Text: []string{"One, ", "two, ", "three\n"}, Usage: &llmtest.Usage{Input: 16, Output: 6}},
-			want: wantStream{text: "One, two, three\n", finish: "stop", usage: datachat.TokenCount{Input: 16, Output: 6}},
+			want: llmtest.Want{Text: "One, two, three\n", Finish: "stop", Usage: datachat.TokenCount{Input: 16, Output: 6}},
 		},
 		{
 			name: "thinking then a tool call",
@@ -133,16 +93,16 @@ func TestStreams(t *testing.T) {
 				ToolCalls: []llmtest.ToolCall{{ID: "call_w1", Name: "weather", Args: json.RawMessage(`{"location":"Oslo, Norway"}`)}},
 				Usage:     &llmtest.Usage{Input: 80, Output: 30},
 			},
-			want: wantStream{
-				calls:  []datachat.ModelToolCall{{ID: "call_w1", Name: "weather", Args: json.RawMessage(`{"location":"Oslo, Norway"}`)}},
-				finish: "tool_calls", usage: datachat.TokenCount{Input: 80, Output: 30},
+			want: llmtest.Want{
+				Calls:  []datachat.ModelToolCall{{ID: "call_w1", Name: "weather", Args: json.RawMessage(`{"location":"Oslo, Norway"}`)}},
+				Finish: "tool_calls", Usage: datachat.TokenCount{Input: 80, Output: 30},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
-			checkStream(t, New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			llmtest.CheckStream(t, New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
 			if reqs := srv.ChatRequests(); len(reqs) != 1 || reqs[0].Path != "/api/chat" {
 				t.Errorf("requests: %+v", reqs)
 			}
@@ -180,7 +140,7 @@ func TestStreamCutBeforeDone(t *testing.T) {
 
 // The recorded stream cut the same way, after its fifth line.
 func TestRecordedStreamCutBeforeDone(t *testing.T) {
-	body := recording(t, "ollama_chat_stream_text.ndjson")
+	body := llmtest.Recording(t, "ollama_chat_stream_text.ndjson")
 	lines := bytes.SplitAfter(body, []byte("\n"))
 	cut := bytes.Join(lines[:5], nil)
 	for _, reset := range []bool{false, true} {
@@ -210,7 +170,7 @@ func TestRecordedStreamCutBeforeDone(t *testing.T) {
 // that says the model cannot call tools.
 func checkToolsUnsupported(t *testing.T, c *Client, requests func() int) {
 	t.Helper()
-	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	_, err := llmtest.Collect(context.Background(), c, llmtest.Hello())
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderBadRequest || pe.Status != 400 ||
 		!strings.Contains(pe.Reason, "does not support tools") || !strings.Contains(pe.SuggestedAction, "supports tools") {
@@ -222,8 +182,8 @@ func checkToolsUnsupported(t *testing.T, c *Client, requests func() int) {
 }
 
 func TestRecordedError(t *testing.T) {
-	c, calls := serveBody(t, recording(t, "ollama_error_400_tools_unsupported.json"), 400, "application/json; charset=utf-8")
-	checkToolsUnsupported(t, c, func() int { return int(calls.Load()) })
+	c, calls := serveBody(t, llmtest.Recording(t, "ollama_error_400_tools_unsupported.json"), 400, "application/json; charset=utf-8")
+	checkToolsUnsupported(t, c, calls.Count)
 }
 
 // The fake's answer for a model without tools, worded like the recorded one.
@@ -280,7 +240,7 @@ func TestRequestMatchesRecording(t *testing.T) {
 	b, _ := json.Marshal(wire)
 	var got, want map[string]any
 	json.Unmarshal(b, &got)
-	raw := recording(t, "ollama_chat_tool_result_followup.request.json")
+	raw := llmtest.Recording(t, "ollama_chat_tool_result_followup.request.json")
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
@@ -359,11 +319,7 @@ func TestEmbedError(t *testing.T) {
 }
 
 func FuzzDecodeStream(f *testing.F) {
-	for _, name := range []string{"ollama_chat_stream_text.ndjson", "ollama_chat_stream_tool_call.ndjson"} {
-		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
-			f.Add(b)
-		}
-	}
+	llmtest.SeedRecordings(f, "ollama_chat_stream_text.ndjson", "ollama_chat_stream_tool_call.ndjson")
 	f.Add([]byte(`{"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"","thinking":"Hm."},"done":false}
 {"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"One"},"done":false}
 {"model":"m","created_at":"2026-01-01T00:00:00Z","message":{"role":"assistant","content":"","tool_calls":[{"id":"call_a","function":{"index":0,"name":"f","arguments":{"x":1}}}]},"done":false}
@@ -371,17 +327,5 @@ func FuzzDecodeStream(f *testing.F) {
 `))
 	f.Add([]byte("{\"error\":\"boom\"}\n"))
 	f.Add([]byte("{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":\"\\\"x\\\"\"}}]},\"done\":true}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		out := llm.NewOutput(context.Background(), func(ev datachat.ModelEvent) error {
-			if ev.ToolCall != nil && !json.Valid(ev.ToolCall.Args) {
-				t.Fatalf("invalid args %q", ev.ToolCall.Args)
-			}
-			return nil
-		})
-		err := decodeStream(bytes.NewReader(data), out, func() string { return "call_x" })
-		var pe *datachat.ProviderError
-		if err != nil && !errors.Is(err, llm.ErrIncomplete) && !errors.As(err, &pe) && !errors.Is(err, llm.ErrLineTooLong) {
-			t.Fatalf("unexpected error type %T: %v", err, err)
-		}
-	})
+	llmtest.FuzzDecodeStream(f, decodeStream)
 }

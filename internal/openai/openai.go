@@ -6,6 +6,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -27,7 +28,7 @@ const (
 	maxEmbedBatch         = 256
 )
 
-var provider = llm.Provider{Name: "openai", KeyVar: "OPENAI_API_KEY", URLVar: "OPENAI_BASE_URL"}
+var provider = llm.Provider{Name: "openai", KeyVar: "OPENAI_API_KEY", URLVar: "OPENAI_BASE_URL", KeyHeader: "Authorization", KeyPrefix: "Bearer "}
 
 // Options configure a [Client]. Zero values take the defaults; zero durations
 // take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
@@ -56,15 +57,9 @@ type Client struct {
 
 // New returns a Client for opts.
 func New(opts Options) *Client {
-	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
-	}
-	if opts.Model == "" {
-		opts.Model = DefaultModel
-	}
-	if opts.EmbeddingModel == "" {
-		opts.EmbeddingModel = DefaultEmbeddingModel
-	}
+	opts.BaseURL = cmp.Or(opts.BaseURL, DefaultBaseURL)
+	opts.Model = cmp.Or(opts.Model, DefaultModel)
+	opts.EmbeddingModel = cmp.Or(opts.EmbeddingModel, DefaultEmbeddingModel)
 	base := strings.TrimRight(opts.BaseURL, "/")
 	u, _ := url.Parse(base)
 	return &Client{
@@ -103,23 +98,15 @@ func (c *Client) Stream(ctx context.Context, req *datachat.ModelRequest, emit fu
 	if err := c.configured(); err != nil {
 		return err
 	}
-	model := req.Model
-	if model == "" {
-		model = c.opts.Model
-	}
+	model := cmp.Or(req.Model, c.opts.Model)
 	wire, err := toRequest(req, wireOptions{model: model, maxCompletionTokens: c.official})
 	if err != nil {
 		return llm.RequestError(provider, err)
 	}
-	h := c.header()
+	h := provider.Header(c.opts.APIKey)
 	h.Set("Accept", "text/event-stream")
-	r := llm.Request{
-		URL: c.base + "/chat/completions", Header: h,
-		Model: model, Messages: len(req.Messages), Tools: len(req.Tools),
-	}
-	return c.llm.StreamJSON(ctx, r, wire, emit, func(body io.Reader, out *llm.Output) error {
-		return decodeStream(body, out, llm.NewCallID)
-	})
+	r := llm.ChatRequest(c.base+"/chat/completions", h, model, req)
+	return c.llm.StreamJSON(ctx, r, wire, emit, llm.WithCallIDs(decodeStream))
 }
 
 // decodeStream reads an SSE answer into out.
@@ -134,7 +121,7 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
 	model := c.opts.EmbeddingModel
 	return llm.Embed(ctx, c.llm, texts, maxEmbedBatch, func(batch []string) (llm.Request, any) {
-		r := llm.Request{URL: c.base + "/embeddings", Header: c.header(), Model: model, Messages: len(batch)}
+		r := llm.Request{URL: c.base + "/embeddings", Header: provider.Header(c.opts.APIKey), Model: model, Messages: len(batch)}
 		return r, embedRequest{Model: model, Input: batch, EncodingFormat: "float"}
 	}, func(resp *embedResponse) [][]float32 {
 		sort.SliceStable(resp.Data, func(i, j int) bool { return resp.Data[i].Index < resp.Data[j].Index })
@@ -151,12 +138,4 @@ func (c *Client) configured() error {
 		return llm.NotConfiguredError(provider, "No OpenAI API key is set")
 	}
 	return nil
-}
-
-func (c *Client) header() http.Header {
-	h := http.Header{"Content-Type": {"application/json"}}
-	if c.opts.APIKey != "" {
-		h.Set("Authorization", "Bearer "+c.opts.APIKey)
-	}
-	return h
 }

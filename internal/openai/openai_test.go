@@ -10,14 +10,12 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"datachat"
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
-	"datachat/internal/sharedtest"
 )
 
 func TestSuite(t *testing.T) {
@@ -33,70 +31,11 @@ func TestSuite(t *testing.T) {
 	})
 }
 
-// recording returns a provider answer or request recorded by others, read
-// from ../shared/fixtures/providers (see its README.md): the test skips when
-// ../shared is absent, and fails under CI=true.
-func recording(t *testing.T, name string) []byte {
-	t.Helper()
-	return sharedtest.Read(t, "fixtures/providers/"+name)
-}
-
-type recorded struct {
-	mu     sync.Mutex
-	bodies [][]byte
-	paths  []string
-}
-
-func (r *recorded) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.bodies)
-}
-
 // serveBody answers every request with body, byte for byte.
-func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *recorded) {
+func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *llmtest.Replay) {
 	t.Helper()
-	rec := &recorded{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		rec.mu.Lock()
-		rec.bodies = append(rec.bodies, b)
-		rec.paths = append(rec.paths, r.URL.Path)
-		rec.mu.Unlock()
-		w.Header().Set("Content-Type", contentType)
-		w.WriteHeader(status)
-		w.Write(body)
-	}))
-	t.Cleanup(srv.Close)
-	return New(Options{APIKey: "test-key", BaseURL: srv.URL + "/v1", RetryDelay: 10 * time.Millisecond}), rec
-}
-
-// wantStream is what the client must make of one streamed answer.
-type wantStream struct {
-	text   string
-	calls  []datachat.ModelToolCall
-	finish string
-	usage  datachat.TokenCount
-}
-
-func checkStream(t *testing.T, c *Client, want wantStream) {
-	t.Helper()
-	evs, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if evs.Text() != want.text {
-		t.Errorf("text: got %q, want %q", evs.Text(), want.text)
-	}
-	if calls := evs.ToolCalls(); !reflect.DeepEqual(calls, want.calls) && (len(calls) > 0 || len(want.calls) > 0) {
-		t.Errorf("calls:\ngot  %+v\nwant %+v", calls, want.calls)
-	}
-	if err := evs.CheckEnd(); err != nil {
-		t.Error(err)
-	}
-	if evs.Finish() != want.finish || *evs.Usage() != want.usage {
-		t.Errorf("end: got %q %+v, want %q %+v", evs.Finish(), *evs.Usage(), want.finish, want.usage)
-	}
+	srv := llmtest.ServeBody(t, body, status, contentType)
+	return New(Options{APIKey: "test-key", BaseURL: srv.URL + "/v1", RetryDelay: 10 * time.Millisecond}), srv
 }
 
 // checkStreamRequest checks that the answer was asked for at the chat
@@ -112,41 +51,39 @@ func checkStreamRequest(t *testing.T, path string, body []byte) {
 func TestRecordedStreams(t *testing.T) {
 	tests := []struct {
 		file string
-		want wantStream
+		want llmtest.Want
 	}{
 		{
 			file: "openai_stream_tool_calls_parallel.sse",
-			want: wantStream{
-				calls: []datachat.ModelToolCall{
+			want: llmtest.Want{
+				Calls: []datachat.ModelToolCall{
 					{ID: "call_ehIWdjL1abZk1h8FWGLQ0Hie", Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)},
 					{ID: "call_fBSgA47J5VeONggizTIvl7AH", Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
 				},
-				finish: "tool_calls", usage: datachat.TokenCount{Input: 106, Output: 50},
+				Finish: "tool_calls", Usage: datachat.TokenCount{Input: 106, Output: 50},
 			},
 		},
 		{
 			file: "openai_stream_tool_call_single.sse",
-			want: wantStream{
-				calls:  []datachat.ModelToolCall{{ID: "call_4XzlGBLtUe9dy3GVNV4jhq7h", Name: "get_weather", Args: json.RawMessage(`{"city":"New York City"}`)}},
-				finish: "tool_calls", usage: datachat.TokenCount{Input: 44, Output: 16},
+			want: llmtest.Want{
+				Calls:  []datachat.ModelToolCall{{ID: "call_4XzlGBLtUe9dy3GVNV4jhq7h", Name: "get_weather", Args: json.RawMessage(`{"city":"New York City"}`)}},
+				Finish: "tool_calls", Usage: datachat.TokenCount{Input: 44, Output: 16},
 			},
 		},
 		{
 			file: "openai_stream_text_after_tool_results.sse",
-			want: wantStream{
-				text:   "The sum of 2 and 3 is 5, and the product is 6.",
-				finish: "stop", usage: datachat.TokenCount{Input: 172, Output: 20},
+			want: llmtest.Want{
+				Text:   "The sum of 2 and 3 is 5, and the product is 6.",
+				Finish: "stop", Usage: datachat.TokenCount{Input: 172, Output: 20},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			c, rec := serveBody(t, recording(t, tt.file), 200, "text/event-stream; charset=utf-8")
-			checkStream(t, c, tt.want)
-			rec.mu.Lock()
-			path, body := rec.paths[0], rec.bodies[0]
-			rec.mu.Unlock()
-			checkStreamRequest(t, path, body)
+			c, rec := serveBody(t, llmtest.Recording(t, tt.file), 200, "text/event-stream; charset=utf-8")
+			llmtest.CheckStream(t, c, tt.want)
+			r := rec.Requests()[0]
+			checkStreamRequest(t, r.Path, r.Raw)
 		})
 	}
 }
@@ -158,7 +95,7 @@ func TestStreams(t *testing.T) {
 	tests := []struct {
 		name string
 		turn llmtest.Turn
-		want wantStream
+		want llmtest.Want
 	}{
 		{
 			name: "two tool calls in fragments",
@@ -169,12 +106,12 @@ func TestStreams(t *testing.T) {
 				},
 				Usage: &llmtest.Usage{Input: 60, Output: 24},
 			},
-			want: wantStream{
-				calls: []datachat.ModelToolCall{
+			want: llmtest.Want{
+				Calls: []datachat.ModelToolCall{
 					{ID: "call_one", Name: "add", Args: json.RawMessage(`{"a":2,"b":3}`)},
 					{ID: "call_two", Name: "multiply", Args: json.RawMessage(`{"a":2,"b":3}`)},
 				},
-				finish: "tool_calls", usage: datachat.TokenCount{Input: 60, Output: 24},
+				Finish: "tool_calls", Usage: datachat.TokenCount{Input: 60, Output: 24},
 			},
 		},
 		{
@@ -183,21 +120,21 @@ func TestStreams(t *testing.T) {
 				ToolCalls: []llmtest.ToolCall{{ID: "call_w", Name: "get_weather", ArgChunks: []string{`{"`, `city`, `":"`, `Oslo`, `"}`}}},
 				Usage:     &llmtest.Usage{Input: 44, Output: 16},
 			},
-			want: wantStream{
-				calls:  []datachat.ModelToolCall{{ID: "call_w", Name: "get_weather", Args: json.RawMessage(`{"city":"Oslo"}`)}},
-				finish: "tool_calls", usage: datachat.TokenCount{Input: 44, Output: 16},
+			want: llmtest.Want{
+				Calls:  []datachat.ModelToolCall{{ID: "call_w", Name: "get_weather", Args: json.RawMessage(`{"city":"Oslo"}`)}},
+				Finish: "tool_calls", Usage: datachat.TokenCount{Input: 44, Output: 16},
 			},
 		},
 		{
 			name: "text",
 			turn: llmtest.Turn{Text: []string{"The sum is 5", ", and", " the product is 6."}, Usage: &llmtest.Usage{Input: 90, Output: 11}},
-			want: wantStream{text: "The sum is 5, and the product is 6.", finish: "stop", usage: datachat.TokenCount{Input: 90, Output: 11}},
+			want: llmtest.Want{Text: "The sum is 5, and the product is 6.", Finish: "stop", Usage: datachat.TokenCount{Input: 90, Output: 11}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
-			checkStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			llmtest.CheckStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
 			reqs := srv.ChatRequests()
 			if len(reqs) != 1 {
 				t.Fatalf("got %d requests, want 1", len(reqs))
@@ -211,7 +148,7 @@ func TestStreams(t *testing.T) {
 // the provider's message.
 func checkAuthError(t *testing.T, c *Client, requests func() int) {
 	t.Helper()
-	_, err := llmtest.Collect(context.Background(), c, &datachat.ModelRequest{Messages: []datachat.ModelMessage{{Role: "user", Content: "hi"}}})
+	_, err := llmtest.Collect(context.Background(), c, llmtest.Hello())
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderAuth || pe.Status != 401 || pe.SuggestedAction != "Check OPENAI_API_KEY" {
 		t.Fatalf("got %#v", err)
@@ -225,8 +162,8 @@ func checkAuthError(t *testing.T, c *Client, requests func() int) {
 }
 
 func TestRecordedError(t *testing.T) {
-	c, rec := serveBody(t, recording(t, "openai_error_401_invalid_api_key.json"), 401, "application/json; charset=utf-8")
-	checkAuthError(t, c, rec.count)
+	c, rec := serveBody(t, llmtest.Recording(t, "openai_error_401_invalid_api_key.json"), 401, "application/json; charset=utf-8")
+	checkAuthError(t, c, rec.Count)
 }
 
 // The fake's 401, laid out like the recorded one.
@@ -271,7 +208,7 @@ func TestMapError(t *testing.T) {
 func readJSON(t *testing.T, name string) map[string]any {
 	t.Helper()
 	var v map[string]any
-	if err := json.Unmarshal(recording(t, name), &v); err != nil {
+	if err := json.Unmarshal(llmtest.Recording(t, name), &v); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -436,11 +373,7 @@ func TestEmbedOrderAndBatches(t *testing.T) {
 }
 
 func FuzzDecodeStream(f *testing.F) {
-	for _, name := range []string{"openai_stream_tool_calls_parallel.sse", "openai_stream_tool_call_single.sse", "openai_stream_text_after_tool_results.sse"} {
-		if b := sharedtest.Seed(f, "fixtures/providers/"+name); b != nil {
-			f.Add(b)
-		}
-	}
+	llmtest.SeedRecordings(f, "openai_stream_tool_calls_parallel.sse", "openai_stream_tool_call_single.sse", "openai_stream_text_after_tool_results.sse")
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n" +
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Five.\"}}]}\n\n" +
 		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"add\",\"arguments\":\"\"}}]}}]}\n\n" +
@@ -450,17 +383,5 @@ func FuzzDecodeStream(f *testing.F) {
 		"data: [DONE]\n\n"))
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\",\"code\":429}}\n\n"))
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":-1}]}}]}\n\ndata: [DONE]\n\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		out := llm.NewOutput(context.Background(), func(ev datachat.ModelEvent) error {
-			if ev.ToolCall != nil && !json.Valid(ev.ToolCall.Args) {
-				t.Fatalf("invalid args %q", ev.ToolCall.Args)
-			}
-			return nil
-		})
-		err := decodeStream(bytes.NewReader(data), out, func() string { return "call_x" })
-		var pe *datachat.ProviderError
-		if err != nil && !errors.Is(err, llm.ErrIncomplete) && !errors.As(err, &pe) && !errors.Is(err, llm.ErrLineTooLong) {
-			t.Fatalf("unexpected error type %T: %v", err, err)
-		}
-	})
+	llmtest.FuzzDecodeStream(f, decodeStream)
 }

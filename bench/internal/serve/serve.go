@@ -5,17 +5,60 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
+
+// Fresh makes a new directory for one server under work, named for name,
+// and creates its log file, serve.log, in it.
+func Fresh(work, name string) (dir string, logf *os.File, err error) {
+	dir, err = os.MkdirTemp(work, name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	logf, err = os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, logf, nil
+}
+
+// Env is the environment the benchmarks run serve with: its data in dir/data,
+// listening on 127.0.0.1:0, JSON logs at info level (as [Start] reads them),
+// and no rate, token, socket or connection limit, since one user holds every
+// socket of a harness. Each of extra is laid over it in turn.
+func Env(dir string, extra ...map[string]string) []string {
+	vars := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"),
+		"DATACHAT_DATA_DIR": filepath.Join(dir, "data"), "DATACHAT_ADDR": "127.0.0.1:0",
+		"DATACHAT_LOG_FORMAT": "json", "DATACHAT_LOG_LEVEL": "info",
+		"DATACHAT_RATE_LIMIT_RPM": "0", "DATACHAT_TOKENS_PER_DAY": "0",
+		"DATACHAT_MAX_WS_PER_USER": "0", "DATACHAT_MAX_CONNECTIONS": "0",
+	}
+	for _, e := range extra {
+		maps.Copy(vars, e)
+	}
+	env := make([]string, 0, len(vars))
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, k+"="+vars[k])
+	}
+	return env
+}
 
 // Process is a running `datachat serve`.
 type Process struct {
@@ -114,6 +157,44 @@ func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error
 		return fail("no login URL from serve within %s", timeout)
 	}
 	return p, nil
+}
+
+// CreateConversations creates n conversations as the first user, 16 at a
+// time, titled title and their number, and returns their ids in order.
+func (p *Process) CreateConversations(n int, title string) ([]string, error) {
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ids[i], errs[i] = p.createConversation(fmt.Sprintf("%s %d", title, i))
+		})
+	}
+	wg.Wait()
+	return ids, errors.Join(errs...)
+}
+
+func (p *Process) createConversation(title string) (string, error) {
+	body, _ := json.Marshal(map[string]string{"title": title})
+	req, _ := http.NewRequest("POST", "http://"+p.Addr+"/api/conversations", bytes.NewReader(body))
+	req.Header.Set("X-API-Key", p.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("create conversation: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var c struct {
+		ID string `json:"id"`
+	}
+	if resp.StatusCode != 201 || json.Unmarshal(b, &c) != nil {
+		return "", fmt.Errorf("create conversation: HTTP %d %s", resp.StatusCode, b)
+	}
+	return c.ID, nil
 }
 
 // Stop ends the server with SIGTERM, as an operator would, and kills it if
