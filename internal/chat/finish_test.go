@@ -381,7 +381,7 @@ func TestFlushWritesLinearly(t *testing.T) {
 			tr.token(token)
 		}
 		if i%40 == 0 {
-			tr.startTool("call"+string(rune('a'+i/40)), ToolExecuteSQL, []byte(`{}`))
+			tr.startTool("call"+string(rune('a'+i/40)), datachat.ToolExecuteSQL, []byte(`{}`))
 		}
 		f.r.flushStreaming(time.Now())
 	}

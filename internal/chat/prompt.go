@@ -22,7 +22,7 @@ type PromptData struct {
 	Examples []PromptExample
 	// Sources are the database sources attached to the conversation (and
 	// granted to its user), with their dialect and allowed tables.
-	Sources []SourceInfo
+	Sources []datachat.DBSourceInfo
 }
 
 // DefaultTemplate is the built-in system prompt. A file at

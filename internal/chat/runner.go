@@ -42,8 +42,8 @@ type TurnOptions struct {
 type Runner struct {
 	Store    datachat.Store
 	Data     Data
-	Sources  Sources // database sources; nil: none
-	Model    Model   // nil when no provider is configured
+	Sources  datachat.DBSourceService // database sources; nil: none
+	Model    Model                    // nil when no provider is configured
 	Provider string
 	ModelID  string
 	Window   int // the model's context window in tokens

@@ -19,7 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat"
-	"datachat/internal/chat"
 	"datachat/internal/duckdb"
 )
 
@@ -72,7 +71,7 @@ type Options struct {
 	Budget func(tool string) error
 	// Sources, if set, are the database sources attached to conversations:
 	// execute_sql takes a source, and list_datasets lists the databases.
-	Sources chat.Sources
+	Sources datachat.DBSourceService
 }
 
 // sampleRows is how many rows describe_dataset shows.
@@ -473,7 +472,7 @@ func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, SearchResults{}, datachat.Errorf(datachat.EINVALID, "query is required.")
 	}
-	res, err := t.o.Workspace.Search(ctx, conv, datachat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
+	res, err := t.o.Workspace.Search(ctx, conv, datachat.SearchQuery{Text: in.Query, TopK: datachat.ToolTopK(in.TopK)})
 	if err != nil {
 		return nil, SearchResults{}, err
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"datachat"
-	"datachat/internal/chat"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
 	"datachat/internal/extract"
@@ -309,7 +308,7 @@ func (w *Workspace) QueryKept(ctx context.Context, conversationID, sql string) (
 	}
 	args, _ := json.Marshal(map[string]string{"query": sql})
 	tc := datachat.ToolCall{
-		CallID: "user-" + uuid.NewString(), Seq: 1, Tool: chat.ToolExecuteSQL, Args: args,
+		CallID: "user-" + uuid.NewString(), Seq: 1, Tool: datachat.ToolExecuteSQL, Args: args,
 		OK: qerr == nil, StartedAt: started, DurationMS: time.Since(started).Milliseconds(),
 	}
 	var text strings.Builder
@@ -319,7 +318,7 @@ func (w *Workspace) QueryKept(ctx context.Context, conversationID, sql string) (
 		tc.Result = "Error: " + tc.Error
 		fmt.Fprintf(&text, "It failed: %s", tc.Error)
 	} else {
-		tc.Result = chat.ResultText(res)
+		tc.Result = datachat.ResultText(res)
 		fmt.Fprintf(&text, "It returned:\n%s", tc.Result)
 	}
 	m = &datachat.Message{ConversationID: conversationID, Role: datachat.RoleUser, Content: text.String(), Status: datachat.StatusComplete}
