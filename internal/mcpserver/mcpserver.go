@@ -48,10 +48,16 @@ type Observer interface {
 	SQLQueried(ok bool, d time.Duration)
 }
 
+// Conversations finds a user's conversation, for its notes, as
+// [datachat.Store] does: ENOTFOUND for none, or another user's.
+type Conversations interface {
+	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
+}
+
 // Options configure a server.
 type Options struct {
 	Workspace Workspace
-	Store     datachat.Store
+	Store     Conversations
 	// User is whom the tools act for: they reach only this user's
 	// conversations.
 	User *datachat.User
