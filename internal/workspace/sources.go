@@ -12,6 +12,21 @@ import (
 	"datachat/internal/dbsource"
 )
 
+// SourceStore is the part of [datachat.Store] that [Sources] use: the
+// sources, their attachments, and the conversations they are attached to.
+// Each method is as datachat.Store documents it, and every datachat.Store is
+// one.
+type SourceStore interface {
+	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
+	DBSource(ctx context.Context, name string) (*datachat.DBSource, error)
+	DBSources(ctx context.Context) ([]*datachat.DBSource, error)
+	AttachDBSource(ctx context.Context, conversationID, name string) error
+	DetachDBSource(ctx context.Context, conversationID, name string) error
+	ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error)
+}
+
+var _ SourceStore = datachat.Store(nil)
+
 // Sources are the server's database sources, each granted to named users or
 // to all, as users and their conversations use them. The store is the one
 // record of what exists and whom it is granted to: every use reads the
@@ -26,7 +41,7 @@ import (
 // so the names of other users' sources do not leak. Credentials never leave
 // the store sealed; they are opened only to connect.
 type Sources struct {
-	Store datachat.Store
+	Store SourceStore
 	// SecretKey is DATACHAT_SECRET_KEY; without it the key file in DataDir
 	// (dbsource.LoadSecrets), read when a source is first opened.
 	SecretKey string
