@@ -71,7 +71,7 @@ func sourcesText(sources []datachat.Source, first int) string {
 	}
 	var b strings.Builder
 	for i, s := range sources {
-		fmt.Fprintf(&b, "[%d] %s\n%s\n\n", first+i, citation(s), strings.TrimSpace(s.Text))
+		fmt.Fprintf(&b, "[%d] %s\n%s\n\n", first+i, s.Citation(), strings.TrimSpace(s.Text))
 	}
 	return strings.TrimSpace(b.String())
 }
