@@ -269,11 +269,17 @@ func (w *Workspace) tables(ctx context.Context, conversationID string) ([]duckdb
 	if err != nil {
 		return nil, err
 	}
+	return w.engineTables(ds), nil
+}
+
+// engineTables are datasets as the engine reads them: each by its name, from
+// its file.
+func (w *Workspace) engineTables(ds []*datachat.Dataset) []duckdb.Table {
 	ts := make([]duckdb.Table, len(ds))
 	for i, d := range ds {
 		ts[i] = duckdb.Table{Name: d.Name, Path: filepath.Join(w.Loader.Dir(), d.Path)}
 	}
-	return ts, nil
+	return ts
 }
 
 // Query runs one SQL statement over the conversation's datasets. A query the
