@@ -8,6 +8,7 @@ package datachat
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -237,6 +238,29 @@ type Source struct {
 	Metadata map[string]any `json:"metadata"`
 	Distance *float64       `json:"distance"`
 	Score    float64        `json:"score"`
+}
+
+// Citation names where a source comes from, as answers cite it: "report.pdf,
+// page 4", or "notes.md, section \"Setup\"", or the document's name alone.
+func (s Source) Citation() string {
+	name, _ := s.Metadata["document"].(string)
+	if name == "" {
+		name = "document"
+	}
+	switch p := s.Metadata["page"].(type) {
+	case int:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, p)
+		}
+	case float64:
+		if p > 0 {
+			return fmt.Sprintf("%s, page %d", name, int(p))
+		}
+	}
+	if h, _ := s.Metadata["section"].(string); h != "" {
+		return fmt.Sprintf("%s, section %q", name, h)
+	}
+	return name
 }
 
 // SearchQuery asks for the TopK chunks of a conversation's documents most

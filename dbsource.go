@@ -1,6 +1,7 @@
 package datachat
 
 import (
+	"context"
 	"slices"
 	"time"
 )
@@ -37,4 +38,43 @@ type DBSource struct {
 // source.
 func (s *DBSource) Allows(userName string) bool {
 	return s.AllUsers || slices.Contains(s.Users, userName)
+}
+
+// DBSourceService reads the database sources a chat turn (or an MCP client)
+// may query: those attached to its conversation and granted to its user, each
+// queried where the data is, in its own SQL. internal/workspace implements it.
+//
+// Errors are *Error: EINVALID for a query the model can correct (the
+// engine's own message and hint), ENOTFOUND for a source that is not
+// attached to the conversation or not granted to the user, EBUSY for a
+// source that does not answer.
+type DBSourceService interface {
+	// Describe lists the conversation's sources for the system prompt, with
+	// their dialect and allowed tables. A source whose catalog cannot be
+	// read now is listed with Unavailable set, not failed.
+	Describe(ctx context.Context, user *User, conversationID string) ([]DBSourceInfo, error)
+	// Query runs one statement on a source, as execute_sql does on the
+	// conversation's files: at most 1000 rows, the same result shape.
+	Query(ctx context.Context, user *User, conversationID, source, sql string) (*QueryResult, error)
+	// EstimateRows returns the source engine's EXPLAIN estimate of the rows a
+	// statement would return, without running it.
+	EstimateRows(ctx context.Context, user *User, conversationID, source, sql string) (int64, error)
+}
+
+// DBSourceInfo is a database source as the system prompt lists it.
+type DBSourceInfo struct {
+	Name    string
+	Kind    string // postgres or mysql
+	Dialect string // the engine and its version, e.g. "PostgreSQL 15.14"; "" if unknown
+	Tables  []DBSourceTable
+	// Unavailable says why the source's tables could not be listed now.
+	Unavailable string
+}
+
+// DBSourceTable is an allowed table of a source.
+type DBSourceTable struct {
+	Name    string // SCHEMA.TABLE as the source's SQL writes it, quoted where needed
+	View    bool
+	Rows    *int64 // the engine's estimate; nil when it has none
+	Columns []Column
 }

@@ -168,7 +168,7 @@ func (m *Main) runAsk(ctx context.Context) error {
 		if len(c.Sources) > 0 {
 			fmt.Fprintln(m.Stderr, "sources:")
 			for i, s := range c.Sources {
-				fmt.Fprintf(m.Stderr, "  [%d] %s\n", i+1, sourceName(s))
+				fmt.Fprintf(m.Stderr, "  [%d] %s\n", i+1, s.Citation())
 			}
 		}
 	}
@@ -225,29 +225,6 @@ func (m *Main) addDocs(ctx context.Context, ws *workspace.Workspace, conversatio
 		fmt.Fprintf(m.Stderr, "document %s: %s, %s\n", d.Name, pages, plural(d.Chunks, "chunk"))
 	}
 	return nil
-}
-
-// sourceName says where a source comes from: "report.pdf, page 4", or
-// "notes.md, section \"Setup\"", or the document's name alone.
-func sourceName(s datachat.Source) string {
-	name, _ := s.Metadata["document"].(string)
-	if name == "" {
-		name = "document"
-	}
-	switch p := s.Metadata["page"].(type) {
-	case int:
-		if p > 0 {
-			return fmt.Sprintf("%s, page %d", name, p)
-		}
-	case float64:
-		if p > 0 {
-			return fmt.Sprintf("%s, page %d", name, int(p))
-		}
-	}
-	if h, _ := s.Metadata["section"].(string); h != "" {
-		return fmt.Sprintf("%s, section %q", name, h)
-	}
-	return name
 }
 
 // plural is "1 page", "2 pages".

@@ -134,23 +134,32 @@ func leaseIdentity(ln net.Listener) (owner, node string) {
 // streaming by processes that vanished (another process on the same database,
 // killed), and returns the function that stops it.
 func (m *Main) sweepLeftStreaming(st datachat.Store, owner, node string) func() error {
+	return every(chat.DefaultLeaseTTL, func(ctx context.Context) {
+		n, err := st.InterruptStreaming(ctx, time.Now(), owner, node)
+		if err != nil && ctx.Err() == nil {
+			m.Logger.Warn("interrupt messages left streaming", slog.String("error", err.Error()))
+		} else if n > 0 {
+			m.Logger.Warn("messages left streaming by a process that is gone marked interrupted", slog.Int("count", n))
+		}
+	})
+}
+
+// every runs do every interval, in a goroutine, until the function it
+// returns (one of serve's closers) cancels do's context and waits for the
+// run in progress to end.
+func every(interval time.Duration, do func(ctx context.Context)) (stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(chat.DefaultLeaseTTL)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				n, err := st.InterruptStreaming(ctx, time.Now(), owner, node)
-				if err != nil && ctx.Err() == nil {
-					m.Logger.Warn("interrupt messages left streaming", slog.String("error", err.Error()))
-				} else if n > 0 {
-					m.Logger.Warn("messages left streaming by a process that is gone marked interrupted", slog.Int("count", n))
-				}
+				do(ctx)
 			}
 		}
 	}()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"datachat/internal/testenv"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"datachat/internal/testenv"
+	"datachat/internal/testlog"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -223,24 +225,6 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 	return src
 }
 
-// lockedBuffer collects a server's log, written from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDatabaseSources drives database sources end to end, on a real
 // PostgreSQL and a real MariaDB loaded with ../shared's penguins.csv,
 // flights.csv, avengers.csv and test_mskanji.csv: the operator adds a source
@@ -384,7 +368,7 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 		t.Errorf("sources list: %v\n%s", err, out)
 	}
 
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	m, err := serveLogged(t, env, logs)
 	if err != nil {
 		t.Fatal(err)

@@ -66,33 +66,20 @@ func (m *Main) sweepTemp(parents []tempParent) {
 // data directory), and holds the reserve for deletes (if any) again once the
 // disk has room; it returns the function that stops it.
 func (m *Main) sweepTempEvery(parents []tempParent, own []*scratch.Dir, reserve *scratch.Reserve) func() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(tempSweepInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, d := range own {
-					if err := d.Touch(); err != nil {
-						m.Logger.Warn("mark temporary directory in use", slog.String("dir", d.Path()), slog.String("error", err.Error()))
-					}
-				}
-				m.sweepTemp(parents)
-				if reserve == nil {
-					continue
-				}
-				if before := reserve.HeldBytes(); before < scratch.DefaultReserve {
-					if reserve.Hold(); reserve.HeldBytes() > before {
-						m.Logger.Info("disk space for deletes held again", slog.Int64("bytes", reserve.HeldBytes()))
-					}
-				}
+	return every(tempSweepInterval, func(context.Context) {
+		for _, d := range own {
+			if err := d.Touch(); err != nil {
+				m.Logger.Warn("mark temporary directory in use", slog.String("dir", d.Path()), slog.String("error", err.Error()))
 			}
 		}
-	}()
-	return func() error { cancel(); <-done; return nil }
+		m.sweepTemp(parents)
+		if reserve == nil {
+			return
+		}
+		if before := reserve.HeldBytes(); before < scratch.DefaultReserve {
+			if reserve.Hold(); reserve.HeldBytes() > before {
+				m.Logger.Info("disk space for deletes held again", slog.Int64("bytes", reserve.HeldBytes()))
+			}
+		}
+	})
 }

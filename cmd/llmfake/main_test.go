@@ -10,34 +10,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"datachat/internal/llmtest"
+	"datachat/internal/testlog"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestRun(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "script.json")
 	os.WriteFile(script, []byte(`{"turns":[{"text":["Hello ","from ","the ","fake"]}]}`), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr testlog.Buffer
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {

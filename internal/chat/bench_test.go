@@ -79,9 +79,9 @@ func longConversation(n int) []*datachat.Message {
 		msgs = append(msgs, &datachat.Message{ID: id, Role: datachat.RoleAssistant, Status: datachat.StatusComplete,
 			Content: strings.Repeat("The northern region led with 1,234.5 in revenue. ", 20), // ~1 KB
 			ToolCalls: []datachat.ToolCall{
-				{ID: id + "a", MessageID: id, Seq: 1, CallID: "call_" + id + "a", Tool: ToolExecuteSQL, OK: true,
+				{ID: id + "a", MessageID: id, Seq: 1, CallID: "call_" + id + "a", Tool: datachat.ToolExecuteSQL, OK: true,
 					Args: json.RawMessage(`{"query":"SELECT region, sum(revenue) AS revenue FROM sales_0 GROUP BY ALL ORDER BY 2 DESC LIMIT 1000"}`), Result: result},
-				{ID: id + "b", MessageID: id, Seq: 2, CallID: "call_" + id + "b", Tool: ToolSearchDocuments, OK: true,
+				{ID: id + "b", MessageID: id, Seq: 2, CallID: "call_" + id + "b", Tool: datachat.ToolSearchDocuments, OK: true,
 					Args: json.RawMessage(`{"query":"regional revenue"}`), Result: strings.Repeat("[1] report.pdf, page 2: revenue grew. ", 10)},
 			}})
 	}

@@ -94,7 +94,7 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		Parameters  json.RawMessage `json:"parameters"`
 		Explanation string          `json:"explanation"`
 	}
-	if call.Name == ToolExecuteSQL {
+	if call.Name == datachat.ToolExecuteSQL {
 		q, ok := parseSQLArgs(call.Args)
 		if !ok {
 			t.startTool(call.ID, call.Name, call.Args)
@@ -111,14 +111,14 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 			t.record(call, call.Name, t.sqlFailure(toolResult{content: "Error: " + msg, err: msg}))
 			return false, nil
 		}
-		a.Action = ToolExecuteSQL
+		a.Action = datachat.ToolExecuteSQL
 		a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "estimated_rows": rows})
 		a.Explanation = "Run this SQL query over your data?"
 		if q.Source != "" {
 			a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "source": q.Source, "estimated_rows": rows})
 			a.Explanation = fmt.Sprintf("Run this SQL query in the database %s?", q.Source)
 		}
-	} else if call.Name == ToolLoadDataset {
+	} else if call.Name == datachat.ToolLoadDataset {
 		var l struct {
 			URL string `json:"url"`
 		}
@@ -126,7 +126,7 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 			t.skip(call, `Error: load_dataset needs {"url": "https://…"}.`)
 			return false, nil
 		}
-		a.Action = ToolLoadDataset
+		a.Action = datachat.ToolLoadDataset
 		a.Parameters, _ = json.Marshal(map[string]string{"url": strings.TrimSpace(l.URL)})
 		a.Explanation = "Load the dataset at this address? It was not in your messages: the assistant found it elsewhere (a document or a dataset), and loading it sends a request to that server."
 		if t.r.ConfirmAlways {
@@ -134,7 +134,7 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		}
 	} else {
 		err := json.Unmarshal(call.Args, &a)
-		if err == nil && a.Action != ToolExecuteSQL && a.Action != ToolLoadDataset {
+		if err == nil && a.Action != datachat.ToolExecuteSQL && a.Action != datachat.ToolLoadDataset {
 			err = errors.New("bad action")
 		}
 		if err != nil || len(a.Parameters) == 0 || string(a.Parameters) == "null" {
@@ -175,7 +175,7 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 	t.state.Pending = nil
 	if c.Status == datachat.ConfirmApproved {
 		args := c.Parameters
-		if c.Action == ToolExecuteSQL {
+		if c.Action == datachat.ToolExecuteSQL {
 			var p sqlArgs
 			if err := json.Unmarshal(c.Parameters, &p); err != nil {
 				return fmt.Errorf("confirmation %s: parameters: %w", c.ID, err)
@@ -185,7 +185,7 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 		t.startTool(call.ID, c.Action, args)
 		started := t.r.now()
 		res := t.execute(ctx, c.Action, args)
-		if call.Name == ToolRequestConfirmation {
+		if call.Name == datachat.ToolRequestConfirmation {
 			res.content = "The user approved. Result:\n" + res.content
 		}
 		t.recordAt(call, c.Action, args, res, started)

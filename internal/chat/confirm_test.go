@@ -80,9 +80,9 @@ func TestConfirmation(t *testing.T) {
 		queries  []string
 	}{
 		{"approved", true, "", "There is 1 female penguin.",
-			ToolCallResultEvent{Tool: ToolExecuteSQL, OK: true, Content: "The user approved. Result:\nn\n1\n(1 row)"}, []string{femaleSQL}},
+			ToolCallResultEvent{Tool: datachat.ToolExecuteSQL, OK: true, Content: "The user approved. Result:\nn\n1\n(1 row)"}, []string{femaleSQL}},
 		{"declined", false, "  I meant the staff  ", "OK, I won't.",
-			ToolCallResultEvent{Tool: ToolRequestConfirmation, Content: "The user declined this action: I meant the staff. Do not run it; ask the user how they want to proceed.", Error: "declined by the user"}, nil},
+			ToolCallResultEvent{Tool: datachat.ToolRequestConfirmation, Content: "The user declined this action: I meant the staff. Do not run it; ask the user how they want to proceed.", Error: "declined by the user"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestConfirmation(t *testing.T) {
 			data := newQueryData()
 			f.r.Data = data
 			sent, c := f.pause(t, "How many women?")
-			if c.Action != ToolExecuteSQL || string(c.Parameters) != `{"query":"`+femaleSQL+`"}` || c.Explanation != "I assume 'women' means sex = FEMALE." {
+			if c.Action != datachat.ToolExecuteSQL || string(c.Parameters) != `{"query":"`+femaleSQL+`"}` || c.Explanation != "I assume 'women' means sex = FEMALE." {
 				t.Errorf("confirmation %+v (parameters %s)", c, c.Parameters)
 			}
 			if starts, _ := toolRounds(t, sent); len(starts) != 0 || len(data.ran()) != 0 {
@@ -116,7 +116,7 @@ func TestConfirmation(t *testing.T) {
 			if tt.approved && string(starts[0].Args) != `{"query":"`+femaleSQL+`"}` {
 				t.Errorf("approved call started with %s", starts[0].Args)
 			}
-			if s := results[1]; s.Tool != ToolSearchDocuments || s.OK || s.Content != skipped {
+			if s := results[1]; s.Tool != datachat.ToolSearchDocuments || s.OK || s.Content != skipped {
 				t.Errorf("skipped call's result %+v", s)
 			}
 			if !reflect.DeepEqual(data.ran(), tt.queries) {
@@ -222,7 +222,7 @@ func TestConfirmAlways(t *testing.T) {
 			Query         string `json:"query"`
 			EstimatedRows int64  `json:"estimated_rows"`
 		}
-		if err := json.Unmarshal(c.Parameters, &params); err != nil || c.Action != ToolExecuteSQL || params.Query != query || params.EstimatedRows != 42 {
+		if err := json.Unmarshal(c.Parameters, &params); err != nil || c.Action != datachat.ToolExecuteSQL || params.Query != query || params.EstimatedRows != 42 {
 			t.Errorf("confirmation %+v (parameters %s); want the query with 42 estimated rows", c, c.Parameters)
 		}
 		if len(data.ran()) != 0 || len(data.estimates) != 1 {
@@ -280,7 +280,7 @@ func TestConfirmUnfamiliarURL(t *testing.T) {
 
 	f := newTurnFixture(t, llmtest.Script{Turns: []llmtest.Turn{load, done}})
 	_, c := f.pause(t, "Load the file the report mentions")
-	if c.Action != ToolLoadDataset || string(c.Parameters) != `{"url":"`+url+`"}` || !strings.Contains(c.Explanation, "not in your messages") {
+	if c.Action != datachat.ToolLoadDataset || string(c.Parameters) != `{"url":"`+url+`"}` || !strings.Contains(c.Explanation, "not in your messages") {
 		t.Errorf("confirmation %+v (parameters %s)", c, c.Parameters)
 	}
 

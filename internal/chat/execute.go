@@ -23,8 +23,8 @@ func (t *turn) runTools(ctx context.Context, calls []datachat.ModelToolCall) err
 			continue
 		}
 		t.state.ToolCalls++
-		ask := call.Name == ToolRequestConfirmation || t.r.ConfirmAlways && (call.Name == ToolExecuteSQL || call.Name == ToolLoadDataset)
-		if !ask && call.Name == ToolLoadDataset {
+		ask := call.Name == datachat.ToolRequestConfirmation || t.r.ConfirmAlways && (call.Name == datachat.ToolExecuteSQL || call.Name == datachat.ToolLoadDataset)
+		if !ask && call.Name == datachat.ToolLoadDataset {
 			var err error
 			if ask, err = t.unfamiliarURL(ctx, call); err != nil {
 				return err
@@ -73,7 +73,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		return toolResult{content: "Error: " + msg, err: msg}
 	}
 	switch tool {
-	case ToolExecuteSQL:
+	case datachat.ToolExecuteSQL:
 		a, ok := parseSQLArgs(args)
 		if !ok {
 			t.state.SQLFailures++
@@ -94,8 +94,8 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 			t.state.SQLFailures++
 			return t.sqlFailure(fail("%s", datachat.ErrorMessage(err)))
 		}
-		return toolResult{content: ResultText(r), result: r}
-	case ToolLoadDataset:
+		return toolResult{content: datachat.ResultText(r), result: r}
+	case datachat.ToolLoadDataset:
 		var a struct {
 			URL string `json:"url"`
 		}
@@ -108,7 +108,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		}
 		t.refreshSystem(ctx)
 		return toolResult{content: datasetText(ds)}
-	case ToolSearchDocuments:
+	case datachat.ToolSearchDocuments:
 		var a struct {
 			Query string `json:"query"`
 			TopK  int    `json:"top_k"`
@@ -116,7 +116,7 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
 			return fail("search_documents needs {\"query\": \"…\"}.")
 		}
-		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: a.Query, TopK: ToolTopK(a.TopK), Filters: t.opts.Filters})
+		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: a.Query, TopK: datachat.ToolTopK(a.TopK), Filters: t.opts.Filters})
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}

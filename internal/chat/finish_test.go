@@ -17,6 +17,7 @@ import (
 	"datachat/internal/llmtest"
 	"datachat/internal/openai"
 	"datachat/internal/sqlite"
+	"datachat/internal/testlog"
 )
 
 // flakyStore is a real store whose FinishMessage fails while failing is
@@ -221,10 +222,10 @@ func TestFinishRepaired(t *testing.T) {
 func TestFinishSavedAtShutdown(t *testing.T) {
 	// A turn whose end the store did not take, the background repairs
 	// failing all along.
-	pending := func(t *testing.T) (*turnFixture, *lockedBuffer, string, *Outcome) {
+	pending := func(t *testing.T) (*turnFixture, *testlog.Buffer, string, *Outcome) {
 		t.Helper()
 		f := newTurnFixture(t, answerScript())
-		logs := &lockedBuffer{}
+		logs := &testlog.Buffer{}
 		f.r.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		f.store.failing.Store(-1)
 		evs, out, err := f.send(t, "How did revenue go?")
@@ -341,24 +342,6 @@ func TestRepairsSoonAfterTheStoreIsBack(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a buffer a logger writes to while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestFlushWritesLinearly: while an answer streams, each flush stores only
 // the text that came since the last one, so the bytes written for an answer
 // grow linearly with its length (they grew with its square when every flush
@@ -381,7 +364,7 @@ func TestFlushWritesLinearly(t *testing.T) {
 			tr.token(token)
 		}
 		if i%40 == 0 {
-			tr.startTool("call"+string(rune('a'+i/40)), ToolExecuteSQL, []byte(`{}`))
+			tr.startTool("call"+string(rune('a'+i/40)), datachat.ToolExecuteSQL, []byte(`{}`))
 		}
 		f.r.flushStreaming(time.Now())
 	}

@@ -43,7 +43,7 @@ type flushState struct {
 func (r *Runner) startStreaming(t *turn) (stop func()) {
 	f := &r.flushes
 	f.mu.Lock()
-	r.addStreaming(t, time.Now())
+	r.addStreaming(t, r.now())
 	if f.quit == nil {
 		f.quit = make(chan struct{})
 		go r.flushLoop(f.quit)
@@ -90,8 +90,8 @@ func (r *Runner) flushLoop(quit chan struct{}) {
 		select {
 		case <-quit:
 			return
-		case now := <-tick.C:
-			r.flushStreaming(now)
+		case <-tick.C:
+			r.flushStreaming(r.now())
 		}
 	}
 }

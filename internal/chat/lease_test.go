@@ -82,7 +82,7 @@ func TestLeaseRenewedWhileStreaming(t *testing.T) {
 			<-sent
 		}
 		synctest.Wait() // the flusher has done what is due by now
-		n, serr := r.Store.InterruptStreaming(t.Context(), time.Now(), "another-process", "host/127.0.0.1:2")
+		n, serr := r.Store.(datachat.Store).InterruptStreaming(t.Context(), time.Now(), "another-process", "host/127.0.0.1:2")
 		if serr != nil || n != 0 {
 			t.Errorf("another process's sweep during the turn: interrupted %d (%v), want 0: the lease is renewed", n, serr)
 		}

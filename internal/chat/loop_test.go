@@ -217,7 +217,7 @@ func TestToolCallLimit(t *testing.T) {
 				t.Errorf("the model was told %q, want the refusal last", got)
 			}
 			for i, r := range reqs[:len(reqs)-1] {
-				if !r.HasTool(ToolExecuteSQL) {
+				if !r.HasTool(datachat.ToolExecuteSQL) {
 					t.Errorf("request %d, within the limit, offered %v", i, r.Tools)
 				}
 			}
@@ -280,14 +280,14 @@ func TestSQLFailureLimit(t *testing.T) {
 
 	reqs := f.fake.ChatRequests()
 	for i, r := range reqs {
-		if got := r.HasTool(ToolExecuteSQL); got != (i < MaxSQLFailures) {
+		if got := r.HasTool(datachat.ToolExecuteSQL); got != (i < MaxSQLFailures) {
 			t.Errorf("request %d offers %v; execute_sql offered: got %v, want %v", i, r.Tools, got, i < MaxSQLFailures)
 		}
 		if i > 0 && r.LastToolResult() != want[i-1] {
 			t.Errorf("request %d: the model was told %q, want %q", i, r.LastToolResult(), want[i-1])
 		}
 	}
-	if last := reqs[len(reqs)-1]; !last.HasTool(ToolLoadDataset) || !last.HasTool(ToolRequestConfirmation) {
+	if last := reqs[len(reqs)-1]; !last.HasTool(datachat.ToolLoadDataset) || !last.HasTool(datachat.ToolRequestConfirmation) {
 		t.Errorf("after the SQL limit the model was offered %v; want the other tools kept", last.Tools)
 	}
 	m := checkComplete(t, f, evs, out, 5)

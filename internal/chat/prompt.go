@@ -22,7 +22,7 @@ type PromptData struct {
 	Examples []PromptExample
 	// Sources are the database sources attached to the conversation (and
 	// granted to its user), with their dialect and allowed tables.
-	Sources []SourceInfo
+	Sources []datachat.DBSourceInfo
 }
 
 // DefaultTemplate is the built-in system prompt. A file at
@@ -124,29 +124,7 @@ func schemaText(datasets []*datachat.Dataset) string {
 func excerptsText(sources []datachat.Source) string {
 	var b strings.Builder
 	for i, s := range sources {
-		fmt.Fprintf(&b, "\n[%d] %s\n%s\n", i+1, citation(s), strings.TrimSpace(s.Text))
+		fmt.Fprintf(&b, "\n[%d] %s\n%s\n", i+1, s.Citation(), strings.TrimSpace(s.Text))
 	}
 	return b.String()
-}
-
-// citation names where a source comes from: "report.pdf, page 4".
-func citation(s datachat.Source) string {
-	name, _ := s.Metadata["document"].(string)
-	if name == "" {
-		name = "document"
-	}
-	switch p := s.Metadata["page"].(type) {
-	case int:
-		if p > 0 {
-			return fmt.Sprintf("%s, page %d", name, p)
-		}
-	case float64:
-		if p > 0 {
-			return fmt.Sprintf("%s, page %d", name, int(p))
-		}
-	}
-	if h, _ := s.Metadata["section"].(string); h != "" {
-		return fmt.Sprintf("%s, section %q", name, h)
-	}
-	return name
 }

@@ -29,6 +29,34 @@ type Data interface {
 	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
 }
 
+// TurnStore is the part of [datachat.Store] a [Runner] uses: a turn's
+// conversation, history and verified examples; its messages, tool rounds and
+// leases as they stream and end; its confirmations; and the user's token and
+// request budgets. Each method is as datachat.Store documents it, and every
+// datachat.Store is one.
+type TurnStore interface {
+	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
+	Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error)
+	RecentMessages(ctx context.Context, conversationID string, n int) ([]*datachat.Message, error)
+	Examples(ctx context.Context, userID string) ([]*datachat.Example, error)
+
+	BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, now time.Time) error
+	RenewLease(ctx context.Context, messageID string, lease datachat.Lease) error
+	FlushStreaming(ctx context.Context, batch []datachat.StreamingFlush) (gone []string, err error)
+	CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
+	UpdateMessage(ctx context.Context, m *datachat.Message) error
+	FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error
+
+	CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error
+	PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error)
+	ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error)
+
+	TokensSince(ctx context.Context, userID string, since time.Time) (int64, error)
+	TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (ok bool, retryAfter time.Duration, err error)
+}
+
+var _ TurnStore = datachat.Store(nil)
+
 // TurnOptions override the Runner's settings for one turn (a request's
 // override, and its metadata filters).
 type TurnOptions struct {
@@ -40,10 +68,10 @@ type TurnOptions struct {
 
 // Runner runs chat turns. Its fields are set once, before the first turn.
 type Runner struct {
-	Store    datachat.Store
+	Store    TurnStore
 	Data     Data
-	Sources  Sources // database sources; nil: none
-	Model    Model   // nil when no provider is configured
+	Sources  datachat.DBSourceService // database sources; nil: none
+	Model    Model                    // nil when no provider is configured
 	Provider string
 	ModelID  string
 	Window   int // the model's context window in tokens

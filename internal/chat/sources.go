@@ -11,45 +11,6 @@ import (
 	"datachat/internal/duckdb"
 )
 
-// Sources are the database sources a turn may query: those attached to its
-// conversation and granted to its user, each queried where the data is, in
-// its own SQL. internal/workspace implements it.
-//
-// Errors are *datachat.Error: EINVALID for a query the model can correct (the
-// engine's own message and hint), ENOTFOUND for a source that is not
-// attached to the conversation or not granted to the user, EBUSY for a
-// source that does not answer.
-type Sources interface {
-	// Describe lists the conversation's sources for the system prompt, with
-	// their dialect and allowed tables. A source whose catalog cannot be
-	// read now is listed with Unavailable set, not failed.
-	Describe(ctx context.Context, user *datachat.User, conversationID string) ([]SourceInfo, error)
-	// Query runs one statement on a source, as execute_sql does on the
-	// conversation's files: at most 1000 rows, the same result shape.
-	Query(ctx context.Context, user *datachat.User, conversationID, source, sql string) (*datachat.QueryResult, error)
-	// EstimateRows returns the source engine's EXPLAIN estimate of the rows a
-	// statement would return, without running it.
-	EstimateRows(ctx context.Context, user *datachat.User, conversationID, source, sql string) (int64, error)
-}
-
-// SourceInfo is a database source as the system prompt lists it.
-type SourceInfo struct {
-	Name    string
-	Kind    string // postgres or mysql
-	Dialect string // the engine and its version, e.g. "PostgreSQL 15.14"; "" if unknown
-	Tables  []SourceTable
-	// Unavailable says why the source's tables could not be listed now.
-	Unavailable string
-}
-
-// SourceTable is an allowed table of a source.
-type SourceTable struct {
-	Name    string // SCHEMA.TABLE as the source's SQL writes it, quoted where needed
-	View    bool
-	Rows    *int64 // the engine's estimate; nil when it has none
-	Columns []datachat.Column
-}
-
 // sqlArgs are execute_sql's arguments.
 type sqlArgs struct {
 	Query  string `json:"query"`
@@ -136,9 +97,9 @@ func withSourceArg(ts []datachat.ToolSpec, names []string) []datachat.ToolSpec {
 	})
 	out := slices.Clone(ts)
 	for i, s := range out {
-		if s.Name == ToolExecuteSQL {
+		if s.Name == datachat.ToolExecuteSQL {
 			out[i] = datachat.ToolSpec{
-				Name:        ToolExecuteSQL,
+				Name:        datachat.ToolExecuteSQL,
 				Description: "Run one read-only SQL query and return the result rows (at most 1000): over the conversation's datasets with DuckDB, or, with source, in that attached database.",
 				Parameters:  params,
 			}
@@ -149,7 +110,7 @@ func withSourceArg(ts []datachat.ToolSpec, names []string) []datachat.ToolSpec {
 
 // databasesText describes each source for the system prompt: its name and
 // dialect, then each allowed table with its row estimate and columns.
-func databasesText(sources []SourceInfo) string {
+func databasesText(sources []datachat.DBSourceInfo) string {
 	var b strings.Builder
 	for _, s := range sources {
 		dialect := s.Dialect

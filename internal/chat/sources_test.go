@@ -20,9 +20,9 @@ type fakeSources struct {
 	err     error
 }
 
-func (f *fakeSources) Describe(_ context.Context, user *datachat.User, _ string) ([]SourceInfo, error) {
+func (f *fakeSources) Describe(_ context.Context, user *datachat.User, _ string) ([]datachat.DBSourceInfo, error) {
 	rows := int64(344)
-	return []SourceInfo{{Name: "warehouse", Kind: "postgres", Dialect: "PostgreSQL 15.14", Tables: []SourceTable{{
+	return []datachat.DBSourceInfo{{Name: "warehouse", Kind: "postgres", Dialect: "PostgreSQL 15.14", Tables: []datachat.DBSourceTable{{
 		Name: "public.penguins", Rows: &rows, Columns: []datachat.Column{
 			{Name: "species", Type: "text", Samples: []string{"Adelie", "Gentoo"}},
 			{Name: "Body Mass", Type: "integer"},
@@ -221,12 +221,12 @@ func TestNoSourcesNoChange(t *testing.T) {
 		t.Error("withSourceArg without sources changed the declarations")
 	}
 	got := withSourceArg(ts, []string{"shop"})
-	if string(ts[0].Parameters) != string(specExecuteSQL.Parameters) || got[0].Name != ToolExecuteSQL ||
+	if string(ts[0].Parameters) != string(specExecuteSQL.Parameters) || got[0].Name != datachat.ToolExecuteSQL ||
 		!strings.Contains(string(got[0].Parameters), `"enum":["shop"]`) || got[1].Name != ts[1].Name {
 		t.Errorf("withSourceArg: %+v", got)
 	}
 	// Sources without datasets: the prompt does not ask for a file.
-	s, _ = SystemPrompt(nil, PromptData{Sources: []SourceInfo{{Name: "shop", Kind: "mysql", Unavailable: "it does not answer"}}})
+	s, _ = SystemPrompt(nil, PromptData{Sources: []datachat.DBSourceInfo{{Name: "shop", Kind: "mysql", Unavailable: "it does not answer"}}})
 	if strings.Contains(s, "tell the user to add a dataset") || !strings.Contains(s, "its data is in the databases below") ||
 		!strings.Contains(s, "Database shop (MySQL/MariaDB)") || !strings.Contains(s, "cannot be listed right now: it does not answer") {
 		t.Errorf("prompt with an unavailable source and no datasets:\n%s", s)

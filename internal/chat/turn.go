@@ -42,7 +42,7 @@ type turn struct {
 	history      []*datachat.Message // pruned, for the model
 	system       string
 	hasDocuments bool
-	sources      []SourceInfo // the conversation's database sources
+	sources      []datachat.DBSourceInfo // the conversation's database sources
 	state        turnState
 
 	confirmation *datachat.Confirmation // to ask for, when pausing

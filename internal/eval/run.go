@@ -156,7 +156,7 @@ func (l *turnLog) sink(ev chat.Event) {
 		l.tokens.WriteString(d.Token)
 	case chat.ToolCallStartEvent:
 		l.calls[d.ID] = true
-		if d.Tool == chat.ToolExecuteSQL {
+		if d.Tool == datachat.ToolExecuteSQL {
 			var a struct {
 				Query string `json:"query"`
 			}
@@ -165,7 +165,7 @@ func (l *turnLog) sink(ev chat.Event) {
 		}
 	case chat.ToolCallResultEvent:
 		l.calls[d.ID] = true
-		if d.Tool != chat.ToolExecuteSQL {
+		if d.Tool != datachat.ToolExecuteSQL {
 			return
 		}
 		if !d.OK {

@@ -19,7 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat"
-	"datachat/internal/chat"
 	"datachat/internal/duckdb"
 )
 
@@ -49,10 +48,16 @@ type Observer interface {
 	SQLQueried(ok bool, d time.Duration)
 }
 
+// Conversations finds a user's conversation, for its notes, as
+// [datachat.Store] does: ENOTFOUND for none, or another user's.
+type Conversations interface {
+	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
+}
+
 // Options configure a server.
 type Options struct {
 	Workspace Workspace
-	Store     datachat.Store
+	Store     Conversations
 	// User is whom the tools act for: they reach only this user's
 	// conversations.
 	User *datachat.User
@@ -72,7 +77,7 @@ type Options struct {
 	Budget func(tool string) error
 	// Sources, if set, are the database sources attached to conversations:
 	// execute_sql takes a source, and list_datasets lists the databases.
-	Sources chat.Sources
+	Sources datachat.DBSourceService
 }
 
 // sampleRows is how many rows describe_dataset shows.
@@ -473,7 +478,7 @@ func (t *tools) searchDocuments(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if strings.TrimSpace(in.Query) == "" {
 		return nil, SearchResults{}, datachat.Errorf(datachat.EINVALID, "query is required.")
 	}
-	res, err := t.o.Workspace.Search(ctx, conv, datachat.SearchQuery{Text: in.Query, TopK: chat.ToolTopK(in.TopK)})
+	res, err := t.o.Workspace.Search(ctx, conv, datachat.SearchQuery{Text: in.Query, TopK: datachat.ToolTopK(in.TopK)})
 	if err != nil {
 		return nil, SearchResults{}, err
 	}

@@ -7,15 +7,14 @@ import (
 	"testing"
 
 	"datachat"
-	"datachat/internal/chat"
 )
 
 // fakeSources is one database attached to conversation c1.
 type fakeSources struct{ got []string }
 
-func (f *fakeSources) Describe(_ context.Context, u *datachat.User, conv string) ([]chat.SourceInfo, error) {
+func (f *fakeSources) Describe(_ context.Context, u *datachat.User, conv string) ([]datachat.DBSourceInfo, error) {
 	rows := int64(344)
-	return []chat.SourceInfo{{Name: "warehouse", Kind: "postgres", Dialect: "PostgreSQL 15.14", Tables: []chat.SourceTable{
+	return []datachat.DBSourceInfo{{Name: "warehouse", Kind: "postgres", Dialect: "PostgreSQL 15.14", Tables: []datachat.DBSourceTable{
 		{Name: `"public"."penguins"`, Rows: &rows, Columns: []datachat.Column{{Name: "species", Type: "text", SQLType: "text"}}}}}}, nil
 }
 

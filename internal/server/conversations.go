@@ -56,10 +56,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	if cs == nil {
-		cs = []*datachat.Conversation{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"conversations": cs})
+	writeList(w, "conversations", cs)
 }
 
 // conversationDetail is a conversation with its messages (each with its status and

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
@@ -19,6 +20,36 @@ import (
 // conversation returns the request's conversation ({id}) if it is the user's.
 func (s *Server) conversation(r *http.Request) (*datachat.Conversation, error) {
 	return s.Store.Conversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id"))
+}
+
+// listIn answers the listing of one kind of the request's conversation's
+// items (datasets, documents) as {"<key>": [...]}.
+func listIn[T any](s *Server, w http.ResponseWriter, r *http.Request, key string, list func(ctx context.Context, conversationID string) ([]T, error)) {
+	conv, err := s.conversation(r)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	items, err := list(r.Context(), conv.ID)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeList(w, key, items)
+}
+
+// deleteIn deletes the item id of the request's conversation with del:
+// 204 No Content.
+func (s *Server) deleteIn(w http.ResponseWriter, r *http.Request, del func(ctx context.Context, conversationID, id string) error, id string) {
+	conv, err := s.conversation(r)
+	if err == nil {
+		err = del(r.Context(), conv.ID, id)
+	}
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // createDataset adds a dataset from JSON {url, name?} or a multipart upload
@@ -255,33 +286,11 @@ func (h *headReader) Read(p []byte) (int, error) {
 }
 
 func (s *Server) listDatasets(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	ds, err := s.Workspace.Datasets(r.Context(), conv.ID)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if ds == nil {
-		ds = []*datachat.Dataset{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"datasets": ds})
+	listIn(s, w, r, "datasets", s.Workspace.Datasets)
 }
 
 func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.Workspace.DeleteDataset(r.Context(), conv.ID, r.PathValue("dataset_id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.deleteIn(w, r, s.Workspace.DeleteDataset, r.PathValue("dataset_id"))
 }
 
 // runSQL runs {query} over the conversation's datasets in the sandbox.

@@ -41,33 +41,11 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	docs, err := s.Workspace.Documents(r.Context(), conv.ID)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if docs == nil {
-		docs = []*datachat.Document{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"documents": docs})
+	listIn(s, w, r, "documents", s.Workspace.Documents)
 }
 
 func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err != nil {
-		s.error(w, r, err)
-		return
-	}
-	if err := s.Workspace.DeleteDocument(r.Context(), conv.ID, r.PathValue("doc_id")); err != nil {
-		s.error(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.deleteIn(w, r, s.Workspace.DeleteDocument, r.PathValue("doc_id"))
 }
 
 // search is the retrieval the model's search_documents tool uses.

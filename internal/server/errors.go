@@ -120,6 +120,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
+// writeList answers a listing as {"<key>": [...]}: an empty array when there
+// is nothing, never null.
+func writeList[T any](w http.ResponseWriter, key string, list []T) {
+	if list == nil {
+		list = []T{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{key: list})
+}
+
 // maxJSONBody caps request bodies of JSON endpoints.
 const maxJSONBody = 1 << 20
 

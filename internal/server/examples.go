@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"datachat"
-	"datachat/internal/chat"
 )
 
 // Verified examples over HTTP: POST /api/examples marks an answer's SQL (or
@@ -146,7 +145,7 @@ func (s *Server) answerQuery(r *http.Request, conversationID, messageID, callID 
 			}
 		}
 		for k := range m.ToolCalls {
-			if tc := &m.ToolCalls[k]; tc.CallID == callID && tc.Tool == chat.ToolExecuteSQL {
+			if tc := &m.ToolCalls[k]; tc.CallID == callID && tc.Tool == datachat.ToolExecuteSQL {
 				return question, tc, nil
 			}
 		}

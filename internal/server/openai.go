@@ -164,7 +164,7 @@ func (s *Server) produceCompletion(ctx context.Context, user *datachat.User, con
 				send(piece{text: d.Token})
 			case chat.ToolCallStartEvent:
 				p := piece{}
-				if ct.showSQL && d.Tool == chat.ToolExecuteSQL {
+				if ct.showSQL && d.Tool == datachat.ToolExecuteSQL {
 					p.text = sqlBlock(d.Args)
 				}
 				send(p)

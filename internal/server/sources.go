@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"datachat"
-	"datachat/internal/chat"
 )
 
 // sourceView is a database source as a user sees it: never its URL, nor whom
@@ -111,7 +110,7 @@ func (s *Server) detachSource(w http.ResponseWriter, r *http.Request) {
 
 // mcpSources is what the MCP tools query sources through: nil when there
 // are none (a nil *workspace.Sources in the interface would not be nil).
-func (s *Server) mcpSources() chat.Sources {
+func (s *Server) mcpSources() datachat.DBSourceService {
 	if s.Sources == nil {
 		return nil
 	}

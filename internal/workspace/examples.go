@@ -2,12 +2,10 @@ package workspace
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"datachat"
-	"datachat/internal/duckdb"
 )
 
 // ReadTables returns the signatures of the conversation's tables that sql
@@ -20,11 +18,7 @@ func (w *Workspace) ReadTables(ctx context.Context, conversationID, sql string) 
 	if err != nil {
 		return nil, err
 	}
-	ts := make([]duckdb.Table, len(ds))
-	for i, d := range ds {
-		ts[i] = duckdb.Table{Name: d.Name, Path: filepath.Join(w.Loader.Dir(), d.Path)}
-	}
-	names, err := w.Engine.Relations(ctx, conversationID, ts, sql)
+	names, err := w.Engine.Relations(ctx, conversationID, w.engineTables(ds), sql)
 	if err != nil {
 		return nil, queryError(err)
 	}

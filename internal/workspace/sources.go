@@ -9,9 +9,23 @@ import (
 	"time"
 
 	"datachat"
-	"datachat/internal/chat"
 	"datachat/internal/dbsource"
 )
+
+// SourceStore is the part of [datachat.Store] that [Sources] use: the
+// sources, their attachments, and the conversations they are attached to.
+// Each method is as datachat.Store documents it, and every datachat.Store is
+// one.
+type SourceStore interface {
+	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
+	DBSource(ctx context.Context, name string) (*datachat.DBSource, error)
+	DBSources(ctx context.Context) ([]*datachat.DBSource, error)
+	AttachDBSource(ctx context.Context, conversationID, name string) error
+	DetachDBSource(ctx context.Context, conversationID, name string) error
+	ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error)
+}
+
+var _ SourceStore = datachat.Store(nil)
 
 // Sources are the server's database sources, each granted to named users or
 // to all, as users and their conversations use them. The store is the one
@@ -27,7 +41,7 @@ import (
 // so the names of other users' sources do not leak. Credentials never leave
 // the store sealed; they are opened only to connect.
 type Sources struct {
-	Store datachat.Store
+	Store SourceStore
 	// SecretKey is DATACHAT_SECRET_KEY; without it the key file in DataDir
 	// (dbsource.LoadSecrets), read when a source is first opened.
 	SecretKey string
@@ -161,7 +175,7 @@ func (s *Sources) usable(ctx context.Context, user *datachat.User, conversationI
 }
 
 // Query runs one statement on a source attached to the user's conversation
-// (chat.Sources): at most Options.MaxRows rows, in the source's sandbox.
+// ([datachat.DBSourceService]): at most Options.MaxRows rows, in the source's sandbox.
 // Errors: EINVALID with the engine's message for a query to correct,
 // ENOTFOUND for a source not attached or not granted, EBUSY for a source
 // that does not answer.
@@ -178,7 +192,7 @@ func (s *Sources) Query(ctx context.Context, user *datachat.User, conversationID
 }
 
 // EstimateRows is the source's EXPLAIN estimate of the rows sql would
-// return (chat.Sources), with Query's errors.
+// return ([datachat.DBSourceService]), with Query's errors.
 func (s *Sources) EstimateRows(ctx context.Context, user *datachat.User, conversationID, name, sql string) (int64, error) {
 	o, err := s.usable(ctx, user, conversationID, name)
 	if err != nil {
@@ -203,10 +217,10 @@ func (s *Sources) queryError(ctx context.Context, name string, err error) error 
 }
 
 // Describe lists the conversation's sources for the system prompt
-// (chat.Sources): each one's dialect and allowed tables, read from the source
+// ([datachat.DBSourceService]): each one's dialect and allowed tables, read from the source
 // at most once every CatalogTTL. A source that cannot be read now is listed
 // as unavailable, with why.
-func (s *Sources) Describe(ctx context.Context, user *datachat.User, conversationID string) ([]chat.SourceInfo, error) {
+func (s *Sources) Describe(ctx context.Context, user *datachat.User, conversationID string) ([]datachat.DBSourceInfo, error) {
 	list, err := s.attached(ctx, user, conversationID)
 	if err != nil {
 		return nil, err
@@ -218,9 +232,9 @@ func (s *Sources) Describe(ctx context.Context, user *datachat.User, conversatio
 		}
 		s.prune(all)
 	}
-	out := make([]chat.SourceInfo, 0, len(list))
+	out := make([]datachat.DBSourceInfo, 0, len(list))
 	for _, src := range list {
-		info := chat.SourceInfo{Name: src.Name, Kind: src.Kind}
+		info := datachat.DBSourceInfo{Name: src.Name, Kind: src.Kind}
 		o, err := s.pool(src)
 		if err == nil {
 			info.Dialect, info.Tables, err = s.describe(ctx, o)
@@ -240,7 +254,7 @@ func (s *Sources) Describe(ctx context.Context, user *datachat.User, conversatio
 	return out, nil
 }
 
-func (s *Sources) describe(ctx context.Context, o *openSource) (string, []chat.SourceTable, error) {
+func (s *Sources) describe(ctx context.Context, o *openSource) (string, []datachat.DBSourceTable, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ttl := s.CatalogTTL
@@ -258,9 +272,9 @@ func (s *Sources) describe(ctx context.Context, o *openSource) (string, []chat.S
 		}
 		o.dialect, o.tables, o.readAt = dialect, tables, time.Now()
 	}
-	tables := make([]chat.SourceTable, len(o.tables))
+	tables := make([]datachat.DBSourceTable, len(o.tables))
 	for i, t := range o.tables {
-		tables[i] = chat.SourceTable{Name: t.QualifiedName(o.def.Kind), View: t.View, Rows: t.Rows, Columns: t.Columns}
+		tables[i] = datachat.DBSourceTable{Name: t.QualifiedName(o.def.Kind), View: t.View, Rows: t.Rows, Columns: t.Columns}
 	}
 	return o.dialect, tables, nil
 }
@@ -368,4 +382,4 @@ func (s *Sources) Open() []string {
 	return names
 }
 
-var _ chat.Sources = (*Sources)(nil)
+var _ datachat.DBSourceService = (*Sources)(nil)

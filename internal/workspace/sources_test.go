@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"datachat"
-	"datachat/internal/chat"
 	"datachat/internal/dbsource"
 	"datachat/internal/sqlite"
 )
@@ -181,7 +180,7 @@ func testSourceErrors(t *testing.T, kind, risky, badLogin, noDB, privilege, refu
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]chat.SourceInfo{}
+	byName := map[string]datachat.DBSourceInfo{}
 	for _, in := range infos {
 		byName[in.Name] = in
 	}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"datachat"
-	"datachat/internal/chat"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
 	"datachat/internal/extract"
@@ -270,11 +269,17 @@ func (w *Workspace) tables(ctx context.Context, conversationID string) ([]duckdb
 	if err != nil {
 		return nil, err
 	}
+	return w.engineTables(ds), nil
+}
+
+// engineTables are datasets as the engine reads them: each by its name, from
+// its file.
+func (w *Workspace) engineTables(ds []*datachat.Dataset) []duckdb.Table {
 	ts := make([]duckdb.Table, len(ds))
 	for i, d := range ds {
 		ts[i] = duckdb.Table{Name: d.Name, Path: filepath.Join(w.Loader.Dir(), d.Path)}
 	}
-	return ts, nil
+	return ts
 }
 
 // Query runs one SQL statement over the conversation's datasets. A query the
@@ -309,7 +314,7 @@ func (w *Workspace) QueryKept(ctx context.Context, conversationID, sql string) (
 	}
 	args, _ := json.Marshal(map[string]string{"query": sql})
 	tc := datachat.ToolCall{
-		CallID: "user-" + uuid.NewString(), Seq: 1, Tool: chat.ToolExecuteSQL, Args: args,
+		CallID: "user-" + uuid.NewString(), Seq: 1, Tool: datachat.ToolExecuteSQL, Args: args,
 		OK: qerr == nil, StartedAt: started, DurationMS: time.Since(started).Milliseconds(),
 	}
 	var text strings.Builder
@@ -319,7 +324,7 @@ func (w *Workspace) QueryKept(ctx context.Context, conversationID, sql string) (
 		tc.Result = "Error: " + tc.Error
 		fmt.Fprintf(&text, "It failed: %s", tc.Error)
 	} else {
-		tc.Result = chat.ResultText(res)
+		tc.Result = datachat.ResultText(res)
 		fmt.Fprintf(&text, "It returned:\n%s", tc.Result)
 	}
 	m = &datachat.Message{ConversationID: conversationID, Role: datachat.RoleUser, Content: text.String(), Status: datachat.StatusComplete}
