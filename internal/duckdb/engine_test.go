@@ -442,10 +442,6 @@ func TestRenderers(t *testing.T) {
 	if want := "name,n,tags\nab,1,\"[\"\"x\"\",\"\"y\"\"]\"\n,22,\n名前,,[]\n"; b.String() != want {
 		t.Errorf("csv:\n%s\nwant:\n%s", b.String(), want)
 	}
-	r.Truncated = true
-	if got := Text(r); !strings.HasPrefix(got, "name | n | tags\nab | 1 | [\"x\",\"y\"]\nNULL | 22 | NULL\n") || !strings.Contains(got, "truncated") {
-		t.Errorf("text:\n%s", got)
-	}
 }
 
 func TestResultJSONMore(t *testing.T) {

@@ -81,43 +81,6 @@ func truncationNote(r *Result) string {
 	return fmt.Sprintf("(truncated: only the first %d rows are shown; more rows exist, or a value was cut short. Aggregate, filter or add LIMIT to see the rest.)", r.RowCount)
 }
 
-// Text renders a result compactly for a language model: a header line of
-// column names, one line per row with cells separated by " | " (NULL for
-// nulls, newlines escaped), and a note when the result was truncated.
-func Text(r *Result) string {
-	var b strings.Builder
-	names := make([]string, len(r.Columns))
-	for i, c := range r.Columns {
-		names[i] = c.Name
-	}
-	b.WriteString(strings.Join(names, " | "))
-	b.WriteByte('\n')
-	cells := make([]string, len(r.Columns))
-	for _, row := range r.Rows {
-		for i, v := range row {
-			if v == nil {
-				cells[i] = "NULL"
-				continue
-			}
-			s := cellText(v)
-			s = strings.ReplaceAll(s, "\r", `\r`)
-			cells[i] = strings.ReplaceAll(s, "\n", `\n`)
-		}
-		b.WriteString(strings.Join(cells, " | "))
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "(%d row", r.RowCount)
-	if r.RowCount != 1 {
-		b.WriteByte('s')
-	}
-	b.WriteString(")\n")
-	if r.Truncated {
-		b.WriteString(truncationNote(r))
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 // WriteTable writes the result as a text table: a header, a dashed rule and
 // space-padded columns, NULL for nulls (the `sql --format table` output).
 func WriteTable(w io.Writer, r *Result) error {
