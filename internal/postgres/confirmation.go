@@ -14,17 +14,9 @@ import (
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
 // ENOTFOUND if its conversation (or its message, when set) does not exist.
 func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
-	if err := c.Validate(); err != nil {
+	if err := record.FillConfirmation(c); err != nil {
 		return err
 	}
-	if c.Status == "" {
-		c.Status = datachat.ConfirmPending
-	}
-	if c.ID == "" {
-		c.ID = record.NewID()
-	}
-	record.FillTime(&c.CreatedAt)
-	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID *string
 	if c.MessageID != "" {
 		messageID = &c.MessageID
@@ -75,9 +67,8 @@ func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) 
 // it does not exist. Of concurrent calls exactly one succeeds: the UPDATE
 // re-checks status = 'pending' once the row lock is released.
 func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error) {
-	if status != datachat.ConfirmApproved && status != datachat.ConfirmDeclined {
-		return nil, datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q: want %s or %s",
-			status, datachat.ConfirmApproved, datachat.ConfirmDeclined)
+	if err := record.CheckResolution(status); err != nil {
+		return nil, err
 	}
 	c, err := scanConfirmation(s.pool.QueryRow(ctx, `
 		UPDATE confirmations SET status = $1, note = $2, resolved_at = $3

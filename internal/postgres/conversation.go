@@ -63,7 +63,7 @@ func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.C
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // RenameConversation sets the title and bumps UpdatedAt.
@@ -119,7 +119,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -263,19 +263,16 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
-	checks, err := checksJSON(m.NumberChecks)
+	checks, err := record.ListJSON(m.NumberChecks)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
 	if u != nil {
-		if u.ID == "" {
-			u.ID = record.NewID()
-		}
-		record.FillTime(&u.CreatedAt)
+		record.FillUsage(u)
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
@@ -358,16 +355,12 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		if err != nil || len(list) == 0 {
 			return err
 		}
-		msgs = list
-		byID := make(map[string]*datachat.Message, len(msgs))
-		for _, m := range msgs {
-			byID[m.ID] = m
-		}
+		th := record.NewThread(list)
 		rows, err = tx.Query(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
 			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY t.message_id, t.seq, t.row_seq`,
-			conversationID, msgs[0].CreatedAt)
+			conversationID, list[0].CreatedAt)
 		if err != nil {
 			return err
 		}
@@ -381,39 +374,26 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 			return err
 		}
 		for _, tc := range calls {
-			if m := byID[tc.MessageID]; m != nil {
-				m.ToolCalls = append(m.ToolCalls, tc)
-			}
+			th.AddToolCall(tc)
 		}
 		rows, err = tx.Query(ctx, `
 			SELECT p.message_id, p.kind, p.text, p.call_id
 			FROM message_parts p JOIN messages m ON m.id = p.message_id
 			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY p.message_id, p.seq`,
-			conversationID, msgs[0].CreatedAt)
+			conversationID, list[0].CreatedAt)
 		if err != nil {
 			return err
 		}
 		var id string
 		var p datachat.Part
 		_, err = pgx.ForEachRow(rows, []any{&id, &p.Type, &p.Text, &p.CallID}, func() error {
-			if m := byID[id]; m != nil {
-				m.Parts = append(m.Parts, p)
-			}
+			th.AddPart(id, p)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, m := range msgs {
-			if m.Parts == nil {
-				continue
-			}
-			m.Parts = datachat.MergeParts(m.Parts)
-			if m.Status == datachat.StatusStreaming {
-				// Its text so far: what it appended since it was begun.
-				m.Content = datachat.PartsText(m.Parts)
-			}
-		}
+		msgs = th.Messages()
 		return nil
 	})
 	if err != nil {
@@ -547,13 +527,9 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := tc.Validate(); err != nil {
+	if err := record.FillToolCall(tc); err != nil {
 		return err
 	}
-	if tc.ID == "" {
-		tc.ID = record.NewID()
-	}
-	record.FillTime(&tc.StartedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
@@ -568,21 +544,4 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		return fmt.Errorf("create tool call: %w", err)
 	}
 	return nil
-}
-
-// sourcesJSON is a message's sources for the sources column: NULL when there
-// are none.
-func sourcesJSON(sources []datachat.Source) (any, error) {
-	if len(sources) == 0 {
-		return nil, nil
-	}
-	return record.JSON(sources)
-}
-
-// checksJSON is an answer's number checks as stored: NULL when there are none.
-func checksJSON(checks []datachat.NumberCheck) (any, error) {
-	if len(checks) == 0 {
-		return nil, nil
-	}
-	return record.JSON(checks)
 }

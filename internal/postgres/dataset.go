@@ -13,11 +13,7 @@ import (
 // CreateDataset stores d; ENOTFOUND if the conversation does not exist,
 // ECONFLICT if it already has a dataset with d's Name.
 func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	cols, err := record.JSON(record.WithoutDescriptions(d.Columns))
+	cols, err := record.FillDataset(d)
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -62,7 +58,7 @@ func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datacha
 	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
@@ -88,22 +84,9 @@ func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) er
 // in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
 // the conversation does not exist. Chunks are written with COPY.
 func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	if d.Chunks == 0 {
-		d.Chunks = len(chunks)
-	}
-	meta, err := record.JSON(d.Metadata)
+	meta, err := record.FillDocument(d, chunks)
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
-	}
-	for _, c := range chunks {
-		if c.ID == "" {
-			c.ID = record.NewID()
-		}
-		c.DocumentID = d.ID
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
@@ -156,7 +139,7 @@ func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datach
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // Document returns a document of the conversation; ENOTFOUND if there is none.
@@ -188,7 +171,7 @@ func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.
 	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // DeleteDocument deletes a document of the conversation and its chunks;

@@ -10,28 +10,15 @@ import (
 	"datachat/internal/record"
 )
 
-// checkDBSource refuses a source the store cannot keep.
-func checkDBSource(s *datachat.DBSource) error {
-	if s.Name == "" || s.SealedURL == "" {
-		return datachat.Errorf(datachat.EINVALID, "a database source needs a name and a sealed URL")
-	}
-	if s.Origin == "" {
-		s.Origin = datachat.OriginCLI
-	}
-	return nil
-}
-
 // CreateDBSource stores a database source; ECONFLICT if one of its name
 // exists.
 func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
 	record.FillTime(&src.CreatedAt)
-	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
-	_, err := s.pool.Exec(ctx, `
+	_, err = s.pool.Exec(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		src.Name, src.Kind, src.SealedURL, tables, users, src.AllUsers, src.Origin, src.CreatedAt)
@@ -47,12 +34,10 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 // UpdateDBSource replaces a source's definition, keeping its attachments;
 // ENOTFOUND if there is none.
 func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
-	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE db_sources SET kind = $1, sealed_url = $2, tables = $3, users = $4, all_users = $5, origin = $6
 		WHERE name = $7`,
@@ -71,7 +56,7 @@ func scanDBSource(row pgx.Row) (*datachat.DBSource, error) {
 		&src.AllUsers, &src.Origin, &src.CreatedAt); err != nil {
 		return nil, err
 	}
-	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
+	src.Tables, src.Users = record.NonNil(src.Tables), record.NonNil(src.Users)
 	return &src, nil
 }
 
@@ -100,7 +85,7 @@ func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // DeleteDBSource removes a source and, by the foreign key's cascade, its

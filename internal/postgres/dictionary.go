@@ -130,7 +130,7 @@ func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Exampl
 	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // DeleteExample deletes a user's example; ENOTFOUND if there is none.

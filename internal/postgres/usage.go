@@ -14,10 +14,7 @@ import (
 // RecordUsage stores the token usage of one turn; ENOTFOUND if the user does
 // not exist. Usage is kept when its conversation is deleted.
 func (s *Store) RecordUsage(ctx context.Context, u *datachat.Usage) error {
-	if u.ID == "" {
-		u.ID = record.NewID()
-	}
-	record.FillTime(&u.CreatedAt)
+	record.FillUsage(u)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
 			input_tokens, output_tokens, success, estimated, created_at)

@@ -12,10 +12,6 @@ import (
 	"datachat/internal/record"
 )
 
-// lastUsedGranularity is how stale a key's last_used_at may get before
-// Authenticate writes it again: one write a minute per key, not per request.
-const lastUsedGranularity = time.Minute
-
 // EnsureUser returns the user with this name, creating it if needed.
 func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, error) {
 	if name == "" {
@@ -37,14 +33,9 @@ func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, er
 // CreateAPIKey stores k; ENOTFOUND if its user does not exist, ECONFLICT if a
 // key with the same hash does.
 func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
-	if k.Hash == "" {
-		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
+	if err := record.FillAPIKey(k); err != nil {
+		return err
 	}
-	if k.ID == "" {
-		k.ID = record.NewID()
-	}
-	record.FillTime(&k.CreatedAt)
-	k.LastUsedAt, k.RevokedAt = record.TimePtr(k.LastUsedAt), record.TimePtr(k.RevokedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
@@ -77,7 +68,7 @@ func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	return nonNil(keys), nil
+	return record.NonNil(keys), nil
 }
 
 // CountAPIKeys counts keys that are not revoked.
@@ -122,19 +113,11 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	t := record.Now()
-	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
+	if record.RecordUse(lastUsed, t) {
 		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID); err != nil && !datachat.IsNoSpace(err) {
 			// On a full disk the key still works, its use unrecorded.
 			return nil, fmt.Errorf("authenticate: record use: %w", err)
 		}
 	}
 	return &u, nil
-}
-
-// nonNil returns list, or an empty slice for nil: lists are never nil.
-func nonNil[T any](list []T) []T {
-	if list == nil {
-		return []T{}
-	}
-	return list
 }

@@ -86,3 +86,21 @@ func Descriptions(descs map[string]string) (any, error) {
 	}
 	return JSON(descs)
 }
+
+// ListJSON binds a list (a message's sources, an answer's number checks) to
+// a JSON column, NULL when it is empty.
+func ListJSON[T any](list []T) (any, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return JSON(list)
+}
+
+// NonNil returns list, or an empty slice for nil: lists the stores return are
+// never nil, and JSON arrays they store are "[]", never "null".
+func NonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}

@@ -13,17 +13,9 @@ import (
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
 // ENOTFOUND if its conversation (or its message, when set) does not exist.
 func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
-	if err := c.Validate(); err != nil {
+	if err := record.FillConfirmation(c); err != nil {
 		return err
 	}
-	if c.Status == "" {
-		c.Status = datachat.ConfirmPending
-	}
-	if c.ID == "" {
-		c.ID = record.NewID()
-	}
-	record.FillTime(&c.CreatedAt)
-	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID any
 	if c.MessageID != "" {
 		messageID = c.MessageID
@@ -74,9 +66,8 @@ func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) 
 // declined (else EINVALID); ECONFLICT if it was already resolved, ENOTFOUND if
 // it does not exist.
 func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error) {
-	if status != datachat.ConfirmApproved && status != datachat.ConfirmDeclined {
-		return nil, datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q: want %s or %s",
-			status, datachat.ConfirmApproved, datachat.ConfirmDeclined)
+	if err := record.CheckResolution(status); err != nil {
+		return nil, err
 	}
 	var c *datachat.Confirmation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {

@@ -124,7 +124,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -233,19 +233,16 @@ func flushOne(ctx context.Context, tx *sql.Tx, f datachat.StreamingFlush) (bool,
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
-	checks, err := checksJSON(m.NumberChecks)
+	checks, err := record.ListJSON(m.NumberChecks)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
 	if u != nil {
-		if u.ID == "" {
-			u.ID = record.NewID()
-		}
-		record.FillTime(&u.CreatedAt)
+		record.FillUsage(u)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
@@ -318,7 +315,6 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 			return err
 		}
 		defer rows.Close()
-		byID := map[string]*datachat.Message{}
 		for rows.Next() {
 			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
 			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
@@ -326,7 +322,6 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 				return err
 			}
 			msgs = append(msgs, m)
-			byID[m.ID] = m
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -334,6 +329,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		if len(msgs) == 0 {
 			return nil
 		}
+		th := record.NewThread(msgs)
 		rows, err = tx.QueryContext(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
@@ -349,9 +345,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 				&tc.OK, &tc.Result, &tc.Error, scanTime{&tc.StartedAt}, &tc.DurationMS); err != nil {
 				return err
 			}
-			if m := byID[tc.MessageID]; m != nil {
-				m.ToolCalls = append(m.ToolCalls, tc)
-			}
+			th.AddToolCall(tc)
 		}
 		if err := rows.Err(); err != nil {
 			return err
@@ -371,20 +365,9 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 			if err := rows.Scan(&id, &p.Type, &p.Text, &p.CallID); err != nil {
 				return err
 			}
-			if m := byID[id]; m != nil {
-				m.Parts = append(m.Parts, p)
-			}
+			th.AddPart(id, p)
 		}
-		for _, m := range msgs {
-			if m.Parts == nil {
-				continue
-			}
-			m.Parts = datachat.MergeParts(m.Parts)
-			if m.Status == datachat.StatusStreaming {
-				// Its text so far: what it appended since it was begun.
-				m.Content = datachat.PartsText(m.Parts)
-			}
-		}
+		msgs = th.Messages()
 		return rows.Err()
 	})
 	if err != nil {
@@ -519,13 +502,9 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := tc.Validate(); err != nil {
+	if err := record.FillToolCall(tc); err != nil {
 		return err
 	}
-	if tc.ID == "" {
-		tc.ID = record.NewID()
-	}
-	record.FillTime(&tc.StartedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -540,21 +519,4 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		return fmt.Errorf("create tool call: %w", err)
 	}
 	return nil
-}
-
-// sourcesJSON is a message's sources for the sources column: NULL when there
-// are none.
-func sourcesJSON(sources []datachat.Source) (any, error) {
-	if len(sources) == 0 {
-		return nil, nil
-	}
-	return record.JSON(sources)
-}
-
-// checksJSON is an answer's number checks as stored: NULL when there are none.
-func checksJSON(checks []datachat.NumberCheck) (any, error) {
-	if len(checks) == 0 {
-		return nil, nil
-	}
-	return record.JSON(checks)
 }

@@ -12,11 +12,7 @@ import (
 // CreateDataset stores d; ENOTFOUND if the conversation does not exist,
 // ECONFLICT if it already has a dataset with d's Name.
 func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	cols, err := record.JSON(record.WithoutDescriptions(d.Columns))
+	cols, err := record.FillDataset(d)
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -93,22 +89,9 @@ func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) er
 // in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
 // the conversation does not exist.
 func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	if d.Chunks == 0 {
-		d.Chunks = len(chunks)
-	}
-	meta, err := record.JSON(d.Metadata)
+	meta, err := record.FillDocument(d, chunks)
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
-	}
-	for _, c := range chunks {
-		if c.ID == "" {
-			c.ID = record.NewID()
-		}
-		c.DocumentID = d.ID
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `

@@ -8,36 +8,15 @@ import (
 	"datachat/internal/record"
 )
 
-// checkDBSource refuses a source the store cannot keep.
-func checkDBSource(s *datachat.DBSource) error {
-	if s.Name == "" || s.SealedURL == "" {
-		return datachat.Errorf(datachat.EINVALID, "a database source needs a name and a sealed URL")
-	}
-	if s.Origin == "" {
-		s.Origin = datachat.OriginCLI
-	}
-	return nil
-}
-
-// nonNilStrings keeps JSON arrays "[]", never "null".
-func nonNilStrings(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
-}
-
 // CreateDBSource stores a database source; ECONFLICT if one of its name
 // exists.
 func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
 	record.FillTime(&src.CreatedAt)
-	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
-	_, err := s.write.ExecContext(ctx, `
+	_, err = s.write.ExecContext(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		src.Name, src.Kind, src.SealedURL, tables, users, boolInt(src.AllUsers), src.Origin, ts(src.CreatedAt))
@@ -53,12 +32,10 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 // UpdateDBSource replaces a source's definition, keeping its attachments;
 // ENOTFOUND if there is none.
 func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
-	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
 	res, err := s.write.ExecContext(ctx, `
 		UPDATE db_sources SET kind = ?, sealed_url = ?, tables = ?, users = ?, all_users = ?, origin = ?
 		WHERE name = ?`,
@@ -77,7 +54,7 @@ func scanDBSource(sc interface{ Scan(...any) error }) (*datachat.DBSource, error
 		&src.AllUsers, &src.Origin, scanTime{&src.CreatedAt}); err != nil {
 		return nil, err
 	}
-	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
+	src.Tables, src.Users = record.NonNil(src.Tables), record.NonNil(src.Users)
 	return &src, nil
 }
 
