@@ -159,6 +159,16 @@ func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datach
 	return list, nil
 }
 
+// HasDocuments reports whether the conversation has any document.
+func (s *Store) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
+	var has bool
+	if err := s.read.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM documents WHERE conversation_id = ?)`, conversationID).Scan(&has); err != nil {
+		return false, fmt.Errorf("has documents: %w", err)
+	}
+	return has, nil
+}
+
 // Document returns a document of the conversation; ENOTFOUND if there is none.
 func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
 	d, err := scanDocument(s.read.QueryRowContext(ctx, `SELECT `+documentColumns+` FROM documents
