@@ -159,7 +159,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // writeTx runs fn in a write transaction on the writer connection. fn must not
 // use s.write itself: with one connection that would wait forever.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	return inTx(ctx, s.write, fn)
+}
+
+// inTx runs fn in a transaction on db, committed when fn returns nil.
+func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
