@@ -18,15 +18,7 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
 		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "conversation already exists")
-	case err != nil:
-		return fmt.Errorf("create conversation: %w", err)
-	}
-	return nil
+	return writeError(err, "create conversation", "user not found", "conversation already exists")
 }
 
 const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
@@ -104,15 +96,7 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 			m.CreatedAt, m.ConversationID)
 		return err
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
-	case err != nil:
-		return fmt.Errorf("create message: %w", err)
-	}
-	return nil
+	return writeError(err, "create message", "conversation not found", "message already exists")
 }
 
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
@@ -457,15 +441,10 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			assistant.CreatedAt, convID)
 		return err
 	})
-	switch {
-	case datachat.ErrorCode(err) == datachat.ECONFLICT || datachat.ErrorCode(err) == datachat.ENOTFOUND:
+	if datachat.ErrorCode(err) == datachat.ECONFLICT || datachat.ErrorCode(err) == datachat.ENOTFOUND {
 		return err
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
-	case err != nil:
-		return fmt.Errorf("begin turn: %w", err)
 	}
-	return nil
+	return writeError(err, "begin turn", "", "message already exists")
 }
 
 // streamingLeases returns the leases of a conversation's streaming messages,
@@ -535,13 +514,5 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
 		tc.StartedAt, tc.DurationMS)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "message not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "tool call already exists")
-	case err != nil:
-		return fmt.Errorf("create tool call: %w", err)
-	}
-	return nil
+	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

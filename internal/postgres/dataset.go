@@ -21,15 +21,7 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, d.CreatedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a dataset named %q already exists in this conversation", d.Name)
-	case err != nil:
-		return fmt.Errorf("create dataset: %w", err)
-	}
-	return nil
+	return writeError(err, "create dataset", "conversation not found", fmt.Sprintf("a dataset named %q already exists in this conversation", d.Name))
 }
 
 const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at, description, column_descriptions`
@@ -104,15 +96,7 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 			}))
 		return err
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "document or chunk already exists")
-	case err != nil:
-		return fmt.Errorf("create document: %w", err)
-	}
-	return nil
+	return writeError(err, "create document", "conversation not found", "document or chunk already exists")
 }
 
 const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`

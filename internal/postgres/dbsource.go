@@ -22,13 +22,7 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		src.Name, src.Kind, src.SealedURL, tables, users, src.AllUsers, src.Origin, src.CreatedAt)
-	switch {
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a database source named %q already exists", src.Name)
-	case err != nil:
-		return fmt.Errorf("create database source: %w", err)
-	}
-	return nil
+	return writeError(err, "create database source", "", fmt.Sprintf("a database source named %q already exists", src.Name))
 }
 
 // UpdateDBSource replaces a source's definition, keeping its attachments;
@@ -104,13 +98,7 @@ func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES ($1, $2, $3)
 		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, record.Now())
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")
-	case err != nil:
-		return fmt.Errorf("attach database source: %w", err)
-	}
-	return nil
+	return writeError(err, "attach database source", "conversation or database source not found", "")
 }
 
 // DetachDBSource detaches a source from a conversation; ENOTFOUND if it is

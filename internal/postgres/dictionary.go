@@ -102,15 +102,7 @@ func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
 			tables = excluded.tables, conversation_id = excluded.conversation_id, created_at = excluded.created_at
 		RETURNING id`,
 		e.ID, e.UserID, e.Question, e.SQL, e.Verdict, tables, e.ConversationID, e.MessageID, e.CallID, e.CreatedAt).Scan(&e.ID)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "example already exists")
-	case err != nil:
-		return fmt.Errorf("save example: %w", err)
-	}
-	return nil
+	return writeError(err, "save example", "user not found", "example already exists")
 }
 
 // Examples lists a user's verified examples, newest first.

@@ -11,6 +11,7 @@ package postgres
 
 import (
 	"context"
+	"datachat/internal/record"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,12 +150,22 @@ func sqlState(err error) string {
 	return ""
 }
 
-// isForeignKey reports whether err is a foreign key violation: a row referring
-// to a parent that does not exist.
-func isForeignKey(err error) bool { return sqlState(err) == foreignKeyViolation }
+// writeError is what a method returns for err, its write's error: see
+// [record.WriteError].
+func writeError(err error, op, notFound, conflict string) error {
+	return record.WriteError(err, violation(err), op, notFound, conflict)
+}
 
-// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
-func isUnique(err error) bool { return sqlState(err) == uniqueViolation }
+// violation tells the constraint err violated, by its SQLSTATE.
+func violation(err error) record.Violation {
+	switch sqlState(err) {
+	case foreignKeyViolation:
+		return record.ForeignKeyViolation
+	case uniqueViolation:
+		return record.UniqueViolation
+	}
+	return record.NoViolation
+}
 
 // notFoundIfNoRows turns pgx.ErrNoRows into ENOTFOUND with msg and wraps any
 // other error with op.

@@ -40,15 +40,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
 		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		k.ID, k.UserID, k.Prefix, k.Hash, k.CreatedAt, k.LastUsedAt, k.RevokedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "API key already exists")
-	case err != nil:
-		return fmt.Errorf("create API key: %w", err)
-	}
-	return nil
+	return writeError(err, "create API key", "user not found", "API key already exists")
 }
 
 // APIKeys lists every key, revoked ones included, oldest first.

@@ -8,6 +8,7 @@ package record
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -103,4 +104,30 @@ func NonNil[T any](list []T) []T {
 		return []T{}
 	}
 	return list
+}
+
+// Violation is the constraint a failed write violated, as a store's driver
+// reports it.
+type Violation int
+
+const (
+	NoViolation         Violation = iota
+	ForeignKeyViolation           // a row refers to a parent that does not exist
+	UniqueViolation               // a UNIQUE or PRIMARY KEY
+)
+
+// WriteError is the error a store method returns for err, the error of its
+// write, which violated v: nil for nil; ENOTFOUND with notFound for a foreign
+// key and ECONFLICT with conflict for a unique key, each when its message is
+// set; else err wrapped with op.
+func WriteError(err error, v Violation, op, notFound, conflict string) error {
+	switch {
+	case err == nil:
+		return nil
+	case v == ForeignKeyViolation && notFound != "":
+		return datachat.Errorf(datachat.ENOTFOUND, "%s", notFound)
+	case v == UniqueViolation && conflict != "":
+		return datachat.Errorf(datachat.ECONFLICT, "%s", conflict)
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }

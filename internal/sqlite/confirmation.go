@@ -26,15 +26,7 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
 		c.Status, c.Note, rawJSON(c.State), ts(c.CreatedAt), tsPtr(c.ResolvedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or message not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "confirmation already exists")
-	case err != nil:
-		return fmt.Errorf("create confirmation: %w", err)
-	}
-	return nil
+	return writeError(err, "create confirmation", "conversation or message not found", "confirmation already exists")
 }
 
 const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,

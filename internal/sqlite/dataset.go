@@ -20,15 +20,7 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, ts(d.CreatedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a dataset named %q already exists in this conversation", d.Name)
-	case err != nil:
-		return fmt.Errorf("create dataset: %w", err)
-	}
-	return nil
+	return writeError(err, "create dataset", "conversation not found", fmt.Sprintf("a dataset named %q already exists in this conversation", d.Name))
 }
 
 const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at, description, column_descriptions`
@@ -115,15 +107,7 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 		}
 		return nil
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "document or chunk already exists")
-	case err != nil:
-		return fmt.Errorf("create document: %w", err)
-	}
-	return nil
+	return writeError(err, "create document", "conversation not found", "document or chunk already exists")
 }
 
 const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`

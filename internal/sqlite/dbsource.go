@@ -20,13 +20,7 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		src.Name, src.Kind, src.SealedURL, tables, users, boolInt(src.AllUsers), src.Origin, ts(src.CreatedAt))
-	switch {
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a database source named %q already exists", src.Name)
-	case err != nil:
-		return fmt.Errorf("create database source: %w", err)
-	}
-	return nil
+	return writeError(err, "create database source", "", fmt.Sprintf("a database source named %q already exists", src.Name))
 }
 
 // UpdateDBSource replaces a source's definition, keeping its attachments;
@@ -108,13 +102,7 @@ func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES (?, ?, ?)
 		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, ts(record.Now()))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")
-	case err != nil:
-		return fmt.Errorf("attach database source: %w", err)
-	}
-	return nil
+	return writeError(err, "attach database source", "conversation or database source not found", "")
 }
 
 // DetachDBSource detaches a source from a conversation; ENOTFOUND if it is

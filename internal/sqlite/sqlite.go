@@ -310,16 +310,21 @@ func errorCode(err error) int {
 	return 0
 }
 
-// isForeignKey reports whether err is a foreign key violation: a row referring
-// to a parent that does not exist.
-func isForeignKey(err error) bool {
-	return errorCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+// writeError is what a method returns for err, its write's error: see
+// [record.WriteError].
+func writeError(err error, op, notFound, conflict string) error {
+	return record.WriteError(err, violation(err), op, notFound, conflict)
 }
 
-// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
-func isUnique(err error) bool {
-	c := errorCode(err)
-	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+// violation tells the constraint err violated, by its extended result code.
+func violation(err error) record.Violation {
+	switch errorCode(err) {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return record.ForeignKeyViolation
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return record.UniqueViolation
+	}
+	return record.NoViolation
 }
 
 // notFoundIfNoRows turns sql.ErrNoRows into ENOTFOUND with msg and wraps any
