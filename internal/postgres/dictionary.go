@@ -24,38 +24,28 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			conversationID, userID).Scan(&one); err != nil {
 			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
 		}
+		var datasets []*datachat.Dataset
 		if len(d.Datasets) > 0 {
 			rows, err := tx.Query(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE conversation_id = $1 FOR UPDATE`, conversationID)
 			if err != nil {
 				return err
 			}
-			datasets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
+			datasets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
 				return scanDataset(row)
 			})
 			if err != nil {
 				return err
 			}
-			resolved, err := d.Resolve(datasets)
-			if err != nil {
+		}
+		changes, err := record.DescriptionChanges(d, datasets)
+		if err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if _, err := tx.Exec(ctx, `UPDATE datasets SET description = $1, column_descriptions = $2 WHERE id = $3`,
+				c.Description, c.Columns, c.DatasetID); err != nil {
 				return err
 			}
-			for _, ds := range datasets {
-				dd, ok := resolved.Datasets[ds.Name]
-				if !ok {
-					continue
-				}
-				desc, cols := dd.Apply(ds.Description, ds.ColumnDescriptions())
-				descs, err := record.Descriptions(cols)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `UPDATE datasets SET description = $1, column_descriptions = $2 WHERE id = $3`,
-					desc, descs, ds.ID); err != nil {
-					return err
-				}
-			}
-		} else if _, err := d.Resolve(nil); err != nil {
-			return err // the notes' length
 		}
 		if d.Notes != nil {
 			if _, err := tx.Exec(ctx, `UPDATE conversations SET notes = $1 WHERE id = $2`,
@@ -65,32 +55,15 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 		}
 		return nil
 	})
-	switch code := datachat.ErrorCode(err); {
-	case err == nil:
-		return nil
-	case code != datachat.EINTERNAL:
-		return err
-	default:
-		return fmt.Errorf("update dictionary: %w", err)
-	}
+	return record.Wrap("update dictionary", err)
 }
 
 // SaveExample stores a user's verified example, replacing the one of the
 // same tool call; ENOTFOUND if the user does not exist.
 func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
-	if err := e.Validate(); err != nil {
-		return err
-	}
-	if e.ID == "" {
-		e.ID = record.NewID()
-	}
-	record.FillTime(&e.CreatedAt)
-	if e.Tables == nil {
-		e.Tables = []datachat.TableSignature{}
-	}
-	tables, err := record.JSON(e.Tables)
+	tables, err := record.FillExample(e)
 	if err != nil {
-		return fmt.Errorf("save example: %w", err)
+		return err
 	}
 	// The partial index is the conflict target: an example marked outside
 	// an answer (no message) is always new.

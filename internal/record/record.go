@@ -131,3 +131,13 @@ func WriteError(err error, v Violation, op, notFound, conflict string) error {
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// Wrap returns err as a store method does when err may come from inside its
+// transaction: nil for nil, an error with a code (EINVALID, ENOTFOUND,
+// ECONFLICT…) as it is, any other wrapped with op.
+func Wrap(op string, err error) error {
+	if err == nil || datachat.ErrorCode(err) != datachat.EINTERNAL {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

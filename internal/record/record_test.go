@@ -88,3 +88,17 @@ func TestWriteError(t *testing.T) {
 		})
 	}
 }
+
+func TestWrap(t *testing.T) {
+	if err := Wrap("update", nil); err != nil {
+		t.Errorf("Wrap(nil): got %v, want nil", err)
+	}
+	coded := datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
+	if err := Wrap("update", coded); err != error(coded) {
+		t.Errorf("Wrap(ENOTFOUND): got %v, want it as it is", err)
+	}
+	plain := errors.New("disk I/O error")
+	if err := Wrap("update", plain); err.Error() != "update: disk I/O error" || !errors.Is(err, plain) {
+		t.Errorf("Wrap(plain): got %v, want it wrapped with the operation", err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"datachat"
 	"datachat/internal/record"
@@ -82,10 +81,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 		return datachat.Errorf(datachat.ECONFLICT, "confirmation already %s", cur)
 	})
 	if err != nil {
-		if datachat.ErrorCode(err) != datachat.EINTERNAL {
-			return nil, err
-		}
-		return nil, fmt.Errorf("resolve confirmation: %w", err)
+		return nil, record.Wrap("resolve confirmation", err)
 	}
 	return c, nil
 }

@@ -21,12 +21,12 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			conversationID, userID).Scan(&one); err != nil {
 			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
 		}
+		var datasets []*datachat.Dataset
 		if len(d.Datasets) > 0 {
 			rows, err := tx.QueryContext(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE conversation_id = ?`, conversationID)
 			if err != nil {
 				return err
 			}
-			var datasets []*datachat.Dataset
 			for rows.Next() {
 				ds, err := scanDataset(rows)
 				if err != nil {
@@ -39,27 +39,16 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			if err := rows.Err(); err != nil {
 				return err
 			}
-			resolved, err := d.Resolve(datasets)
-			if err != nil {
+		}
+		changes, err := record.DescriptionChanges(d, datasets)
+		if err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if _, err := tx.ExecContext(ctx, `UPDATE datasets SET description = ?, column_descriptions = ? WHERE id = ?`,
+				c.Description, c.Columns, c.DatasetID); err != nil {
 				return err
 			}
-			for _, ds := range datasets {
-				dd, ok := resolved.Datasets[ds.Name]
-				if !ok {
-					continue
-				}
-				desc, cols := dd.Apply(ds.Description, ds.ColumnDescriptions())
-				descs, err := record.Descriptions(cols)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE datasets SET description = ?, column_descriptions = ? WHERE id = ?`,
-					desc, descs, ds.ID); err != nil {
-					return err
-				}
-			}
-		} else if _, err := d.Resolve(nil); err != nil {
-			return err // the notes' length
 		}
 		if d.Notes != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET notes = ? WHERE id = ?`,
@@ -69,32 +58,15 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 		}
 		return nil
 	})
-	switch code := datachat.ErrorCode(err); {
-	case err == nil:
-		return nil
-	case code != datachat.EINTERNAL:
-		return err
-	default:
-		return fmt.Errorf("update dictionary: %w", err)
-	}
+	return record.Wrap("update dictionary", err)
 }
 
 // SaveExample stores a user's verified example, replacing the one of the
 // same tool call; ENOTFOUND if the user does not exist.
 func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
-	if err := e.Validate(); err != nil {
-		return err
-	}
-	if e.ID == "" {
-		e.ID = record.NewID()
-	}
-	record.FillTime(&e.CreatedAt)
-	if e.Tables == nil {
-		e.Tables = []datachat.TableSignature{}
-	}
-	tables, err := record.JSON(e.Tables)
+	tables, err := record.FillExample(e)
 	if err != nil {
-		return fmt.Errorf("save example: %w", err)
+		return err
 	}
 	// The partial index is the conflict target: an example marked outside
 	// an answer (no message) is always new.
