@@ -25,27 +25,15 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		INSERT INTO confirmations (id, conversation_id, message_id, call_id, action, parameters, explanation,
 			status, note, state, created_at, resolved_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
-		c.Status, c.Note, rawJSON(c.State), c.CreatedAt, c.ResolvedAt)
+		c.ID, c.ConversationID, messageID, c.CallID, c.Action, record.RawJSON(c.Parameters), c.Explanation,
+		c.Status, c.Note, record.RawJSON(c.State), c.CreatedAt, c.ResolvedAt)
 	return writeError(err, "create confirmation", "conversation or message not found", "confirmation already exists")
-}
-
-const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
-	explanation, status, note, state, created_at, resolved_at`
-
-func scanConfirmation(row pgx.Row) (*datachat.Confirmation, error) {
-	var c datachat.Confirmation
-	if err := row.Scan(&c.ID, &c.ConversationID, &c.MessageID, &c.CallID, &c.Action, scanRawJSON{&c.Parameters},
-		&c.Explanation, &c.Status, &c.Note, scanRawJSON{&c.State}, &c.CreatedAt, &c.ResolvedAt); err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // PendingConfirmation returns the conversation's pending confirmation (the
 // latest, should there be several); ENOTFOUND if there is none.
 func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error) {
-	c, err := scanConfirmation(s.pool.QueryRow(ctx, `SELECT `+confirmationColumns+` FROM confirmations
+	c, err := decode.Confirmation(s.pool.QueryRow(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
 		WHERE conversation_id = $1 AND status = 'pending'
 		ORDER BY created_at DESC, row_seq DESC LIMIT 1`, conversationID))
 	if err != nil {
@@ -62,10 +50,10 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 	if err := record.CheckResolution(status); err != nil {
 		return nil, err
 	}
-	c, err := scanConfirmation(s.pool.QueryRow(ctx, `
+	c, err := decode.Confirmation(s.pool.QueryRow(ctx, `
 		UPDATE confirmations SET status = $1, note = $2, resolved_at = $3
 		WHERE id = $4 AND status = 'pending'
-		RETURNING `+confirmationColumns, status, note, record.Now(), id))
+		RETURNING `+record.ConfirmationColumns, status, note, record.Now(), id))
 	if err == nil {
 		return c, nil
 	}

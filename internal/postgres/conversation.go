@@ -21,21 +21,11 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	return writeError(err, "create conversation", "user not found", "conversation already exists")
 }
 
-const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
-
-func scanConversation(row pgx.Row) (*datachat.Conversation, error) {
-	var c datachat.Conversation
-	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.Notes); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 // Conversation returns the user's conversation; ENOTFOUND if there is none or
 // it belongs to another user.
 func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.pool.QueryRow(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
+	c, err := decode.Conversation(s.pool.QueryRow(ctx,
+		`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
 	}
@@ -44,14 +34,12 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+conversationColumns+` FROM conversations
+	rows, err := s.pool.Query(ctx, `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = $1 ORDER BY updated_at DESC, row_seq DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Conversation, error) {
-		return scanConversation(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Conversation))
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
@@ -60,10 +48,10 @@ func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.C
 
 // RenameConversation sets the title and bumps UpdatedAt.
 func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.pool.QueryRow(ctx, `
+	c, err := decode.Conversation(s.pool.QueryRow(ctx, `
 		UPDATE conversations SET title = $1, updated_at = GREATEST(updated_at, $2)
 		WHERE id = $3 AND user_id = $4
-		RETURNING `+conversationColumns, title, record.Now(), id, userID))
+		RETURNING `+record.ConversationColumns, title, record.Now(), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -330,12 +318,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		if err != nil {
 			return err
 		}
-		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Message, error) {
-			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
-			err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources}, scanJSON{&m.NumberChecks})
-			return m, err
-		})
+		list, err := pgx.CollectRows(rows, rowTo(decode.Message))
 		if err != nil || len(list) == 0 {
 			return err
 		}
@@ -348,12 +331,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		if err != nil {
 			return err
 		}
-		calls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (datachat.ToolCall, error) {
-			var tc datachat.ToolCall
-			err := row.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, scanRawJSON{&tc.Args},
-				&tc.OK, &tc.Result, &tc.Error, &tc.StartedAt, &tc.DurationMS)
-			return tc, err
-		})
+		calls, err := pgx.CollectRows(rows, rowTo(decode.ToolCall))
 		if err != nil {
 			return err
 		}
@@ -456,20 +434,7 @@ func streamingLeases(ctx context.Context, tx pgx.Tx, convID string) ([]datachat.
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var leases []datachat.Lease
-	for rows.Next() {
-		var l datachat.Lease
-		var until *time.Time
-		if err := rows.Scan(&l.Owner, &l.Node, &until); err != nil {
-			return nil, err
-		}
-		if until != nil {
-			l.Until = *until
-		}
-		leases = append(leases, l)
-	}
-	return leases, rows.Err()
+	return pgx.CollectRows(rows, rowTo(decode.Lease))
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
@@ -512,7 +477,7 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
+		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, record.RawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
 		tc.StartedAt, tc.DurationMS)
 	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

@@ -24,29 +24,14 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 	return writeError(err, "create dataset", "conversation not found", fmt.Sprintf("a dataset named %q already exists in this conversation", d.Name))
 }
 
-const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at, description, column_descriptions`
-
-func scanDataset(row pgx.Row) (*datachat.Dataset, error) {
-	var d datachat.Dataset
-	var descs map[string]string
-	if err := row.Scan(&d.ID, &d.ConversationID, &d.Name, &d.Source, &d.Format, &d.Path,
-		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, &d.CreatedAt, &d.Description, scanJSON{&descs}); err != nil {
-		return nil, err
-	}
-	d.SetColumnDescriptions(descs)
-	return &d, nil
-}
-
 // Datasets lists a conversation's datasets in the order they were added.
 func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+datasetColumns+` FROM datasets
+	rows, err := s.pool.Query(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
-		return scanDataset(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Dataset))
 	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
@@ -55,7 +40,7 @@ func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datacha
 
 // Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
 func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datachat.Dataset, error) {
-	d, err := scanDataset(s.pool.QueryRow(ctx, `SELECT `+datasetColumns+` FROM datasets
+	d, err := decode.Dataset(s.pool.QueryRow(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
@@ -99,27 +84,14 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 	return writeError(err, "create document", "conversation not found", "document or chunk already exists")
 }
 
-const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`
-
-func scanDocument(row pgx.Row) (*datachat.Document, error) {
-	var d datachat.Document
-	if err := row.Scan(&d.ID, &d.ConversationID, &d.Name, &d.MediaType, &d.Pages, &d.Chunks, &d.Bytes,
-		scanJSON{&d.Metadata}, &d.CreatedAt); err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
-
 // Documents lists a conversation's documents in the order they were added.
 func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+documentColumns+` FROM documents
+	rows, err := s.pool.Query(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Document, error) {
-		return scanDocument(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Document))
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
@@ -138,7 +110,7 @@ func (s *Store) HasDocuments(ctx context.Context, conversationID string) (bool, 
 
 // Document returns a document of the conversation; ENOTFOUND if there is none.
 func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
-	d, err := scanDocument(s.pool.QueryRow(ctx, `SELECT `+documentColumns+` FROM documents
+	d, err := decode.Document(s.pool.QueryRow(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get document", "document not found")
@@ -157,11 +129,7 @@ func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.
 	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Chunk, error) {
-		var c datachat.Chunk
-		err := row.Scan(&c.ID, &c.DocumentID, &c.Seq, &c.Page, &c.Heading, &c.Start, &c.End, &c.Text)
-		return &c, err
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Chunk))
 	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}

@@ -42,21 +42,9 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	return mustAffect(tag, "database source not found")
 }
 
-const dbSourceColumns = `s.name, s.kind, s.sealed_url, s.tables, s.users, s.all_users, s.origin, s.created_at`
-
-func scanDBSource(row pgx.Row) (*datachat.DBSource, error) {
-	var src datachat.DBSource
-	if err := row.Scan(&src.Name, &src.Kind, &src.SealedURL, scanJSON{&src.Tables}, scanJSON{&src.Users},
-		&src.AllUsers, &src.Origin, &src.CreatedAt); err != nil {
-		return nil, err
-	}
-	src.Tables, src.Users = record.NonNil(src.Tables), record.NonNil(src.Users)
-	return &src, nil
-}
-
 // DBSource returns the source of this name; ENOTFOUND if there is none.
 func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, error) {
-	src, err := scanDBSource(s.pool.QueryRow(ctx, `SELECT `+dbSourceColumns+` FROM db_sources s WHERE s.name = $1`, name))
+	src, err := decode.DBSource(s.pool.QueryRow(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = $1`, name))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get database source", "database source not found")
 	}
@@ -65,7 +53,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list database sources", `SELECT `+dbSourceColumns+` FROM db_sources s ORDER BY s.name COLLATE "C"`)
+	return s.listDBSources(ctx, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name COLLATE "C"`)
 }
 
 func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any) ([]*datachat.DBSource, error) {
@@ -73,9 +61,7 @@ func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.DBSource, error) {
-		return scanDBSource(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.DBSource))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -115,7 +101,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+dbSourceColumns+`
+	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = $1 ORDER BY a.created_at, a.row_seq`, conversationID)
 }

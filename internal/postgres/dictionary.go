@@ -26,13 +26,11 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 		}
 		var datasets []*datachat.Dataset
 		if len(d.Datasets) > 0 {
-			rows, err := tx.Query(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE conversation_id = $1 FOR UPDATE`, conversationID)
+			rows, err := tx.Query(ctx, `SELECT `+record.DatasetColumns+` FROM datasets WHERE conversation_id = $1 FOR UPDATE`, conversationID)
 			if err != nil {
 				return err
 			}
-			datasets, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
-				return scanDataset(row)
-			})
+			datasets, err = pgx.CollectRows(rows, rowTo(decode.Dataset))
 			if err != nil {
 				return err
 			}
@@ -86,12 +84,7 @@ func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Exampl
 	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Example, error) {
-		var e datachat.Example
-		err := row.Scan(&e.ID, &e.UserID, &e.Question, &e.SQL, &e.Verdict, scanJSON{&e.Tables},
-			&e.ConversationID, &e.MessageID, &e.CallID, &e.CreatedAt)
-		return &e, err
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Example))
 	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}

@@ -52,11 +52,7 @@ func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.APIKey, error) {
-		var k datachat.APIKey
-		err := row.Scan(&k.ID, &k.UserID, &k.UserName, &k.Prefix, &k.Hash, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
-		return &k, err
-	})
+	keys, err := pgx.CollectRows(rows, rowTo(decode.APIKey))
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}

@@ -3,7 +3,10 @@
 // timestamps are UTC truncated to the microsecond, PostgreSQL's precision, so
 // that a value reads back as it was written from either store; JSON columns
 // are bound as text, and a dataset's column descriptions are kept apart from
-// its columns.
+// its columns. It also holds what the stores do alike around their SQL: what
+// a Create method checks and fills in ([FillConfirmation]…), how a row
+// decodes into a record ([Decoder]), how a conversation's messages are put
+// together ([Thread]) and which error a failed write returns ([WriteError]).
 package record
 
 import (

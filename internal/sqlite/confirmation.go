@@ -23,28 +23,15 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		INSERT INTO confirmations (id, conversation_id, message_id, call_id, action, parameters, explanation,
 			status, note, state, created_at, resolved_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
-		c.Status, c.Note, rawJSON(c.State), ts(c.CreatedAt), tsPtr(c.ResolvedAt))
+		c.ID, c.ConversationID, messageID, c.CallID, c.Action, record.RawJSON(c.Parameters), c.Explanation,
+		c.Status, c.Note, record.RawJSON(c.State), ts(c.CreatedAt), tsPtr(c.ResolvedAt))
 	return writeError(err, "create confirmation", "conversation or message not found", "confirmation already exists")
-}
-
-const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
-	explanation, status, note, state, created_at, resolved_at`
-
-func scanConfirmation(sc interface{ Scan(...any) error }) (*datachat.Confirmation, error) {
-	var c datachat.Confirmation
-	if err := sc.Scan(&c.ID, &c.ConversationID, &c.MessageID, &c.CallID, &c.Action, scanRawJSON{&c.Parameters},
-		&c.Explanation, &c.Status, &c.Note, scanRawJSON{&c.State}, scanTime{&c.CreatedAt},
-		scanNullTime{&c.ResolvedAt}); err != nil {
-		return nil, err
-	}
-	return &c, nil
 }
 
 // PendingConfirmation returns the conversation's pending confirmation (the
 // latest, should there be several); ENOTFOUND if there is none.
 func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error) {
-	c, err := scanConfirmation(s.read.QueryRowContext(ctx, `SELECT `+confirmationColumns+` FROM confirmations
+	c, err := decode.Confirmation(s.read.QueryRowContext(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
 		WHERE conversation_id = ? AND status = 'pending'
 		ORDER BY created_at DESC, rowid DESC LIMIT 1`, conversationID))
 	if err != nil {
@@ -63,10 +50,10 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 	var c *datachat.Confirmation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		c, err = scanConfirmation(tx.QueryRowContext(ctx, `
+		c, err = decode.Confirmation(tx.QueryRowContext(ctx, `
 			UPDATE confirmations SET status = ?, note = ?, resolved_at = ?
 			WHERE id = ? AND status = 'pending'
-			RETURNING `+confirmationColumns, status, note, ts(record.Now()), id))
+			RETURNING `+record.ConfirmationColumns, status, note, ts(record.Now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}

@@ -20,21 +20,11 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	return writeError(err, "create conversation", "user not found", "conversation already exists")
 }
 
-const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
-
-func scanConversation(sc interface{ Scan(...any) error }) (*datachat.Conversation, error) {
-	var c datachat.Conversation
-	if err := sc.Scan(&c.ID, &c.UserID, &c.Title, scanTime{&c.CreatedAt}, scanTime{&c.UpdatedAt}, &c.Notes); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
 // Conversation returns the user's conversation; ENOTFOUND if there is none or
 // it belongs to another user.
 func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.read.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+	c, err := decode.Conversation(s.read.QueryRowContext(ctx,
+		`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
 	}
@@ -43,21 +33,13 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+conversationColumns+` FROM conversations
+	rows, err := s.read.QueryContext(ctx, `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = ? ORDER BY updated_at DESC, rowid DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Conversation{}
-	for rows.Next() {
-		c, err := scanConversation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		list = append(list, c)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Conversation)
+	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return list, nil
@@ -65,10 +47,10 @@ func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.C
 
 // RenameConversation sets the title and bumps UpdatedAt.
 func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.write.QueryRowContext(ctx, `
+	c, err := decode.Conversation(s.write.QueryRowContext(ctx, `
 		UPDATE conversations SET title = ?, updated_at = MAX(updated_at, ?)
 		WHERE id = ? AND user_id = ?
-		RETURNING `+conversationColumns, title, ts(record.Now()), id, userID))
+		RETURNING `+record.ConversationColumns, title, ts(record.Now()), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -298,21 +280,11 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
-			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}, scanJSON{&m.NumberChecks}); err != nil {
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		if err := rows.Err(); err != nil {
+		list, err := collect(rows, decode.Message)
+		if err != nil || len(list) == 0 {
 			return err
 		}
-		if len(msgs) == 0 {
-			return nil
-		}
+		msgs = list
 		th := record.NewThread(msgs)
 		rows, err = tx.QueryContext(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
@@ -322,17 +294,12 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var tc datachat.ToolCall
-			if err := rows.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, scanRawJSON{&tc.Args},
-				&tc.OK, &tc.Result, &tc.Error, scanTime{&tc.StartedAt}, &tc.DurationMS); err != nil {
-				return err
-			}
-			th.AddToolCall(tc)
-		}
-		if err := rows.Err(); err != nil {
+		calls, err := collect(rows, decode.ToolCall)
+		if err != nil {
 			return err
+		}
+		for _, tc := range calls {
+			th.AddToolCall(tc)
 		}
 		rows, err = tx.QueryContext(ctx, `
 			SELECT p.message_id, p.kind, p.text, p.call_id
@@ -425,20 +392,7 @@ func streamingLeases(ctx context.Context, tx *sql.Tx, convID string) ([]datachat
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var leases []datachat.Lease
-	for rows.Next() {
-		var l datachat.Lease
-		var until *time.Time
-		if err := rows.Scan(&l.Owner, &l.Node, scanNullTime{&until}); err != nil {
-			return nil, err
-		}
-		if until != nil {
-			l.Until = *until
-		}
-		leases = append(leases, l)
-	}
-	return leases, rows.Err()
+	return collect(rows, decode.Lease)
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
@@ -485,7 +439,7 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), boolInt(tc.OK), tc.Result, tc.Error,
+		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, record.RawJSON(tc.Args), boolInt(tc.OK), tc.Result, tc.Error,
 		ts(tc.StartedAt), tc.DurationMS)
 	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

@@ -40,21 +40,9 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	return mustAffect(res, "update database source", "database source not found")
 }
 
-const dbSourceColumns = `s.name, s.kind, s.sealed_url, s.tables, s.users, s.all_users, s.origin, s.created_at`
-
-func scanDBSource(sc interface{ Scan(...any) error }) (*datachat.DBSource, error) {
-	var src datachat.DBSource
-	if err := sc.Scan(&src.Name, &src.Kind, &src.SealedURL, scanJSON{&src.Tables}, scanJSON{&src.Users},
-		&src.AllUsers, &src.Origin, scanTime{&src.CreatedAt}); err != nil {
-		return nil, err
-	}
-	src.Tables, src.Users = record.NonNil(src.Tables), record.NonNil(src.Users)
-	return &src, nil
-}
-
 // DBSource returns the source of this name; ENOTFOUND if there is none.
 func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, error) {
-	src, err := scanDBSource(s.read.QueryRowContext(ctx, `SELECT `+dbSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
+	src, err := decode.DBSource(s.read.QueryRowContext(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get database source", "database source not found")
 	}
@@ -63,7 +51,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list database sources", `SELECT `+dbSourceColumns+` FROM db_sources s ORDER BY s.name`)
+	return s.listDBSources(ctx, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`)
 }
 
 func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any) ([]*datachat.DBSource, error) {
@@ -71,16 +59,8 @@ func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	defer rows.Close()
-	list := []*datachat.DBSource{}
-	for rows.Next() {
-		src, err := scanDBSource(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		list = append(list, src)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.DBSource)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return list, nil
@@ -119,7 +99,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+dbSourceColumns+`
+	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = ? ORDER BY a.created_at, a.rowid`, conversationID)
 }

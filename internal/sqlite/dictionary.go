@@ -23,20 +23,11 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 		}
 		var datasets []*datachat.Dataset
 		if len(d.Datasets) > 0 {
-			rows, err := tx.QueryContext(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE conversation_id = ?`, conversationID)
+			rows, err := tx.QueryContext(ctx, `SELECT `+record.DatasetColumns+` FROM datasets WHERE conversation_id = ?`, conversationID)
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				ds, err := scanDataset(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				datasets = append(datasets, ds)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			if datasets, err = collect(rows, decode.Dataset); err != nil {
 				return err
 			}
 		}
@@ -89,17 +80,8 @@ func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Exampl
 	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Example{}
-	for rows.Next() {
-		var e datachat.Example
-		if err := rows.Scan(&e.ID, &e.UserID, &e.Question, &e.SQL, &e.Verdict, scanJSON{&e.Tables},
-			&e.ConversationID, &e.MessageID, &e.CallID, scanTime{&e.CreatedAt}); err != nil {
-			return nil, fmt.Errorf("list examples: %w", err)
-		}
-		list = append(list, &e)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Example)
+	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}
 	return list, nil

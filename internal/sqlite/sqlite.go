@@ -15,7 +15,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -266,39 +265,28 @@ func textOf(src any) (string, bool, error) {
 	}
 }
 
-// rawJSON binds caller-given JSON bytes as TEXT, NULL when empty.
-func rawJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
+// decode decodes rows into records; timestamps are stored as text.
+var decode = record.Decoder{
+	Time:     func(p *time.Time) any { return scanTime{p} },
+	NullTime: func(p **time.Time) any { return scanNullTime{p} },
 }
 
-// scanRawJSON scans TEXT (or NULL) into a json.RawMessage.
-type scanRawJSON struct{ p *json.RawMessage }
-
-func (s scanRawJSON) Scan(src any) error {
-	str, ok, err := textOf(src)
-	if err != nil {
-		return err
+// collect decodes every row of rows with decode and closes them; the list is
+// never nil.
+func collect[T any](rows *sql.Rows, decode func(record.Scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	list := []T{}
+	for rows.Next() {
+		v, err := decode(rows)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, v)
 	}
-	if !ok {
-		*s.p = nil
-		return nil
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
-	*s.p = json.RawMessage(str)
-	return nil
-}
-
-// scanJSON unmarshals a TEXT column into v (left as is when NULL).
-type scanJSON struct{ v any }
-
-func (s scanJSON) Scan(src any) error {
-	str, ok, err := textOf(src)
-	if err != nil || !ok {
-		return err
-	}
-	return json.Unmarshal([]byte(str), s.v)
+	return list, nil
 }
 
 // errorCode returns the extended SQLite result code of err, or 0.

@@ -68,17 +68,8 @@ func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	defer rows.Close()
-	keys := []*datachat.APIKey{}
-	for rows.Next() {
-		var k datachat.APIKey
-		if err := rows.Scan(&k.ID, &k.UserID, &k.UserName, &k.Prefix, &k.Hash,
-			scanTime{&k.CreatedAt}, scanNullTime{&k.LastUsedAt}, scanNullTime{&k.RevokedAt}); err != nil {
-			return nil, fmt.Errorf("list API keys: %w", err)
-		}
-		keys = append(keys, &k)
-	}
-	if err := rows.Err(); err != nil {
+	keys, err := collect(rows, decode.APIKey)
+	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
 	return keys, nil
