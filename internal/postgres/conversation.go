@@ -372,13 +372,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 // across every process sharing the database. ENOTFOUND if the conversation
 // does not exist.
 func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, at time.Time) error {
-	msgs := []*datachat.Message{assistant}
-	if user != nil {
-		msgs = []*datachat.Message{user, assistant}
-	}
-	for _, m := range msgs {
-		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
-	}
+	turn := record.Turn(user, assistant, lease)
 	convID := assistant.ConversationID
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var id string
@@ -400,18 +394,13 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		for _, m := range msgs {
-			var l datachat.Lease
-			var until *time.Time
-			if m == assistant {
-				l, until = lease, record.TimePtr(&lease.Until)
-			}
+		for _, m := range turn {
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 					created_at, updated_at, lease_owner, lease_node, lease_until)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 				m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
-				m.CreatedAt, m.UpdatedAt, l.Owner, l.Node, until); err != nil {
+				m.CreatedAt, m.UpdatedAt, m.Lease.Owner, m.Lease.Node, m.Until); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,10 @@
 package record
 
-import "datachat"
+import (
+	"time"
+
+	"datachat"
+)
 
 // Thread puts together a conversation's messages as both stores read them:
 // the messages first, then their tool calls and their parts, each attached to
@@ -47,4 +51,27 @@ func (th *Thread) Messages() []*datachat.Message {
 		}
 	}
 	return th.msgs
+}
+
+// TurnMessage is a message BeginTurn inserts, with its lease: none for the
+// user's message, the turn's for the assistant's.
+type TurnMessage struct {
+	*datachat.Message
+	Lease datachat.Lease
+	Until *time.Time // lease_until as stored: nil without a lease
+}
+
+// Turn returns the messages BeginTurn inserts, in order: the user's (when
+// there is one), then the assistant's, leased to lease; each is given its id
+// and times.
+func Turn(user, assistant *datachat.Message, lease datachat.Lease) []TurnMessage {
+	var turn []TurnMessage
+	if user != nil {
+		turn = append(turn, TurnMessage{Message: user})
+	}
+	turn = append(turn, TurnMessage{Message: assistant, Lease: lease, Until: TimePtr(&lease.Until)})
+	for _, m := range turn {
+		Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
+	}
+	return turn
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"testing"
+	"time"
 
 	"datachat"
 )
@@ -50,5 +51,30 @@ func TestListJSON(t *testing.T) {
 	}
 	if v, err := ListJSON([]string{"a"}); v != `["a"]` || err != nil {
 		t.Errorf(`ListJSON([a]): got %v, %v, want ["a"], nil`, v, err)
+	}
+}
+
+func TestTurn(t *testing.T) {
+	until := time.Date(2026, 1, 2, 3, 4, 5, 6789, time.UTC)
+	lease := datachat.Lease{Owner: "o", Node: "n", Until: until}
+	user := &datachat.Message{Role: "user"}
+	assistant := &datachat.Message{Role: "assistant"}
+	turn := Turn(user, assistant, lease)
+	if len(turn) != 2 || turn[0].Message != user || turn[1].Message != assistant {
+		t.Fatalf("Turn: got %+v, want the user's message then the assistant's", turn)
+	}
+	if turn[0].Lease != (datachat.Lease{}) || turn[0].Until != nil {
+		t.Errorf("user's lease: got %+v, %v, want none", turn[0].Lease, turn[0].Until)
+	}
+	if turn[1].Lease != lease || turn[1].Until == nil || !turn[1].Until.Equal(Time(until)) {
+		t.Errorf("assistant's lease: got %+v, %v, want %+v until %v", turn[1].Lease, turn[1].Until, lease, Time(until))
+	}
+	for _, m := range turn {
+		if m.ID == "" || m.CreatedAt.IsZero() || m.UpdatedAt != m.CreatedAt {
+			t.Errorf("%s message: got id %q, times %v and %v, want an id and equal times", m.Role, m.ID, m.CreatedAt, m.UpdatedAt)
+		}
+	}
+	if turn := Turn(nil, assistant, lease); len(turn) != 1 || turn[0].Message != assistant {
+		t.Errorf("Turn without a user message: got %+v, want the assistant's alone", turn)
 	}
 }

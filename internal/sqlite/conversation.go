@@ -334,13 +334,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 // IMMEDIATE, so it is serialised with every other writer of the file, in this
 // process and in others. ENOTFOUND if the conversation does not exist.
 func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, at time.Time) error {
-	msgs := []*datachat.Message{assistant}
-	if user != nil {
-		msgs = []*datachat.Message{user, assistant}
-	}
-	for _, m := range msgs {
-		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
-	}
+	turn := record.Turn(user, assistant, lease)
 	convID := assistant.ConversationID
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		leases, err := streamingLeases(ctx, tx, convID)
@@ -358,18 +352,13 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		for _, m := range msgs {
-			var l datachat.Lease
-			var until *time.Time
-			if m == assistant {
-				l, until = lease, &lease.Until
-			}
+		for _, m := range turn {
 			if _, err := tx.ExecContext(ctx, `
 				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 					created_at, updated_at, lease_owner, lease_node, lease_until)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
-				ts(m.CreatedAt), ts(m.UpdatedAt), l.Owner, l.Node, tsPtr(until)); err != nil {
+				ts(m.CreatedAt), ts(m.UpdatedAt), m.Lease.Owner, m.Lease.Node, tsPtr(m.Until)); err != nil {
 				return err
 			}
 		}
