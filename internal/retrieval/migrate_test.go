@@ -9,34 +9,38 @@ import (
 	sqlitedb "datachat/internal/sqlite"
 )
 
-// TestOpenIndexBeforeMigrations opens an index file as Open created it before
-// the index had migrations (testdata/schema-before-migrations.sql, no
-// schema_migrations): it opens, keeps its documents and chunks, takes new
-// ones, and records its schema as current.
+// TestOpenIndexBeforeMigrations opens an index file made before the index
+// had migrations (testdata/index-before-migrations.db: its tables, no
+// schema_migrations; written by Open and Index.Add of commit 31a24b0, one
+// document "doc-old" of conversation c1 with metadata year=2023 and one
+// chunk): it opens, keeps its document and chunk, takes new ones, and records
+// its schema as current.
 func TestOpenIndexBeforeMigrations(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "index.db")
-	schema, err := os.ReadFile("testdata/schema-before-migrations.sql")
+	old, err := os.ReadFile("testdata/index-before-migrations.db")
 	if err != nil {
 		t.Fatal(err)
 	}
-	write, read, err := sqlitedb.Pools(ctx, path)
-	if err != nil {
-		t.Fatalf("Pools: %v", err)
+	path := filepath.Join(t.TempDir(), "index.db")
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for _, q := range []string{
-		string(schema),
-		`INSERT INTO documents (conversation_id, id, name, media_type) VALUES ('c1', 'doc-1', 'report.pdf', 'application/pdf')`,
-		`INSERT INTO document_metadata (conversation_id, document_id, key, value) VALUES ('c1', 'doc-1', 'year', '2024')`,
-		`INSERT INTO chunks (conversation_id, document_id, id, seq, page, heading, start_offset, end_offset, text)
-			VALUES ('c1', 'doc-1', 'chunk-1', 0, 1, 'Revenue', 0, 40, 'Quarterly revenue grew by twelve percent.')`,
-	} {
-		if _, err := write.ExecContext(ctx, q); err != nil {
-			t.Fatalf("build the old index: %v", err)
+	var tables int
+	if err := func() error {
+		write, read, err := sqlitedb.Pools(ctx, path)
+		if err != nil {
+			return err
 		}
+		defer write.Close()
+		defer read.Close()
+		return read.QueryRowContext(ctx,
+			`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&tables)
+	}(); err != nil {
+		t.Fatalf("read the old index: %v", err)
 	}
-	read.Close()
-	write.Close()
+	if tables != 0 {
+		t.Fatalf("the old index has schema_migrations: want a file from before migrations")
+	}
 
 	for round := range 2 { // the second Open finds nothing to migrate
 		ix, err := Open(ctx, Options{Path: path})
@@ -61,19 +65,19 @@ func TestOpenIndexBeforeMigrations(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Documents: %v", err)
 		}
-		want := []string{"doc-1"}
+		want := []string{"doc-old"}
 		if round == 1 {
-			want = []string{"doc-1", "doc-2"}
+			want = []string{"doc-2", "doc-old"}
 		}
 		if len(docs) != len(want) || docs[0] != want[0] || (len(want) == 2 && docs[1] != want[1]) {
 			t.Errorf("Documents after Open %d: got %v, want %v", round+1, docs, want)
 		}
-		got, err := ix.Search(ctx, "c1", "quarterly revenue", 5, map[string]any{"year": "2024"})
+		got, err := ix.Search(ctx, "c1", "warehouse inventory", 5, map[string]any{"year": "2023"})
 		if err != nil {
 			t.Fatalf("Search: %v", err)
 		}
-		if len(got) != 1 || got[0].ID != "chunk-1" {
-			t.Errorf("Search of the old chunk: got %+v, want chunk-1 alone", got)
+		if len(got) != 1 || got[0].ID != "chunk-old" {
+			t.Errorf("Search of the old chunk: got %+v, want chunk-old alone", got)
 		}
 		if round == 0 {
 			doc := &datachat.Document{ID: "doc-2", ConversationID: "c1", Name: "notes.txt"}
