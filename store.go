@@ -170,6 +170,9 @@ type Store interface {
 	// CreateDocument stores a document and its chunks in one transaction.
 	CreateDocument(ctx context.Context, d *Document, chunks []*Chunk) error
 	Documents(ctx context.Context, conversationID string) ([]*Document, error)
+	// HasDocuments reports whether the conversation has any document,
+	// reading at most one row.
+	HasDocuments(ctx context.Context, conversationID string) (bool, error)
 	Document(ctx context.Context, conversationID, id string) (*Document, error)
 	// Chunks returns every chunk of a conversation's documents.
 	Chunks(ctx context.Context, conversationID string) ([]*Chunk, error)

@@ -1,7 +1,8 @@
 // Package migrate holds what the SQLite and PostgreSQL stores' schema
 // migrations have in common: the order of the embedded files and which of them
 // a database has yet to apply. Each store applies them with its own SQL, under
-// its own lock.
+// its own lock; internal/sqlite's ApplyMigrations gives the retrieval index its
+// schema the same way.
 package migrate
 
 import (

@@ -14,17 +14,9 @@ import (
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
 // ENOTFOUND if its conversation (or its message, when set) does not exist.
 func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
-	if err := c.Validate(); err != nil {
+	if err := record.FillConfirmation(c); err != nil {
 		return err
 	}
-	if c.Status == "" {
-		c.Status = datachat.ConfirmPending
-	}
-	if c.ID == "" {
-		c.ID = record.NewID()
-	}
-	record.FillTime(&c.CreatedAt)
-	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID *string
 	if c.MessageID != "" {
 		messageID = &c.MessageID
@@ -33,35 +25,15 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		INSERT INTO confirmations (id, conversation_id, message_id, call_id, action, parameters, explanation,
 			status, note, state, created_at, resolved_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
-		c.Status, c.Note, rawJSON(c.State), c.CreatedAt, c.ResolvedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or message not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "confirmation already exists")
-	case err != nil:
-		return fmt.Errorf("create confirmation: %w", err)
-	}
-	return nil
-}
-
-const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
-	explanation, status, note, state, created_at, resolved_at`
-
-func scanConfirmation(row pgx.Row) (*datachat.Confirmation, error) {
-	var c datachat.Confirmation
-	if err := row.Scan(&c.ID, &c.ConversationID, &c.MessageID, &c.CallID, &c.Action, scanRawJSON{&c.Parameters},
-		&c.Explanation, &c.Status, &c.Note, scanRawJSON{&c.State}, &c.CreatedAt, &c.ResolvedAt); err != nil {
-		return nil, err
-	}
-	return &c, nil
+		c.ID, c.ConversationID, messageID, c.CallID, c.Action, record.RawJSON(c.Parameters), c.Explanation,
+		c.Status, c.Note, record.RawJSON(c.State), c.CreatedAt, c.ResolvedAt)
+	return writeError(err, "create confirmation", "conversation or message not found", "confirmation already exists")
 }
 
 // PendingConfirmation returns the conversation's pending confirmation (the
 // latest, should there be several); ENOTFOUND if there is none.
 func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error) {
-	c, err := scanConfirmation(s.pool.QueryRow(ctx, `SELECT `+confirmationColumns+` FROM confirmations
+	c, err := decode.Confirmation(s.pool.QueryRow(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
 		WHERE conversation_id = $1 AND status = 'pending'
 		ORDER BY created_at DESC, row_seq DESC LIMIT 1`, conversationID))
 	if err != nil {
@@ -75,14 +47,13 @@ func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) 
 // it does not exist. Of concurrent calls exactly one succeeds: the UPDATE
 // re-checks status = 'pending' once the row lock is released.
 func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error) {
-	if status != datachat.ConfirmApproved && status != datachat.ConfirmDeclined {
-		return nil, datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q: want %s or %s",
-			status, datachat.ConfirmApproved, datachat.ConfirmDeclined)
+	if err := record.CheckResolution(status); err != nil {
+		return nil, err
 	}
-	c, err := scanConfirmation(s.pool.QueryRow(ctx, `
+	c, err := decode.Confirmation(s.pool.QueryRow(ctx, `
 		UPDATE confirmations SET status = $1, note = $2, resolved_at = $3
 		WHERE id = $4 AND status = 'pending'
-		RETURNING `+confirmationColumns, status, note, record.Now(), id))
+		RETURNING `+record.ConfirmationColumns, status, note, record.Now(), id))
 	if err == nil {
 		return c, nil
 	}

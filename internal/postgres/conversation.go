@@ -18,32 +18,14 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
 		c.ID, c.UserID, c.Title, c.CreatedAt, c.UpdatedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "conversation already exists")
-	case err != nil:
-		return fmt.Errorf("create conversation: %w", err)
-	}
-	return nil
-}
-
-const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
-
-func scanConversation(row pgx.Row) (*datachat.Conversation, error) {
-	var c datachat.Conversation
-	if err := row.Scan(&c.ID, &c.UserID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &c.Notes); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return writeError(err, "create conversation", "user not found", "conversation already exists")
 }
 
 // Conversation returns the user's conversation; ENOTFOUND if there is none or
 // it belongs to another user.
 func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.pool.QueryRow(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
+	c, err := decode.Conversation(s.pool.QueryRow(ctx,
+		`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
 	}
@@ -52,26 +34,24 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+conversationColumns+` FROM conversations
+	rows, err := s.pool.Query(ctx, `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = $1 ORDER BY updated_at DESC, row_seq DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Conversation, error) {
-		return scanConversation(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Conversation))
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // RenameConversation sets the title and bumps UpdatedAt.
 func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.pool.QueryRow(ctx, `
+	c, err := decode.Conversation(s.pool.QueryRow(ctx, `
 		UPDATE conversations SET title = $1, updated_at = GREATEST(updated_at, $2)
 		WHERE id = $3 AND user_id = $4
-		RETURNING `+conversationColumns, title, record.Now(), id, userID))
+		RETURNING `+record.ConversationColumns, title, record.Now(), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -104,22 +84,14 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 			m.CreatedAt, m.ConversationID)
 		return err
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
-	case err != nil:
-		return fmt.Errorf("create message: %w", err)
-	}
-	return nil
+	return writeError(err, "create message", "conversation not found", "message already exists")
 }
 
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -263,19 +235,16 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
-	checks, err := checksJSON(m.NumberChecks)
+	checks, err := record.ListJSON(m.NumberChecks)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
 	if u != nil {
-		if u.ID == "" {
-			u.ID = record.NewID()
-		}
-		record.FillTime(&u.CreatedAt)
+		record.FillUsage(u)
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
@@ -349,71 +318,44 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		if err != nil {
 			return err
 		}
-		list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Message, error) {
-			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
-			err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, &m.CreatedAt, &m.UpdatedAt, scanJSON{&m.Sources}, scanJSON{&m.NumberChecks})
-			return m, err
-		})
+		list, err := pgx.CollectRows(rows, rowTo(decode.Message))
 		if err != nil || len(list) == 0 {
 			return err
 		}
-		msgs = list
-		byID := make(map[string]*datachat.Message, len(msgs))
-		for _, m := range msgs {
-			byID[m.ID] = m
-		}
+		th := record.NewThread(list)
 		rows, err = tx.Query(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
 			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY t.message_id, t.seq, t.row_seq`,
-			conversationID, msgs[0].CreatedAt)
+			conversationID, list[0].CreatedAt)
 		if err != nil {
 			return err
 		}
-		calls, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (datachat.ToolCall, error) {
-			var tc datachat.ToolCall
-			err := row.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, scanRawJSON{&tc.Args},
-				&tc.OK, &tc.Result, &tc.Error, &tc.StartedAt, &tc.DurationMS)
-			return tc, err
-		})
+		calls, err := pgx.CollectRows(rows, rowTo(decode.ToolCall))
 		if err != nil {
 			return err
 		}
 		for _, tc := range calls {
-			if m := byID[tc.MessageID]; m != nil {
-				m.ToolCalls = append(m.ToolCalls, tc)
-			}
+			th.AddToolCall(tc)
 		}
 		rows, err = tx.Query(ctx, `
 			SELECT p.message_id, p.kind, p.text, p.call_id
 			FROM message_parts p JOIN messages m ON m.id = p.message_id
 			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY p.message_id, p.seq`,
-			conversationID, msgs[0].CreatedAt)
+			conversationID, list[0].CreatedAt)
 		if err != nil {
 			return err
 		}
 		var id string
 		var p datachat.Part
 		_, err = pgx.ForEachRow(rows, []any{&id, &p.Type, &p.Text, &p.CallID}, func() error {
-			if m := byID[id]; m != nil {
-				m.Parts = append(m.Parts, p)
-			}
+			th.AddPart(id, p)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, m := range msgs {
-			if m.Parts == nil {
-				continue
-			}
-			m.Parts = datachat.MergeParts(m.Parts)
-			if m.Status == datachat.StatusStreaming {
-				// Its text so far: what it appended since it was begun.
-				m.Content = datachat.PartsText(m.Parts)
-			}
-		}
+		msgs = th.Messages()
 		return nil
 	})
 	if err != nil {
@@ -430,13 +372,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 // across every process sharing the database. ENOTFOUND if the conversation
 // does not exist.
 func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, at time.Time) error {
-	msgs := []*datachat.Message{assistant}
-	if user != nil {
-		msgs = []*datachat.Message{user, assistant}
-	}
-	for _, m := range msgs {
-		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
-	}
+	turn := record.Turn(user, assistant, lease)
 	convID := assistant.ConversationID
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var id string
@@ -458,18 +394,13 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		for _, m := range msgs {
-			var l datachat.Lease
-			var until *time.Time
-			if m == assistant {
-				l, until = lease, record.TimePtr(&lease.Until)
-			}
+		for _, m := range turn {
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 					created_at, updated_at, lease_owner, lease_node, lease_until)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 				m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
-				m.CreatedAt, m.UpdatedAt, l.Owner, l.Node, until); err != nil {
+				m.CreatedAt, m.UpdatedAt, m.Lease.Owner, m.Lease.Node, m.Until); err != nil {
 				return err
 			}
 		}
@@ -477,15 +408,10 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			assistant.CreatedAt, convID)
 		return err
 	})
-	switch {
-	case datachat.ErrorCode(err) == datachat.ECONFLICT || datachat.ErrorCode(err) == datachat.ENOTFOUND:
+	if datachat.ErrorCode(err) == datachat.ECONFLICT || datachat.ErrorCode(err) == datachat.ENOTFOUND {
 		return err
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
-	case err != nil:
-		return fmt.Errorf("begin turn: %w", err)
 	}
-	return nil
+	return writeError(err, "begin turn", "", "message already exists")
 }
 
 // streamingLeases returns the leases of a conversation's streaming messages,
@@ -497,20 +423,7 @@ func streamingLeases(ctx context.Context, tx pgx.Tx, convID string) ([]datachat.
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var leases []datachat.Lease
-	for rows.Next() {
-		var l datachat.Lease
-		var until *time.Time
-		if err := rows.Scan(&l.Owner, &l.Node, &until); err != nil {
-			return nil, err
-		}
-		if until != nil {
-			l.Until = *until
-		}
-		leases = append(leases, l)
-	}
-	return leases, rows.Err()
+	return pgx.CollectRows(rows, rowTo(decode.Lease))
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
@@ -547,42 +460,13 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := tc.Validate(); err != nil {
+	if err := record.FillToolCall(tc); err != nil {
 		return err
 	}
-	if tc.ID == "" {
-		tc.ID = record.NewID()
-	}
-	record.FillTime(&tc.StartedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
+		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, record.RawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
 		tc.StartedAt, tc.DurationMS)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "message not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "tool call already exists")
-	case err != nil:
-		return fmt.Errorf("create tool call: %w", err)
-	}
-	return nil
-}
-
-// sourcesJSON is a message's sources for the sources column: NULL when there
-// are none.
-func sourcesJSON(sources []datachat.Source) (any, error) {
-	if len(sources) == 0 {
-		return nil, nil
-	}
-	return record.JSON(sources)
-}
-
-// checksJSON is an answer's number checks as stored: NULL when there are none.
-func checksJSON(checks []datachat.NumberCheck) (any, error) {
-	if len(checks) == 0 {
-		return nil, nil
-	}
-	return record.JSON(checks)
+	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

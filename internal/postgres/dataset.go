@@ -13,11 +13,7 @@ import (
 // CreateDataset stores d; ENOTFOUND if the conversation does not exist,
 // ECONFLICT if it already has a dataset with d's Name.
 func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	cols, err := record.JSON(record.WithoutDescriptions(d.Columns))
+	cols, err := record.FillDataset(d)
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -25,49 +21,26 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, d.CreatedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a dataset named %q already exists in this conversation", d.Name)
-	case err != nil:
-		return fmt.Errorf("create dataset: %w", err)
-	}
-	return nil
-}
-
-const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at, description, column_descriptions`
-
-func scanDataset(row pgx.Row) (*datachat.Dataset, error) {
-	var d datachat.Dataset
-	var descs map[string]string
-	if err := row.Scan(&d.ID, &d.ConversationID, &d.Name, &d.Source, &d.Format, &d.Path,
-		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, &d.CreatedAt, &d.Description, scanJSON{&descs}); err != nil {
-		return nil, err
-	}
-	d.SetColumnDescriptions(descs)
-	return &d, nil
+	return writeError(err, "create dataset", "conversation not found", fmt.Sprintf("a dataset named %q already exists in this conversation", d.Name))
 }
 
 // Datasets lists a conversation's datasets in the order they were added.
 func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+datasetColumns+` FROM datasets
+	rows, err := s.pool.Query(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Dataset, error) {
-		return scanDataset(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Dataset))
 	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
 func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datachat.Dataset, error) {
-	d, err := scanDataset(s.pool.QueryRow(ctx, `SELECT `+datasetColumns+` FROM datasets
+	d, err := decode.Dataset(s.pool.QueryRow(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
@@ -88,22 +61,9 @@ func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) er
 // in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
 // the conversation does not exist. Chunks are written with COPY.
 func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	if d.Chunks == 0 {
-		d.Chunks = len(chunks)
-	}
-	meta, err := record.JSON(d.Metadata)
+	meta, err := record.FillDocument(d, chunks)
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
-	}
-	for _, c := range chunks {
-		if c.ID == "" {
-			c.ID = record.NewID()
-		}
-		c.DocumentID = d.ID
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
@@ -121,47 +81,36 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 			}))
 		return err
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "document or chunk already exists")
-	case err != nil:
-		return fmt.Errorf("create document: %w", err)
-	}
-	return nil
-}
-
-const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`
-
-func scanDocument(row pgx.Row) (*datachat.Document, error) {
-	var d datachat.Document
-	if err := row.Scan(&d.ID, &d.ConversationID, &d.Name, &d.MediaType, &d.Pages, &d.Chunks, &d.Bytes,
-		scanJSON{&d.Metadata}, &d.CreatedAt); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return writeError(err, "create document", "conversation not found", "document or chunk already exists")
 }
 
 // Documents lists a conversation's documents in the order they were added.
 func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+documentColumns+` FROM documents
+	rows, err := s.pool.Query(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Document, error) {
-		return scanDocument(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Document))
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
+}
+
+// HasDocuments reports whether the conversation has any document.
+func (s *Store) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
+	var has bool
+	if err := s.pool.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM documents WHERE conversation_id = $1)`, conversationID).Scan(&has); err != nil {
+		return false, fmt.Errorf("has documents: %w", err)
+	}
+	return has, nil
 }
 
 // Document returns a document of the conversation; ENOTFOUND if there is none.
 func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
-	d, err := scanDocument(s.pool.QueryRow(ctx, `SELECT `+documentColumns+` FROM documents
+	d, err := decode.Document(s.pool.QueryRow(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get document", "document not found")
@@ -180,15 +129,11 @@ func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.
 	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.Chunk, error) {
-		var c datachat.Chunk
-		err := row.Scan(&c.ID, &c.DocumentID, &c.Seq, &c.Page, &c.Heading, &c.Start, &c.End, &c.Text)
-		return &c, err
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.Chunk))
 	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // DeleteDocument deletes a document of the conversation and its chunks;

@@ -10,49 +10,28 @@ import (
 	"datachat/internal/record"
 )
 
-// checkDBSource refuses a source the store cannot keep.
-func checkDBSource(s *datachat.DBSource) error {
-	if s.Name == "" || s.SealedURL == "" {
-		return datachat.Errorf(datachat.EINVALID, "a database source needs a name and a sealed URL")
-	}
-	if s.Origin == "" {
-		s.Origin = datachat.OriginCLI
-	}
-	return nil
-}
-
 // CreateDBSource stores a database source; ECONFLICT if one of its name
 // exists.
 func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
 	record.FillTime(&src.CreatedAt)
-	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
-	_, err := s.pool.Exec(ctx, `
+	_, err = s.pool.Exec(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		src.Name, src.Kind, src.SealedURL, tables, users, src.AllUsers, src.Origin, src.CreatedAt)
-	switch {
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a database source named %q already exists", src.Name)
-	case err != nil:
-		return fmt.Errorf("create database source: %w", err)
-	}
-	return nil
+	return writeError(err, "create database source", "", fmt.Sprintf("a database source named %q already exists", src.Name))
 }
 
 // UpdateDBSource replaces a source's definition, keeping its attachments;
 // ENOTFOUND if there is none.
 func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
-	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE db_sources SET kind = $1, sealed_url = $2, tables = $3, users = $4, all_users = $5, origin = $6
 		WHERE name = $7`,
@@ -63,21 +42,9 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	return mustAffect(tag, "database source not found")
 }
 
-const dbSourceColumns = `s.name, s.kind, s.sealed_url, s.tables, s.users, s.all_users, s.origin, s.created_at`
-
-func scanDBSource(row pgx.Row) (*datachat.DBSource, error) {
-	var src datachat.DBSource
-	if err := row.Scan(&src.Name, &src.Kind, &src.SealedURL, scanJSON{&src.Tables}, scanJSON{&src.Users},
-		&src.AllUsers, &src.Origin, &src.CreatedAt); err != nil {
-		return nil, err
-	}
-	src.Tables, src.Users = nonNil(src.Tables), nonNil(src.Users)
-	return &src, nil
-}
-
 // DBSource returns the source of this name; ENOTFOUND if there is none.
 func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, error) {
-	src, err := scanDBSource(s.pool.QueryRow(ctx, `SELECT `+dbSourceColumns+` FROM db_sources s WHERE s.name = $1`, name))
+	src, err := decode.DBSource(s.pool.QueryRow(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = $1`, name))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get database source", "database source not found")
 	}
@@ -86,7 +53,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list database sources", `SELECT `+dbSourceColumns+` FROM db_sources s ORDER BY s.name COLLATE "C"`)
+	return s.listDBSources(ctx, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name COLLATE "C"`)
 }
 
 func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any) ([]*datachat.DBSource, error) {
@@ -94,13 +61,11 @@ func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.DBSource, error) {
-		return scanDBSource(row)
-	})
+	list, err := pgx.CollectRows(rows, rowTo(decode.DBSource))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	return nonNil(list), nil
+	return record.NonNil(list), nil
 }
 
 // DeleteDBSource removes a source and, by the foreign key's cascade, its
@@ -119,13 +84,7 @@ func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES ($1, $2, $3)
 		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, record.Now())
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")
-	case err != nil:
-		return fmt.Errorf("attach database source: %w", err)
-	}
-	return nil
+	return writeError(err, "attach database source", "conversation or database source not found", "")
 }
 
 // DetachDBSource detaches a source from a conversation; ENOTFOUND if it is
@@ -142,7 +101,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+dbSourceColumns+`
+	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = $1 ORDER BY a.created_at, a.row_seq`, conversationID)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/internal/record"
 	"datachat/internal/retrieval"
 )
 
@@ -580,7 +581,7 @@ func scanSource(row pgx.Row, score *float64, dist **float64) (retrieval.Source, 
 		seq, page                      int
 		meta                           map[string]string
 	)
-	if err := row.Scan(score, dist, &id, &docID, &seq, &page, &heading, &text, &name, scanJSON{&meta}); err != nil {
+	if err := row.Scan(score, dist, &id, &docID, &seq, &page, &heading, &text, &name, record.ScanJSON(&meta)); err != nil {
 		return retrieval.Source{}, err
 	}
 	md := retrieval.SourceMetadata(name, docID, page, heading, seq, meta)

@@ -11,7 +11,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
+	"datachat/internal/record"
 	"errors"
 	"fmt"
 	"time"
@@ -91,48 +91,15 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
-// rawJSON binds caller-given JSON bytes to a json column, NULL when empty.
-func rawJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
+// decode decodes rows into records; pgx scans timestamptz into time.Time.
+var decode = record.Decoder{
+	Time:     func(p *time.Time) any { return p },
+	NullTime: func(p **time.Time) any { return p },
 }
 
-// scanRawJSON scans a json column (or NULL) into a json.RawMessage, keeping
-// its bytes.
-type scanRawJSON struct{ p *json.RawMessage }
-
-func (s scanRawJSON) Scan(src any) error {
-	switch v := src.(type) {
-	case nil:
-		*s.p = nil
-	case string:
-		*s.p = json.RawMessage(v)
-	case []byte:
-		*s.p = append(json.RawMessage(nil), v...)
-	default:
-		return fmt.Errorf("scan JSON: got %T, want text", src)
-	}
-	return nil
-}
-
-// scanJSON unmarshals a jsonb column into v (left as is when NULL).
-type scanJSON struct{ v any }
-
-func (s scanJSON) Scan(src any) error {
-	var b []byte
-	switch v := src.(type) {
-	case nil:
-		return nil
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	default:
-		return fmt.Errorf("scan JSON: got %T, want text", src)
-	}
-	return json.Unmarshal(b, s.v)
+// rowTo adapts a record decoder to pgx.CollectRows.
+func rowTo[T any](decode func(record.Scanner) (T, error)) pgx.RowToFunc[T] {
+	return func(row pgx.CollectableRow) (T, error) { return decode(row) }
 }
 
 // PostgreSQL error codes (SQLSTATE).
@@ -149,12 +116,22 @@ func sqlState(err error) string {
 	return ""
 }
 
-// isForeignKey reports whether err is a foreign key violation: a row referring
-// to a parent that does not exist.
-func isForeignKey(err error) bool { return sqlState(err) == foreignKeyViolation }
+// writeError is what a method returns for err, its write's error: see
+// [record.WriteError].
+func writeError(err error, op, notFound, conflict string) error {
+	return record.WriteError(err, violation(err), op, notFound, conflict)
+}
 
-// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
-func isUnique(err error) bool { return sqlState(err) == uniqueViolation }
+// violation tells the constraint err violated, by its SQLSTATE.
+func violation(err error) record.Violation {
+	switch sqlState(err) {
+	case foreignKeyViolation:
+		return record.ForeignKeyViolation
+	case uniqueViolation:
+		return record.UniqueViolation
+	}
+	return record.NoViolation
+}
 
 // notFoundIfNoRows turns pgx.ErrNoRows into ENOTFOUND with msg and wraps any
 // other error with op.

@@ -3,14 +3,10 @@ package postgres_test
 import (
 	"context"
 	"crypto/rand"
-	"datachat/internal/testenv"
 	"encoding/hex"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +15,7 @@ import (
 	"datachat"
 	"datachat/internal/postgres"
 	"datachat/internal/storetest"
+	"datachat/internal/testenv"
 )
 
 // testURL returns the database the tests may use. Without one they are
@@ -104,86 +101,10 @@ func TestStore(t *testing.T) {
 	})
 }
 
-func TestMigrate(t *testing.T) {
-	ctx := t.Context()
-	s, err := postgres.Open(ctx, newSchema(t))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	defer s.Close()
-	pending, err := s.PendingMigrations(ctx)
-	if err != nil {
-		t.Fatalf("PendingMigrations: %v", err)
-	}
-	if len(pending) == 0 || pending[0] != "0001_init.sql" || !slices.IsSorted(pending) {
-		t.Fatalf("PendingMigrations of a new schema: got %v, want every migration from 0001_init.sql, sorted", pending)
-	}
-	for range 2 { // the second run finds nothing to do
-		if err := s.Migrate(ctx); err != nil {
-			t.Fatalf("Migrate: %v", err)
-		}
-		pending, err = s.PendingMigrations(ctx)
-		if err != nil {
-			t.Fatalf("PendingMigrations: %v", err)
-		}
-		if len(pending) != 0 {
-			t.Fatalf("PendingMigrations after Migrate: got %v, want none", pending)
-		}
-	}
-	if _, err := s.EnsureUser(ctx, "alice"); err != nil {
-		t.Fatalf("EnsureUser after Migrate: %v", err)
-	}
-}
-
-// TestMigrateConcurrent migrates one new schema from several stores at once,
-// as processes starting together would.
-func TestMigrateConcurrent(t *testing.T) {
-	dsn := newSchema(t)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			s, err := postgres.Open(t.Context(), dsn)
-			if err != nil {
-				t.Errorf("Open: %v", err)
-				return
-			}
-			defer s.Close()
-			if err := s.Migrate(t.Context()); err != nil {
-				t.Errorf("Migrate: %v", err)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// TestTakeRequestAcrossStores races two pools on one schema, as two processes
-// sharing the database would: the limit holds across both.
-func TestTakeRequestAcrossStores(t *testing.T) {
-	dsn := newSchema(t)
-	stores := []*postgres.Store{mustOpen(t, dsn), mustOpen(t, dsn)}
-	u, err := stores[0].EnsureUser(t.Context(), "alice")
-	if err != nil {
-		t.Fatalf("EnsureUser: %v", err)
-	}
-	const n, limit = 50, 10
-	now := time.Now()
-	var admitted atomic.Int32
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			ok, _, err := stores[i%2].TakeRequest(t.Context(), u.ID, now, time.Minute, limit)
-			if err != nil {
-				t.Errorf("TakeRequest: %v", err)
-			}
-			if ok {
-				admitted.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	if got := admitted.Load(); got != limit {
-		t.Errorf("TakeRequest over two stores: got %d admitted, want exactly %d of %d", got, limit, n)
-	}
+func TestShared(t *testing.T) {
+	storetest.RunShared(t, newSchema, func(ctx context.Context, dsn string) (storetest.Migrator, error) {
+		return postgres.Open(ctx, dsn)
+	})
 }
 
 // TestOpenError needs no database: a connection failure is an error that

@@ -12,10 +12,6 @@ import (
 	"datachat/internal/record"
 )
 
-// lastUsedGranularity is how stale a key's last_used_at may get before
-// Authenticate writes it again: one write a minute per key, not per request.
-const lastUsedGranularity = time.Minute
-
 // EnsureUser returns the user with this name, creating it if needed.
 func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, error) {
 	if name == "" {
@@ -37,27 +33,14 @@ func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, er
 // CreateAPIKey stores k; ENOTFOUND if its user does not exist, ECONFLICT if a
 // key with the same hash does.
 func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
-	if k.Hash == "" {
-		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
+	if err := record.FillAPIKey(k); err != nil {
+		return err
 	}
-	if k.ID == "" {
-		k.ID = record.NewID()
-	}
-	record.FillTime(&k.CreatedAt)
-	k.LastUsedAt, k.RevokedAt = record.TimePtr(k.LastUsedAt), record.TimePtr(k.RevokedAt)
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 		k.ID, k.UserID, k.Prefix, k.Hash, k.CreatedAt, k.LastUsedAt, k.RevokedAt)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "API key already exists")
-	case err != nil:
-		return fmt.Errorf("create API key: %w", err)
-	}
-	return nil
+	return writeError(err, "create API key", "user not found", "API key already exists")
 }
 
 // APIKeys lists every key, revoked ones included, oldest first.
@@ -69,15 +52,11 @@ func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*datachat.APIKey, error) {
-		var k datachat.APIKey
-		err := row.Scan(&k.ID, &k.UserID, &k.UserName, &k.Prefix, &k.Hash, &k.CreatedAt, &k.LastUsedAt, &k.RevokedAt)
-		return &k, err
-	})
+	keys, err := pgx.CollectRows(rows, rowTo(decode.APIKey))
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	return nonNil(keys), nil
+	return record.NonNil(keys), nil
 }
 
 // CountAPIKeys counts keys that are not revoked.
@@ -122,19 +101,11 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	t := record.Now()
-	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
+	if record.RecordUse(lastUsed, t) {
 		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID); err != nil && !datachat.IsNoSpace(err) {
 			// On a full disk the key still works, its use unrecorded.
 			return nil, fmt.Errorf("authenticate: record use: %w", err)
 		}
 	}
 	return &u, nil
-}
-
-// nonNil returns list, or an empty slice for nil: lists are never nil.
-func nonNil[T any](list []T) []T {
-	if list == nil {
-		return []T{}
-	}
-	return list
 }

@@ -3,11 +3,15 @@
 // timestamps are UTC truncated to the microsecond, PostgreSQL's precision, so
 // that a value reads back as it was written from either store; JSON columns
 // are bound as text, and a dataset's column descriptions are kept apart from
-// its columns.
+// its columns. It also holds what the stores do alike around their SQL: what
+// a Create method checks and fills in ([FillConfirmation]…), how a row
+// decodes into a record ([Decoder]), how a conversation's messages are put
+// together ([Thread]) and which error a failed write returns ([WriteError]).
 package record
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,4 +89,58 @@ func Descriptions(descs map[string]string) (any, error) {
 		return nil, nil
 	}
 	return JSON(descs)
+}
+
+// ListJSON binds a list (a message's sources, an answer's number checks) to
+// a JSON column, NULL when it is empty.
+func ListJSON[T any](list []T) (any, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return JSON(list)
+}
+
+// NonNil returns list, or an empty slice for nil: lists the stores return are
+// never nil, and JSON arrays they store are "[]", never "null".
+func NonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}
+
+// Violation is the constraint a failed write violated, as a store's driver
+// reports it.
+type Violation int
+
+const (
+	NoViolation         Violation = iota
+	ForeignKeyViolation           // a row refers to a parent that does not exist
+	UniqueViolation               // a UNIQUE or PRIMARY KEY
+)
+
+// WriteError is the error a store method returns for err, the error of its
+// write, which violated v: nil for nil; ENOTFOUND with notFound for a foreign
+// key and ECONFLICT with conflict for a unique key, each when its message is
+// set; else err wrapped with op.
+func WriteError(err error, v Violation, op, notFound, conflict string) error {
+	switch {
+	case err == nil:
+		return nil
+	case v == ForeignKeyViolation && notFound != "":
+		return datachat.Errorf(datachat.ENOTFOUND, "%s", notFound)
+	case v == UniqueViolation && conflict != "":
+		return datachat.Errorf(datachat.ECONFLICT, "%s", conflict)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Wrap returns err as a store method does when err may come from inside its
+// transaction: nil for nil, an error with a code (EINVALID, ENOTFOUND,
+// ECONFLICT…) as it is, any other wrapped with op.
+func Wrap(op string, err error) error {
+	if err == nil || datachat.ErrorCode(err) != datachat.EINTERNAL {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }

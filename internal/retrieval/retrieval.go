@@ -26,6 +26,7 @@ package retrieval
 import (
 	"context"
 	"database/sql"
+	"embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,37 +74,11 @@ type Index struct {
 	cache    *indexCache
 }
 
-const schema = `
-CREATE TABLE IF NOT EXISTS documents (
-	conversation_id TEXT NOT NULL,
-	id              TEXT NOT NULL,
-	name            TEXT NOT NULL,
-	media_type      TEXT NOT NULL DEFAULT '',
-	PRIMARY KEY (conversation_id, id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS document_metadata (
-	conversation_id TEXT NOT NULL,
-	document_id     TEXT NOT NULL,
-	key             TEXT NOT NULL,
-	value           TEXT NOT NULL,
-	PRIMARY KEY (conversation_id, document_id, key)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS chunks (
-	rowid           INTEGER PRIMARY KEY,
-	conversation_id TEXT NOT NULL,
-	document_id     TEXT NOT NULL,
-	id              TEXT NOT NULL,
-	seq             INTEGER NOT NULL,
-	page            INTEGER NOT NULL DEFAULT 0,
-	heading         TEXT NOT NULL DEFAULT '',
-	start_offset    INTEGER NOT NULL DEFAULT 0,
-	end_offset      INTEGER NOT NULL DEFAULT 0,
-	text            TEXT NOT NULL,
-	vector          BLOB
-);
-CREATE INDEX IF NOT EXISTS chunks_document ON chunks (conversation_id, document_id);
-PRAGMA user_version = 1;
-`
+// migrationFS holds the index's schema, applied by Open as the stores apply
+// theirs ([sqlitedb.ApplyMigrations]).
+//
+//go:embed migration/*.sql
+var migrationFS embed.FS
 
 // Open opens (creating if needed) the index at opts.Path.
 func Open(ctx context.Context, opts Options) (*Index, error) {
@@ -118,10 +93,10 @@ func Open(ctx context.Context, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open retrieval index: %w", err)
 	}
-	if _, err := write.ExecContext(ctx, schema); err != nil {
+	if err := sqlitedb.ApplyMigrations(ctx, write, migrationFS); err != nil {
 		write.Close()
 		read.Close()
-		return nil, fmt.Errorf("open retrieval index %s: create schema: %w", path, err)
+		return nil, fmt.Errorf("open retrieval index %s: %w", path, err)
 	}
 	log := opts.Logger
 	if log == nil {

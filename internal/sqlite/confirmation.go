@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"datachat"
 	"datachat/internal/record"
@@ -13,17 +12,9 @@ import (
 // CreateConfirmation stores c, pending unless c.Status says otherwise;
 // ENOTFOUND if its conversation (or its message, when set) does not exist.
 func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error {
-	if err := c.Validate(); err != nil {
+	if err := record.FillConfirmation(c); err != nil {
 		return err
 	}
-	if c.Status == "" {
-		c.Status = datachat.ConfirmPending
-	}
-	if c.ID == "" {
-		c.ID = record.NewID()
-	}
-	record.FillTime(&c.CreatedAt)
-	c.ResolvedAt = record.TimePtr(c.ResolvedAt)
 	var messageID any
 	if c.MessageID != "" {
 		messageID = c.MessageID
@@ -32,36 +23,15 @@ func (s *Store) CreateConfirmation(ctx context.Context, c *datachat.Confirmation
 		INSERT INTO confirmations (id, conversation_id, message_id, call_id, action, parameters, explanation,
 			status, note, state, created_at, resolved_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		c.ID, c.ConversationID, messageID, c.CallID, c.Action, rawJSON(c.Parameters), c.Explanation,
-		c.Status, c.Note, rawJSON(c.State), ts(c.CreatedAt), tsPtr(c.ResolvedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or message not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "confirmation already exists")
-	case err != nil:
-		return fmt.Errorf("create confirmation: %w", err)
-	}
-	return nil
-}
-
-const confirmationColumns = `id, conversation_id, COALESCE(message_id, ''), call_id, action, parameters,
-	explanation, status, note, state, created_at, resolved_at`
-
-func scanConfirmation(sc interface{ Scan(...any) error }) (*datachat.Confirmation, error) {
-	var c datachat.Confirmation
-	if err := sc.Scan(&c.ID, &c.ConversationID, &c.MessageID, &c.CallID, &c.Action, scanRawJSON{&c.Parameters},
-		&c.Explanation, &c.Status, &c.Note, scanRawJSON{&c.State}, scanTime{&c.CreatedAt},
-		scanNullTime{&c.ResolvedAt}); err != nil {
-		return nil, err
-	}
-	return &c, nil
+		c.ID, c.ConversationID, messageID, c.CallID, c.Action, record.RawJSON(c.Parameters), c.Explanation,
+		c.Status, c.Note, record.RawJSON(c.State), ts(c.CreatedAt), tsPtr(c.ResolvedAt))
+	return writeError(err, "create confirmation", "conversation or message not found", "confirmation already exists")
 }
 
 // PendingConfirmation returns the conversation's pending confirmation (the
 // latest, should there be several); ENOTFOUND if there is none.
 func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error) {
-	c, err := scanConfirmation(s.read.QueryRowContext(ctx, `SELECT `+confirmationColumns+` FROM confirmations
+	c, err := decode.Confirmation(s.read.QueryRowContext(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
 		WHERE conversation_id = ? AND status = 'pending'
 		ORDER BY created_at DESC, rowid DESC LIMIT 1`, conversationID))
 	if err != nil {
@@ -74,17 +44,16 @@ func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) 
 // declined (else EINVALID); ECONFLICT if it was already resolved, ENOTFOUND if
 // it does not exist.
 func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error) {
-	if status != datachat.ConfirmApproved && status != datachat.ConfirmDeclined {
-		return nil, datachat.Errorf(datachat.EINVALID, "invalid confirmation status %q: want %s or %s",
-			status, datachat.ConfirmApproved, datachat.ConfirmDeclined)
+	if err := record.CheckResolution(status); err != nil {
+		return nil, err
 	}
 	var c *datachat.Confirmation
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		c, err = scanConfirmation(tx.QueryRowContext(ctx, `
+		c, err = decode.Confirmation(tx.QueryRowContext(ctx, `
 			UPDATE confirmations SET status = ?, note = ?, resolved_at = ?
 			WHERE id = ? AND status = 'pending'
-			RETURNING `+confirmationColumns, status, note, ts(record.Now()), id))
+			RETURNING `+record.ConfirmationColumns, status, note, ts(record.Now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -99,10 +68,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 		return datachat.Errorf(datachat.ECONFLICT, "confirmation already %s", cur)
 	})
 	if err != nil {
-		if datachat.ErrorCode(err) != datachat.EINTERNAL {
-			return nil, err
-		}
-		return nil, fmt.Errorf("resolve confirmation: %w", err)
+		return nil, record.Wrap("resolve confirmation", err)
 	}
 	return c, nil
 }

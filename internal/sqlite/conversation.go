@@ -17,32 +17,14 @@ func (s *Store) CreateConversation(ctx context.Context, c *datachat.Conversation
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		c.ID, c.UserID, c.Title, ts(c.CreatedAt), ts(c.UpdatedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "conversation already exists")
-	case err != nil:
-		return fmt.Errorf("create conversation: %w", err)
-	}
-	return nil
-}
-
-const conversationColumns = `id, user_id, title, created_at, updated_at, notes`
-
-func scanConversation(sc interface{ Scan(...any) error }) (*datachat.Conversation, error) {
-	var c datachat.Conversation
-	if err := sc.Scan(&c.ID, &c.UserID, &c.Title, scanTime{&c.CreatedAt}, scanTime{&c.UpdatedAt}, &c.Notes); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return writeError(err, "create conversation", "user not found", "conversation already exists")
 }
 
 // Conversation returns the user's conversation; ENOTFOUND if there is none or
 // it belongs to another user.
 func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.read.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+	c, err := decode.Conversation(s.read.QueryRowContext(ctx,
+		`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
 	}
@@ -51,21 +33,13 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+conversationColumns+` FROM conversations
+	rows, err := s.read.QueryContext(ctx, `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = ? ORDER BY updated_at DESC, rowid DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Conversation{}
-	for rows.Next() {
-		c, err := scanConversation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list conversations: %w", err)
-		}
-		list = append(list, c)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Conversation)
+	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}
 	return list, nil
@@ -73,10 +47,10 @@ func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.C
 
 // RenameConversation sets the title and bumps UpdatedAt.
 func (s *Store) RenameConversation(ctx context.Context, userID, id, title string) (*datachat.Conversation, error) {
-	c, err := scanConversation(s.write.QueryRowContext(ctx, `
+	c, err := decode.Conversation(s.write.QueryRowContext(ctx, `
 		UPDATE conversations SET title = ?, updated_at = MAX(updated_at, ?)
 		WHERE id = ? AND user_id = ?
-		RETURNING `+conversationColumns, title, ts(record.Now()), id, userID))
+		RETURNING `+record.ConversationColumns, title, ts(record.Now()), id, userID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
@@ -109,22 +83,14 @@ func (s *Store) CreateMessage(ctx context.Context, m *datachat.Message) error {
 			ts(m.CreatedAt), m.ConversationID)
 		return err
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
-	case err != nil:
-		return fmt.Errorf("create message: %w", err)
-	}
-	return nil
+	return writeError(err, "create message", "conversation not found", "message already exists")
 }
 
 // UpdateMessage stores m's Content, Status, tokens, error fields and Sources, and sets its
 // UpdatedAt; ENOTFOUND if there is no such message.
 func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("update message: %w", err)
 	}
@@ -233,19 +199,16 @@ func flushOne(ctx context.Context, tx *sql.Tx, f datachat.StreamingFlush) (bool,
 // transaction.
 func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
 	t := record.Now()
-	sources, err := sourcesJSON(m.Sources)
+	sources, err := record.ListJSON(m.Sources)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
-	checks, err := checksJSON(m.NumberChecks)
+	checks, err := record.ListJSON(m.NumberChecks)
 	if err != nil {
 		return fmt.Errorf("finish message: %w", err)
 	}
 	if u != nil {
-		if u.ID == "" {
-			u.ID = record.NewID()
-		}
-		record.FillTime(&u.CreatedAt)
+		record.FillUsage(u)
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `
@@ -317,23 +280,12 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		byID := map[string]*datachat.Message{}
-		for rows.Next() {
-			m := &datachat.Message{ToolCalls: []datachat.ToolCall{}}
-			if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Status,
-				&m.InputTokens, &m.OutputTokens, &m.Error, &m.ErrorReason, &m.ErrorSuggestedAction, scanTime{&m.CreatedAt}, scanTime{&m.UpdatedAt}, scanJSON{&m.Sources}, scanJSON{&m.NumberChecks}); err != nil {
-				return err
-			}
-			msgs = append(msgs, m)
-			byID[m.ID] = m
-		}
-		if err := rows.Err(); err != nil {
+		list, err := collect(rows, decode.Message)
+		if err != nil || len(list) == 0 {
 			return err
 		}
-		if len(msgs) == 0 {
-			return nil
-		}
+		msgs = list
+		th := record.NewThread(msgs)
 		rows, err = tx.QueryContext(ctx, `
 			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
@@ -342,19 +294,12 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var tc datachat.ToolCall
-			if err := rows.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, scanRawJSON{&tc.Args},
-				&tc.OK, &tc.Result, &tc.Error, scanTime{&tc.StartedAt}, &tc.DurationMS); err != nil {
-				return err
-			}
-			if m := byID[tc.MessageID]; m != nil {
-				m.ToolCalls = append(m.ToolCalls, tc)
-			}
-		}
-		if err := rows.Err(); err != nil {
+		calls, err := collect(rows, decode.ToolCall)
+		if err != nil {
 			return err
+		}
+		for _, tc := range calls {
+			th.AddToolCall(tc)
 		}
 		rows, err = tx.QueryContext(ctx, `
 			SELECT p.message_id, p.kind, p.text, p.call_id
@@ -371,20 +316,9 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 			if err := rows.Scan(&id, &p.Type, &p.Text, &p.CallID); err != nil {
 				return err
 			}
-			if m := byID[id]; m != nil {
-				m.Parts = append(m.Parts, p)
-			}
+			th.AddPart(id, p)
 		}
-		for _, m := range msgs {
-			if m.Parts == nil {
-				continue
-			}
-			m.Parts = datachat.MergeParts(m.Parts)
-			if m.Status == datachat.StatusStreaming {
-				// Its text so far: what it appended since it was begun.
-				m.Content = datachat.PartsText(m.Parts)
-			}
-		}
+		msgs = th.Messages()
 		return rows.Err()
 	})
 	if err != nil {
@@ -400,13 +334,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 // IMMEDIATE, so it is serialised with every other writer of the file, in this
 // process and in others. ENOTFOUND if the conversation does not exist.
 func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, at time.Time) error {
-	msgs := []*datachat.Message{assistant}
-	if user != nil {
-		msgs = []*datachat.Message{user, assistant}
-	}
-	for _, m := range msgs {
-		record.Fill(&m.ID, &m.CreatedAt, &m.UpdatedAt)
-	}
+	turn := record.Turn(user, assistant, lease)
 	convID := assistant.ConversationID
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		leases, err := streamingLeases(ctx, tx, convID)
@@ -424,18 +352,13 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 				return err
 			}
 		}
-		for _, m := range msgs {
-			var l datachat.Lease
-			var until *time.Time
-			if m == assistant {
-				l, until = lease, &lease.Until
-			}
+		for _, m := range turn {
 			if _, err := tx.ExecContext(ctx, `
 				INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 					created_at, updated_at, lease_owner, lease_node, lease_until)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 				m.ID, m.ConversationID, m.Role, m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error,
-				ts(m.CreatedAt), ts(m.UpdatedAt), l.Owner, l.Node, tsPtr(until)); err != nil {
+				ts(m.CreatedAt), ts(m.UpdatedAt), m.Lease.Owner, m.Lease.Node, tsPtr(m.Until)); err != nil {
 				return err
 			}
 		}
@@ -443,17 +366,10 @@ func (s *Store) BeginTurn(ctx context.Context, user, assistant *datachat.Message
 			ts(assistant.CreatedAt), convID)
 		return err
 	})
-	switch {
-	case datachat.ErrorCode(err) == datachat.ECONFLICT:
+	if datachat.ErrorCode(err) == datachat.ECONFLICT {
 		return err
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "message already exists")
-	case err != nil:
-		return fmt.Errorf("begin turn: %w", err)
 	}
-	return nil
+	return writeError(err, "begin turn", "conversation not found", "message already exists")
 }
 
 // streamingLeases returns the leases of a conversation's streaming messages,
@@ -465,20 +381,7 @@ func streamingLeases(ctx context.Context, tx *sql.Tx, convID string) ([]datachat
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var leases []datachat.Lease
-	for rows.Next() {
-		var l datachat.Lease
-		var until *time.Time
-		if err := rows.Scan(&l.Owner, &l.Node, scanNullTime{&until}); err != nil {
-			return nil, err
-		}
-		if until != nil {
-			l.Until = *until
-		}
-		leases = append(leases, l)
-	}
-	return leases, rows.Err()
+	return collect(rows, decode.Lease)
 }
 
 // RenewLease sets a message's lease; ENOTFOUND if there is no such message.
@@ -519,42 +422,13 @@ func (s *Store) InterruptStreaming(ctx context.Context, at time.Time, owner, nod
 // CreateToolCall stores one tool round of a message; ENOTFOUND if the message
 // does not exist, EINVALID if Args is not JSON. A zero StartedAt is set to now.
 func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error {
-	if err := tc.Validate(); err != nil {
+	if err := record.FillToolCall(tc); err != nil {
 		return err
 	}
-	if tc.ID == "" {
-		tc.ID = record.NewID()
-	}
-	record.FillTime(&tc.StartedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, rawJSON(tc.Args), boolInt(tc.OK), tc.Result, tc.Error,
+		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, record.RawJSON(tc.Args), boolInt(tc.OK), tc.Result, tc.Error,
 		ts(tc.StartedAt), tc.DurationMS)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "message not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "tool call already exists")
-	case err != nil:
-		return fmt.Errorf("create tool call: %w", err)
-	}
-	return nil
-}
-
-// sourcesJSON is a message's sources for the sources column: NULL when there
-// are none.
-func sourcesJSON(sources []datachat.Source) (any, error) {
-	if len(sources) == 0 {
-		return nil, nil
-	}
-	return record.JSON(sources)
-}
-
-// checksJSON is an answer's number checks as stored: NULL when there are none.
-func checksJSON(checks []datachat.NumberCheck) (any, error) {
-	if len(checks) == 0 {
-		return nil, nil
-	}
-	return record.JSON(checks)
+	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

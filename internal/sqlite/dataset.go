@@ -12,11 +12,7 @@ import (
 // CreateDataset stores d; ENOTFOUND if the conversation does not exist,
 // ECONFLICT if it already has a dataset with d's Name.
 func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	cols, err := record.JSON(record.WithoutDescriptions(d.Columns))
+	cols, err := record.FillDataset(d)
 	if err != nil {
 		return fmt.Errorf("create dataset: %w", err)
 	}
@@ -24,47 +20,18 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, ts(d.CreatedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a dataset named %q already exists in this conversation", d.Name)
-	case err != nil:
-		return fmt.Errorf("create dataset: %w", err)
-	}
-	return nil
-}
-
-const datasetColumns = `id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at, description, column_descriptions`
-
-func scanDataset(sc interface{ Scan(...any) error }) (*datachat.Dataset, error) {
-	var d datachat.Dataset
-	var descs map[string]string
-	if err := sc.Scan(&d.ID, &d.ConversationID, &d.Name, &d.Source, &d.Format, &d.Path,
-		scanJSON{&d.Columns}, &d.RowCount, &d.Bytes, scanTime{&d.CreatedAt}, &d.Description, scanJSON{&descs}); err != nil {
-		return nil, err
-	}
-	d.SetColumnDescriptions(descs)
-	return &d, nil
+	return writeError(err, "create dataset", "conversation not found", fmt.Sprintf("a dataset named %q already exists in this conversation", d.Name))
 }
 
 // Datasets lists a conversation's datasets in the order they were added.
 func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+datasetColumns+` FROM datasets
+	rows, err := s.read.QueryContext(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Dataset{}
-	for rows.Next() {
-		d, err := scanDataset(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list datasets: %w", err)
-		}
-		list = append(list, d)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Dataset)
+	if err != nil {
 		return nil, fmt.Errorf("list datasets: %w", err)
 	}
 	return list, nil
@@ -72,7 +39,7 @@ func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datacha
 
 // Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
 func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datachat.Dataset, error) {
-	d, err := scanDataset(s.read.QueryRowContext(ctx, `SELECT `+datasetColumns+` FROM datasets
+	d, err := decode.Dataset(s.read.QueryRowContext(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE id = ? AND conversation_id = ?`, id, conversationID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
@@ -93,22 +60,9 @@ func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) er
 // in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
 // the conversation does not exist.
 func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks []*datachat.Chunk) error {
-	if d.ID == "" {
-		d.ID = record.NewID()
-	}
-	record.FillTime(&d.CreatedAt)
-	if d.Chunks == 0 {
-		d.Chunks = len(chunks)
-	}
-	meta, err := record.JSON(d.Metadata)
+	meta, err := record.FillDocument(d, chunks)
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
-	}
-	for _, c := range chunks {
-		if c.ID == "" {
-			c.ID = record.NewID()
-		}
-		c.DocumentID = d.ID
 	}
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
@@ -132,53 +86,36 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 		}
 		return nil
 	})
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "document or chunk already exists")
-	case err != nil:
-		return fmt.Errorf("create document: %w", err)
-	}
-	return nil
-}
-
-const documentColumns = `id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at`
-
-func scanDocument(sc interface{ Scan(...any) error }) (*datachat.Document, error) {
-	var d datachat.Document
-	if err := sc.Scan(&d.ID, &d.ConversationID, &d.Name, &d.MediaType, &d.Pages, &d.Chunks, &d.Bytes,
-		scanJSON{&d.Metadata}, scanTime{&d.CreatedAt}); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return writeError(err, "create document", "conversation not found", "document or chunk already exists")
 }
 
 // Documents lists a conversation's documents in the order they were added.
 func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+documentColumns+` FROM documents
+	rows, err := s.read.QueryContext(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Document{}
-	for rows.Next() {
-		d, err := scanDocument(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list documents: %w", err)
-		}
-		list = append(list, d)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Document)
+	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
 	return list, nil
 }
 
+// HasDocuments reports whether the conversation has any document.
+func (s *Store) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
+	var has bool
+	if err := s.read.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM documents WHERE conversation_id = ?)`, conversationID).Scan(&has); err != nil {
+		return false, fmt.Errorf("has documents: %w", err)
+	}
+	return has, nil
+}
+
 // Document returns a document of the conversation; ENOTFOUND if there is none.
 func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
-	d, err := scanDocument(s.read.QueryRowContext(ctx, `SELECT `+documentColumns+` FROM documents
+	d, err := decode.Document(s.read.QueryRowContext(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE id = ? AND conversation_id = ?`, id, conversationID))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get document", "document not found")
@@ -197,16 +134,8 @@ func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.
 	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Chunk{}
-	for rows.Next() {
-		var c datachat.Chunk
-		if err := rows.Scan(&c.ID, &c.DocumentID, &c.Seq, &c.Page, &c.Heading, &c.Start, &c.End, &c.Text); err != nil {
-			return nil, fmt.Errorf("list chunks: %w", err)
-		}
-		list = append(list, &c)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Chunk)
+	if err != nil {
 		return nil, fmt.Errorf("list chunks: %w", err)
 	}
 	return list, nil

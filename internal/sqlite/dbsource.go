@@ -8,57 +8,28 @@ import (
 	"datachat/internal/record"
 )
 
-// checkDBSource refuses a source the store cannot keep.
-func checkDBSource(s *datachat.DBSource) error {
-	if s.Name == "" || s.SealedURL == "" {
-		return datachat.Errorf(datachat.EINVALID, "a database source needs a name and a sealed URL")
-	}
-	if s.Origin == "" {
-		s.Origin = datachat.OriginCLI
-	}
-	return nil
-}
-
-// nonNilStrings keeps JSON arrays "[]", never "null".
-func nonNilStrings(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
-}
-
 // CreateDBSource stores a database source; ECONFLICT if one of its name
 // exists.
 func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
 	record.FillTime(&src.CreatedAt)
-	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
-	_, err := s.write.ExecContext(ctx, `
+	_, err = s.write.ExecContext(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		src.Name, src.Kind, src.SealedURL, tables, users, boolInt(src.AllUsers), src.Origin, ts(src.CreatedAt))
-	switch {
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "a database source named %q already exists", src.Name)
-	case err != nil:
-		return fmt.Errorf("create database source: %w", err)
-	}
-	return nil
+	return writeError(err, "create database source", "", fmt.Sprintf("a database source named %q already exists", src.Name))
 }
 
 // UpdateDBSource replaces a source's definition, keeping its attachments;
 // ENOTFOUND if there is none.
 func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) error {
-	if err := checkDBSource(src); err != nil {
+	tables, users, err := record.FillDBSource(src)
+	if err != nil {
 		return err
 	}
-	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	tables, _ := record.JSON(src.Tables)
-	users, _ := record.JSON(src.Users)
 	res, err := s.write.ExecContext(ctx, `
 		UPDATE db_sources SET kind = ?, sealed_url = ?, tables = ?, users = ?, all_users = ?, origin = ?
 		WHERE name = ?`,
@@ -69,21 +40,9 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	return mustAffect(res, "update database source", "database source not found")
 }
 
-const dbSourceColumns = `s.name, s.kind, s.sealed_url, s.tables, s.users, s.all_users, s.origin, s.created_at`
-
-func scanDBSource(sc interface{ Scan(...any) error }) (*datachat.DBSource, error) {
-	var src datachat.DBSource
-	if err := sc.Scan(&src.Name, &src.Kind, &src.SealedURL, scanJSON{&src.Tables}, scanJSON{&src.Users},
-		&src.AllUsers, &src.Origin, scanTime{&src.CreatedAt}); err != nil {
-		return nil, err
-	}
-	src.Tables, src.Users = nonNilStrings(src.Tables), nonNilStrings(src.Users)
-	return &src, nil
-}
-
 // DBSource returns the source of this name; ENOTFOUND if there is none.
 func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, error) {
-	src, err := scanDBSource(s.read.QueryRowContext(ctx, `SELECT `+dbSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
+	src, err := decode.DBSource(s.read.QueryRowContext(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get database source", "database source not found")
 	}
@@ -92,7 +51,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list database sources", `SELECT `+dbSourceColumns+` FROM db_sources s ORDER BY s.name`)
+	return s.listDBSources(ctx, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`)
 }
 
 func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any) ([]*datachat.DBSource, error) {
@@ -100,16 +59,8 @@ func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	defer rows.Close()
-	list := []*datachat.DBSource{}
-	for rows.Next() {
-		src, err := scanDBSource(rows)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		list = append(list, src)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.DBSource)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return list, nil
@@ -131,13 +82,7 @@ func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES (?, ?, ?)
 		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, ts(record.Now()))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "conversation or database source not found")
-	case err != nil:
-		return fmt.Errorf("attach database source: %w", err)
-	}
-	return nil
+	return writeError(err, "attach database source", "conversation or database source not found", "")
 }
 
 // DetachDBSource detaches a source from a conversation; ENOTFOUND if it is
@@ -154,7 +99,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+dbSourceColumns+`
+	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = ? ORDER BY a.created_at, a.rowid`, conversationID)
 }

@@ -21,45 +21,25 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			conversationID, userID).Scan(&one); err != nil {
 			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
 		}
+		var datasets []*datachat.Dataset
 		if len(d.Datasets) > 0 {
-			rows, err := tx.QueryContext(ctx, `SELECT `+datasetColumns+` FROM datasets WHERE conversation_id = ?`, conversationID)
+			rows, err := tx.QueryContext(ctx, `SELECT `+record.DatasetColumns+` FROM datasets WHERE conversation_id = ?`, conversationID)
 			if err != nil {
 				return err
 			}
-			var datasets []*datachat.Dataset
-			for rows.Next() {
-				ds, err := scanDataset(rows)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				datasets = append(datasets, ds)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			if datasets, err = collect(rows, decode.Dataset); err != nil {
 				return err
 			}
-			resolved, err := d.Resolve(datasets)
-			if err != nil {
+		}
+		changes, err := record.DescriptionChanges(d, datasets)
+		if err != nil {
+			return err
+		}
+		for _, c := range changes {
+			if _, err := tx.ExecContext(ctx, `UPDATE datasets SET description = ?, column_descriptions = ? WHERE id = ?`,
+				c.Description, c.Columns, c.DatasetID); err != nil {
 				return err
 			}
-			for _, ds := range datasets {
-				dd, ok := resolved.Datasets[ds.Name]
-				if !ok {
-					continue
-				}
-				desc, cols := dd.Apply(ds.Description, ds.ColumnDescriptions())
-				descs, err := record.Descriptions(cols)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE datasets SET description = ?, column_descriptions = ? WHERE id = ?`,
-					desc, descs, ds.ID); err != nil {
-					return err
-				}
-			}
-		} else if _, err := d.Resolve(nil); err != nil {
-			return err // the notes' length
 		}
 		if d.Notes != nil {
 			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET notes = ? WHERE id = ?`,
@@ -69,32 +49,15 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 		}
 		return nil
 	})
-	switch code := datachat.ErrorCode(err); {
-	case err == nil:
-		return nil
-	case code != datachat.EINTERNAL:
-		return err
-	default:
-		return fmt.Errorf("update dictionary: %w", err)
-	}
+	return record.Wrap("update dictionary", err)
 }
 
 // SaveExample stores a user's verified example, replacing the one of the
 // same tool call; ENOTFOUND if the user does not exist.
 func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
-	if err := e.Validate(); err != nil {
-		return err
-	}
-	if e.ID == "" {
-		e.ID = record.NewID()
-	}
-	record.FillTime(&e.CreatedAt)
-	if e.Tables == nil {
-		e.Tables = []datachat.TableSignature{}
-	}
-	tables, err := record.JSON(e.Tables)
+	tables, err := record.FillExample(e)
 	if err != nil {
-		return fmt.Errorf("save example: %w", err)
+		return err
 	}
 	// The partial index is the conflict target: an example marked outside
 	// an answer (no message) is always new.
@@ -106,15 +69,7 @@ func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
 			tables = excluded.tables, conversation_id = excluded.conversation_id, created_at = excluded.created_at
 		RETURNING id`,
 		e.ID, e.UserID, e.Question, e.SQL, e.Verdict, tables, e.ConversationID, e.MessageID, e.CallID, ts(e.CreatedAt)).Scan(&e.ID)
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "example already exists")
-	case err != nil:
-		return fmt.Errorf("save example: %w", err)
-	}
-	return nil
+	return writeError(err, "save example", "user not found", "example already exists")
 }
 
 // Examples lists a user's verified examples, newest first.
@@ -125,17 +80,8 @@ func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Exampl
 	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}
-	defer rows.Close()
-	list := []*datachat.Example{}
-	for rows.Next() {
-		var e datachat.Example
-		if err := rows.Scan(&e.ID, &e.UserID, &e.Question, &e.SQL, &e.Verdict, scanJSON{&e.Tables},
-			&e.ConversationID, &e.MessageID, &e.CallID, scanTime{&e.CreatedAt}); err != nil {
-			return nil, fmt.Errorf("list examples: %w", err)
-		}
-		list = append(list, &e)
-	}
-	if err := rows.Err(); err != nil {
+	list, err := collect(rows, decode.Example)
+	if err != nil {
 		return nil, fmt.Errorf("list examples: %w", err)
 	}
 	return list, nil

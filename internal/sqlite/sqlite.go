@@ -15,7 +15,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -159,7 +158,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // writeTx runs fn in a write transaction on the writer connection. fn must not
 // use s.write itself: with one connection that would wait forever.
 func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
+	return inTx(ctx, s.write, fn)
+}
+
+// inTx runs fn in a transaction on db, committed when fn returns nil.
+func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -261,39 +265,28 @@ func textOf(src any) (string, bool, error) {
 	}
 }
 
-// rawJSON binds caller-given JSON bytes as TEXT, NULL when empty.
-func rawJSON(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
+// decode decodes rows into records; timestamps are stored as text.
+var decode = record.Decoder{
+	Time:     func(p *time.Time) any { return scanTime{p} },
+	NullTime: func(p **time.Time) any { return scanNullTime{p} },
 }
 
-// scanRawJSON scans TEXT (or NULL) into a json.RawMessage.
-type scanRawJSON struct{ p *json.RawMessage }
-
-func (s scanRawJSON) Scan(src any) error {
-	str, ok, err := textOf(src)
-	if err != nil {
-		return err
+// collect decodes every row of rows with decode and closes them; the list is
+// never nil.
+func collect[T any](rows *sql.Rows, decode func(record.Scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	list := []T{}
+	for rows.Next() {
+		v, err := decode(rows)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, v)
 	}
-	if !ok {
-		*s.p = nil
-		return nil
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
-	*s.p = json.RawMessage(str)
-	return nil
-}
-
-// scanJSON unmarshals a TEXT column into v (left as is when NULL).
-type scanJSON struct{ v any }
-
-func (s scanJSON) Scan(src any) error {
-	str, ok, err := textOf(src)
-	if err != nil || !ok {
-		return err
-	}
-	return json.Unmarshal([]byte(str), s.v)
+	return list, nil
 }
 
 // errorCode returns the extended SQLite result code of err, or 0.
@@ -305,16 +298,21 @@ func errorCode(err error) int {
 	return 0
 }
 
-// isForeignKey reports whether err is a foreign key violation: a row referring
-// to a parent that does not exist.
-func isForeignKey(err error) bool {
-	return errorCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+// writeError is what a method returns for err, its write's error: see
+// [record.WriteError].
+func writeError(err error, op, notFound, conflict string) error {
+	return record.WriteError(err, violation(err), op, notFound, conflict)
 }
 
-// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
-func isUnique(err error) bool {
-	c := errorCode(err)
-	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+// violation tells the constraint err violated, by its extended result code.
+func violation(err error) record.Violation {
+	switch errorCode(err) {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return record.ForeignKeyViolation
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return record.UniqueViolation
+	}
+	return record.NoViolation
 }
 
 // notFoundIfNoRows turns sql.ErrNoRows into ENOTFOUND with msg and wraps any

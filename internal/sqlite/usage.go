@@ -13,25 +13,14 @@ import (
 // RecordUsage stores the token usage of one turn; ENOTFOUND if the user does
 // not exist. Usage is kept when its conversation is deleted.
 func (s *Store) RecordUsage(ctx context.Context, u *datachat.Usage) error {
-	if u.ID == "" {
-		u.ID = record.NewID()
-	}
-	record.FillTime(&u.CreatedAt)
+	record.FillUsage(u)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
 			input_tokens, output_tokens, success, estimated, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
 		u.InputTokens, u.OutputTokens, boolInt(u.Success), boolInt(u.Estimated), ts(u.CreatedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "usage already recorded")
-	case err != nil:
-		return fmt.Errorf("record usage: %w", err)
-	}
-	return nil
+	return writeError(err, "record usage", "user not found", "usage already recorded")
 }
 
 // TokensSince sums a user's input and output tokens recorded at or after since.

@@ -11,10 +11,6 @@ import (
 	"datachat/internal/record"
 )
 
-// lastUsedGranularity is how stale a key's last_used_at may get before
-// Authenticate writes it again: one write a minute per key, not per request.
-const lastUsedGranularity = time.Minute
-
 // EnsureUser returns the user with this name, creating it if needed.
 func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, error) {
 	if name == "" {
@@ -53,27 +49,14 @@ func (s *Store) userByName(ctx context.Context, q queryer, name string) (*datach
 // CreateAPIKey stores k; ENOTFOUND if its user does not exist, ECONFLICT if a
 // key with the same hash does.
 func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
-	if k.Hash == "" {
-		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
+	if err := record.FillAPIKey(k); err != nil {
+		return err
 	}
-	if k.ID == "" {
-		k.ID = record.NewID()
-	}
-	record.FillTime(&k.CreatedAt)
-	k.LastUsedAt, k.RevokedAt = record.TimePtr(k.LastUsedAt), record.TimePtr(k.RevokedAt)
 	_, err := s.write.ExecContext(ctx, `
 		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.UserID, k.Prefix, k.Hash, ts(k.CreatedAt), tsPtr(k.LastUsedAt), tsPtr(k.RevokedAt))
-	switch {
-	case isForeignKey(err):
-		return datachat.Errorf(datachat.ENOTFOUND, "user not found")
-	case isUnique(err):
-		return datachat.Errorf(datachat.ECONFLICT, "API key already exists")
-	case err != nil:
-		return fmt.Errorf("create API key: %w", err)
-	}
-	return nil
+	return writeError(err, "create API key", "user not found", "API key already exists")
 }
 
 // APIKeys lists every key, revoked ones included, oldest first.
@@ -85,17 +68,8 @@ func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	defer rows.Close()
-	keys := []*datachat.APIKey{}
-	for rows.Next() {
-		var k datachat.APIKey
-		if err := rows.Scan(&k.ID, &k.UserID, &k.UserName, &k.Prefix, &k.Hash,
-			scanTime{&k.CreatedAt}, scanNullTime{&k.LastUsedAt}, scanNullTime{&k.RevokedAt}); err != nil {
-			return nil, fmt.Errorf("list API keys: %w", err)
-		}
-		keys = append(keys, &k)
-	}
-	if err := rows.Err(); err != nil {
+	keys, err := collect(rows, decode.APIKey)
+	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
 	return keys, nil
@@ -144,7 +118,7 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	t := record.Now()
-	if lastUsed == nil || t.Sub(*lastUsed) >= lastUsedGranularity {
+	if record.RecordUse(lastUsed, t) {
 		if _, err := s.write.ExecContext(ctx,
 			`UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil && !datachat.IsNoSpace(err) {
 			// On a full disk the key still works, its use unrecorded: the

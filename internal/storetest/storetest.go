@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"BeginTurnConcurrent", testBeginTurnConcurrent},
 		{"Datasets", testDatasets},
 		{"Documents", testDocuments},
+		{"HasDocuments", testHasDocuments},
 		{"Confirmations", testConfirmations},
 		{"ConfirmationResolveRace", testConfirmationResolveRace},
 		{"Usage", testUsage},
@@ -1128,6 +1129,43 @@ func testDocuments(t *testing.T, s datachat.Store) {
 		t.Fatalf("Chunks: %v", err)
 	}
 	equal(t, "Chunks after deleting a document", chunks, []*datachat.Chunk{chunks2[1], chunks2[0]})
+}
+
+func testHasDocuments(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	c := mustConversation(t, s, alice.ID)
+	other := mustConversation(t, s, alice.ID)
+	has := func(what, conversationID string, want bool) {
+		t.Helper()
+		got, err := s.HasDocuments(ctx, conversationID)
+		if err != nil {
+			t.Fatalf("HasDocuments %s: %v", what, err)
+		}
+		if got != want {
+			t.Errorf("HasDocuments %s: got %v, want %v", what, got, want)
+		}
+	}
+	has("of a new conversation", c.ID, false)
+	has("of an unknown conversation", "no-such-conversation", false)
+	var docs []*datachat.Document
+	for _, name := range []string{"a.pdf", "b.pdf"} {
+		d := &datachat.Document{ConversationID: c.ID, Name: name, MediaType: "application/pdf"}
+		if err := s.CreateDocument(ctx, d, []*datachat.Chunk{{Text: "text of " + name}}); err != nil {
+			t.Fatalf("CreateDocument: %v", err)
+		}
+		docs = append(docs, d)
+	}
+	has("of a conversation with two documents", c.ID, true)
+	has("of another conversation", other.ID, false)
+	if err := s.DeleteDocument(ctx, c.ID, docs[0].ID); err != nil {
+		t.Fatalf("DeleteDocument: %v", err)
+	}
+	has("after deleting one of two", c.ID, true)
+	if err := s.DeleteDocument(ctx, c.ID, docs[1].ID); err != nil {
+		t.Fatalf("DeleteDocument: %v", err)
+	}
+	has("after deleting both", c.ID, false)
 }
 
 func testConfirmations(t *testing.T, s datachat.Store) {

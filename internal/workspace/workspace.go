@@ -448,14 +448,12 @@ func (w *Workspace) DeleteDocument(ctx context.Context, conversationID, id strin
 	})
 }
 
-// HasDocuments reports whether the conversation has any document. The store
-// counts nothing: this lists the documents' rows (their chunks stay unread).
+// HasDocuments reports whether the conversation has any document.
 func (w *Workspace) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
 	if w.Index == nil {
 		return false, nil
 	}
-	docs, err := w.Store.Documents(ctx, conversationID)
-	return len(docs) > 0, err
+	return w.Store.HasDocuments(ctx, conversationID)
 }
 
 // Search retrieves the chunks of the conversation's documents most relevant to q.
