@@ -274,9 +274,9 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN ? THEN sources END,
 				CASE WHEN ? THEN number_checks END
-			FROM (SELECT *, rowid AS r FROM messages WHERE conversation_id = ?
+			FROM messages WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?
 			      ORDER BY created_at DESC, rowid DESC LIMIT ?)
-			ORDER BY created_at, r`, withSources, withSources, conversationID, limit)
+			ORDER BY created_at, rowid`, withSources, withSources, conversationID, limit)
 		if err != nil {
 			return err
 		}
