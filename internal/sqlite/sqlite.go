@@ -83,9 +83,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return &Store{path: path, write: write, read: read}, nil
 }
 
-// readerMmapBytes is how much of the database file each reader maps.
-const readerMmapBytes = 1 << 30
-
 // Pools opens the two connection pools of the SQLite file at path the way
 // every datachat SQLite database is opened (the store's and the retrieval
 // index's): one writer whose transactions BEGIN IMMEDIATE, and up to
@@ -120,11 +117,6 @@ func Pools(ctx context.Context, path string) (write, read *sql.DB, err error) {
 
 	rq := cloneValues(q)
 	rq.Set("_query_only", "1")
-	// Readers map the database file: each write (every turn, every second of
-	// streaming) makes a reader drop its page cache at its next transaction,
-	// and without the mapping every page it reads again is a pread system
-	// call. SQLite writes through write(2), never through the mapping.
-	rq.Add("_pragma", fmt.Sprintf("mmap_size(%d)", readerMmapBytes))
 	read, err = openDB(path + "?" + rq.Encode())
 	if err != nil {
 		write.Close()
