@@ -19,6 +19,7 @@ import (
 	"datachat/internal/duckdb"
 	"datachat/internal/extract"
 	"datachat/internal/gemini"
+	"datachat/internal/llm"
 	"datachat/internal/ollama"
 	"datachat/internal/openai"
 	"datachat/internal/postgres"
@@ -229,24 +230,31 @@ func (m *Main) newModel(provider string) (chatModel, error) {
 // newClient returns a provider's client for a chat model and an embedding model.
 func (m *Main) newClient(provider, model, embeddingModel string) (chatModel, error) {
 	cfg := m.Config
+	transport := llm.Transport{ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay, Logger: m.Logger}
 	switch provider {
 	case config.Gemini:
 		return gemini.New(gemini.Options{
-			APIKey: cfg.GeminiAPIKey, BaseURL: cfg.GeminiBaseURL, Model: model, EmbeddingModel: embeddingModel,
-			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
-			Logger: m.Logger,
+			APIKey:         cfg.GeminiAPIKey,
+			BaseURL:        cfg.GeminiBaseURL,
+			Model:          model,
+			EmbeddingModel: embeddingModel,
+			Transport:      transport,
 		}), nil
 	case config.OpenAI:
 		return openai.New(openai.Options{
-			APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL, Model: model, EmbeddingModel: embeddingModel,
-			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
-			Logger: m.Logger,
+			APIKey:         cfg.OpenAIAPIKey,
+			BaseURL:        cfg.OpenAIBaseURL,
+			Model:          model,
+			EmbeddingModel: embeddingModel,
+			Transport:      transport,
 		}), nil
 	case config.Ollama:
 		return ollama.New(ollama.Options{
-			Host: cfg.OllamaHost, Model: model, EmbeddingModel: embeddingModel, NumCtx: cfg.OllamaNumCtx,
-			ConnectTimeout: cfg.LLMConnectTimeout, StreamIdleTimeout: cfg.LLMStreamIdleTimeout, RetryDelay: cfg.LLMRetryDelay,
-			Logger: m.Logger,
+			Host:           cfg.OllamaHost,
+			Model:          model,
+			EmbeddingModel: embeddingModel,
+			NumCtx:         cfg.OllamaNumCtx,
+			Transport:      transport,
 		}), nil
 	}
 	return nil, nil

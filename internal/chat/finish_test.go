@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 	"datachat/internal/openai"
 	"datachat/internal/sqlite"
@@ -89,8 +90,11 @@ func newTurnFixture(t *testing.T, script llmtest.Script) *turnFixture {
 	fs := &flakyStore{Store: st}
 	r := &Runner{
 		Store: fs, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
-		Model: openai.New(openai.Options{APIKey: "k", BaseURL: fake.URL, ConnectTimeout: 5 * time.Second,
-			StreamIdleTimeout: 10 * time.Second, RetryDelay: time.Millisecond, Logger: slog.New(slog.DiscardHandler)}),
+		Model: openai.New(openai.Options{
+			APIKey:    "k",
+			BaseURL:   fake.URL,
+			Transport: llm.Transport{ConnectTimeout: 5 * time.Second, StreamIdleTimeout: 10 * time.Second, RetryDelay: time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
+		}),
 		MaxOutputTokens: 100, Streaming: true, SaveRetry: time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	}
 	return &turnFixture{r: r, store: fs, user: u, conv: c, fake: fake}

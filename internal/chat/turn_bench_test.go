@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 	"datachat/internal/openai"
 	"datachat/internal/sqlite"
@@ -56,8 +57,11 @@ func BenchmarkTurn(b *testing.B) {
 	fake := llmtest.NewServer(b, llmtest.OpenAI, script)
 	r := &Runner{
 		Store: st, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
-		Model: openai.New(openai.Options{APIKey: "k", BaseURL: fake.URL, ConnectTimeout: 5 * time.Second,
-			StreamIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)}),
+		Model: openai.New(openai.Options{
+			APIKey:    "k",
+			BaseURL:   fake.URL,
+			Transport: llm.Transport{ConnectTimeout: 5 * time.Second, StreamIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)},
+		}),
 		MaxOutputTokens: 100, Streaming: true, Logger: slog.New(slog.DiscardHandler),
 	}
 	tokens := 0

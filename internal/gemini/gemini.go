@@ -8,11 +8,8 @@ import (
 	"cmp"
 	"context"
 	"io"
-	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"datachat"
 	"datachat/internal/llm"
@@ -29,20 +26,14 @@ const (
 
 var provider = llm.Provider{Name: "gemini", KeyVar: "GEMINI_API_KEY", URLVar: "GEMINI_BASE_URL", KeyHeader: "x-goog-api-key"}
 
-// Options configure a [Client]. Zero values take the defaults; zero durations
-// take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
-// negative ones turn that timeout off.
+// Options configure a [Client]. Zero values take the defaults; the Transport's
+// are the llm package's.
 type Options struct {
-	APIKey            string
-	BaseURL           string // GEMINI_BASE_URL; the API version is added unless the URL ends with one
-	Model             string // CHAT_MODEL
-	EmbeddingModel    string // EMBEDDING_MODEL
-	HTTPClient        *http.Client
-	ConnectTimeout    time.Duration
-	WriteTimeout      time.Duration
-	StreamIdleTimeout time.Duration
-	RetryDelay        time.Duration
-	Logger            *slog.Logger
+	APIKey         string
+	BaseURL        string // GEMINI_BASE_URL; the API version is added unless the URL ends with one
+	Model          string // CHAT_MODEL
+	EmbeddingModel string // EMBEDDING_MODEL
+	llm.Transport
 }
 
 // Client is a Gemini chat model ([Client.Stream]) and embedder
@@ -63,12 +54,7 @@ func New(opts Options) *Client {
 		base: versionedBase(opts.BaseURL),
 		llm: llm.NewClient(llm.Config{
 			Provider:          provider,
-			HTTPClient:        opts.HTTPClient,
-			ConnectTimeout:    opts.ConnectTimeout,
-			WriteTimeout:      opts.WriteTimeout,
-			StreamIdleTimeout: opts.StreamIdleTimeout,
-			RetryDelay:        opts.RetryDelay,
-			Logger:            opts.Logger,
+			Transport:         opts.Transport,
 			Secrets:           []string{opts.APIKey},
 			ErrorFromResponse: mapError,
 		}),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 )
 
@@ -21,8 +22,9 @@ func TestSuite(t *testing.T) {
 		KeyVar:   "GEMINI_API_KEY",
 		New: func(s llmtest.ClientSettings) llmtest.Model {
 			return New(Options{
-				APIKey: s.APIKey, BaseURL: s.BaseURL,
-				StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger,
+				APIKey:    s.APIKey,
+				BaseURL:   s.BaseURL,
+				Transport: llm.Transport{StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger},
 			})
 		},
 	})
@@ -32,7 +34,7 @@ func TestSuite(t *testing.T) {
 func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *llmtest.Replay) {
 	t.Helper()
 	srv := llmtest.ServeBody(t, body, status, contentType)
-	return New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), srv
+	return New(Options{APIKey: "test-key", BaseURL: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), srv
 }
 
 // wantStream is what the client must make of one streamed answer.
@@ -175,7 +177,7 @@ func TestStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Gemini, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
-			checkStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			checkStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), tt.want)
 			reqs := srv.ChatRequests()
 			if len(reqs) != 1 {
 				t.Fatalf("got %d requests, want 1", len(reqs))
@@ -231,7 +233,7 @@ func TestErrors(t *testing.T) {
 	} {
 		t.Run(tt.preset, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Gemini, llmtest.Script{Turns: []llmtest.Turn{llmtest.Preset(tt.preset), llmtest.Texts("must not be reached")}})
-			c := New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond})
+			c := New(Options{APIKey: "test-key", BaseURL: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}})
 			checkError(t, c, func() int { return len(srv.ChatRequests()) }, tt.status, tt.kind, tt.action)
 		})
 	}

@@ -23,6 +23,19 @@ import (
 // negative one turns that timeout (or the retry delay) off.
 type Config struct {
 	Provider Provider
+	Transport
+	// Secrets are removed from everything logged and from errors (API keys).
+	Secrets []string
+	// ErrorFromResponse maps a failure status and its body to an error; nil
+	// means [StatusError] with the body as message.
+	ErrorFromResponse func(status int, header http.Header, body []byte) *datachat.ProviderError
+}
+
+// Transport is how requests reach a provider, the same settings for every
+// provider: each provider's Options carry one. Zero durations take the
+// defaults (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
+// negative ones turn that timeout off.
+type Transport struct {
 	// HTTPClient sends the requests; nil means one from [NewHTTPClient]. Its own
 	// Timeout, if any, bounds whole answers, so leave it 0 for streaming.
 	HTTPClient        *http.Client
@@ -31,11 +44,6 @@ type Config struct {
 	StreamIdleTimeout time.Duration // for the answer's headers and between chunks
 	RetryDelay        time.Duration // before the single retry
 	Logger            *slog.Logger  // nil means slog.Default()
-	// Secrets are removed from everything logged and from errors (API keys).
-	Secrets []string
-	// ErrorFromResponse maps a failure status and its body to an error; nil
-	// means [StatusError] with the body as message.
-	ErrorFromResponse func(status int, header http.Header, body []byte) *datachat.ProviderError
 }
 
 // Client sends requests to one provider with its timeouts, the retry rule,

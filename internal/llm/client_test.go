@@ -115,7 +115,7 @@ func TestRetryOnceBeforeOutput(t *testing.T) {
 		io.WriteString(w, "ok\nEND\n")
 	}))
 	defer srv.Close()
-	c := newTestClient(Config{RetryDelay: 50 * time.Millisecond})
+	c := newTestClient(Config{Transport: Transport{RetryDelay: 50 * time.Millisecond}})
 	var col collector
 	start := time.Now()
 	if err := c.Stream(context.Background(), Request{URL: srv.URL}, col.emit, lineDecoder); err != nil {
@@ -182,7 +182,7 @@ func TestIdleTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	start := time.Now()
-	err := newTestClient(Config{StreamIdleTimeout: 150 * time.Millisecond}).Stream(context.Background(), Request{URL: srv.URL}, (&collector{}).emit, lineDecoder)
+	err := newTestClient(Config{Transport: Transport{StreamIdleTimeout: 150 * time.Millisecond}}).Stream(context.Background(), Request{URL: srv.URL}, (&collector{}).emit, lineDecoder)
 	if kindOf(err) != datachat.ProviderTimeout {
 		t.Fatalf("got %v, want a timeout", err)
 	}
@@ -203,7 +203,7 @@ func TestSlowConsumerIsNotIdle(t *testing.T) {
 		time.Sleep(120 * time.Millisecond)
 		return nil
 	}
-	if err := newTestClient(Config{StreamIdleTimeout: 100 * time.Millisecond}).Stream(context.Background(), Request{URL: srv.URL}, slow, lineDecoder); err != nil {
+	if err := newTestClient(Config{Transport: Transport{StreamIdleTimeout: 100 * time.Millisecond}}).Stream(context.Background(), Request{URL: srv.URL}, slow, lineDecoder); err != nil {
 		t.Fatalf("a caller slower than the idle timeout failed the stream: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestHeaderTimeoutRetried(t *testing.T) {
 	}))
 	defer srv.Close()
 	var col collector
-	err := newTestClient(Config{StreamIdleTimeout: 100 * time.Millisecond}).Stream(context.Background(), Request{URL: srv.URL}, col.emit, lineDecoder)
+	err := newTestClient(Config{Transport: Transport{StreamIdleTimeout: 100 * time.Millisecond}}).Stream(context.Background(), Request{URL: srv.URL}, col.emit, lineDecoder)
 	if err != nil || calls.Load() != 2 {
 		t.Fatalf("got %v after %d calls, want success after 2", err, calls.Load())
 	}
@@ -233,7 +233,7 @@ func TestConnectTimeout(t *testing.T) {
 		return nil, ctx.Err()
 	}}}
 	start := time.Now()
-	err := newTestClient(Config{HTTPClient: hang, ConnectTimeout: 80 * time.Millisecond}).Stream(context.Background(), Request{URL: "http://127.0.0.1:1/"}, (&collector{}).emit, lineDecoder)
+	err := newTestClient(Config{Transport: Transport{HTTPClient: hang, ConnectTimeout: 80 * time.Millisecond}}).Stream(context.Background(), Request{URL: "http://127.0.0.1:1/"}, (&collector{}).emit, lineDecoder)
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderTimeout || !strings.Contains(pe.Reason, "no connection within 80ms") {
 		t.Fatalf("got %v, want a connect timeout", err)
@@ -323,7 +323,7 @@ func TestCancelAbortsRequest(t *testing.T) {
 		cancel()
 		return nil
 	}
-	err := newTestClient(Config{StreamIdleTimeout: 10 * time.Second}).Stream(ctx, Request{URL: srv.URL}, emit, lineDecoder)
+	err := newTestClient(Config{Transport: Transport{StreamIdleTimeout: 10 * time.Second}}).Stream(ctx, Request{URL: srv.URL}, emit, lineDecoder)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -390,7 +390,7 @@ func TestLoggingRedactsSecrets(t *testing.T) {
 	}))
 	defer srv.Close()
 	var logs bytes.Buffer
-	c := newTestClient(Config{Secrets: []string{secret}, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c := newTestClient(Config{Secrets: []string{secret}, Transport: Transport{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}})
 	ctx := WithRequestID(context.Background(), "req-42")
 	req := Request{URL: srv.URL + "/ok?key=" + secret, Header: http.Header{"Authorization": {"Bearer " + secret}}, Body: []byte(`{"k":"` + secret + `"}`), Model: "m", Messages: 2}
 	if err := c.Stream(ctx, req, (&collector{}).emit, lineDecoder); err != nil {
@@ -480,7 +480,7 @@ func TestWriteTimeout(t *testing.T) {
 	}()
 	body := bytes.Repeat([]byte("x"), 32<<20)
 	start := time.Now()
-	err = newTestClient(Config{WriteTimeout: 150 * time.Millisecond, StreamIdleTimeout: 10 * time.Second}).
+	err = newTestClient(Config{Transport: Transport{WriteTimeout: 150 * time.Millisecond, StreamIdleTimeout: 10 * time.Second}}).
 		Stream(context.Background(), Request{URL: "http://" + ln.Addr().String() + "/", Body: body}, (&collector{}).emit, lineDecoder)
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderTimeout || !strings.Contains(pe.Reason, "sending the request") {

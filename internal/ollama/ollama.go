@@ -8,12 +8,9 @@ import (
 	"cmp"
 	"context"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"datachat"
 	"datachat/internal/llm"
@@ -30,21 +27,15 @@ const (
 
 var provider = llm.Provider{Name: "ollama", URLVar: "OLLAMA_HOST", KeyHeader: "Authorization", KeyPrefix: "Bearer "}
 
-// Options configure a [Client]. Zero values take the defaults; zero durations
-// take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
-// negative ones turn that timeout off.
+// Options configure a [Client]. Zero values take the defaults; the Transport's
+// are the llm package's.
 type Options struct {
-	Host              string // OLLAMA_HOST: "host", "host:port" or a URL
-	Model             string // CHAT_MODEL
-	EmbeddingModel    string // EMBEDDING_MODEL
-	NumCtx            int    // OLLAMA_NUM_CTX; 0 keeps the model's own
-	APIKey            string // for Ollama Cloud or an authenticating proxy; optional
-	HTTPClient        *http.Client
-	ConnectTimeout    time.Duration
-	WriteTimeout      time.Duration
-	StreamIdleTimeout time.Duration
-	RetryDelay        time.Duration
-	Logger            *slog.Logger
+	Host           string // OLLAMA_HOST: "host", "host:port" or a URL
+	Model          string // CHAT_MODEL
+	EmbeddingModel string // EMBEDDING_MODEL
+	NumCtx         int    // OLLAMA_NUM_CTX; 0 keeps the model's own
+	APIKey         string // for Ollama Cloud or an authenticating proxy; optional
+	llm.Transport
 }
 
 // Client is an Ollama chat model ([Client.Stream]) and embedder
@@ -64,12 +55,7 @@ func New(opts Options) *Client {
 		base: HostURL(opts.Host),
 		llm: llm.NewClient(llm.Config{
 			Provider:          provider,
-			HTTPClient:        opts.HTTPClient,
-			ConnectTimeout:    opts.ConnectTimeout,
-			WriteTimeout:      opts.WriteTimeout,
-			StreamIdleTimeout: opts.StreamIdleTimeout,
-			RetryDelay:        opts.RetryDelay,
-			Logger:            opts.Logger,
+			Transport:         opts.Transport,
 			Secrets:           []string{opts.APIKey},
 			ErrorFromResponse: mapError,
 		}),

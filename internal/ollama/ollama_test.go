@@ -23,8 +23,9 @@ func TestSuite(t *testing.T) {
 		Protocol: llmtest.Ollama,
 		New: func(s llmtest.ClientSettings) llmtest.Model {
 			return New(Options{
-				APIKey: s.APIKey, Host: s.BaseURL,
-				StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger,
+				APIKey:    s.APIKey,
+				Host:      s.BaseURL,
+				Transport: llm.Transport{StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger},
 			})
 		},
 	})
@@ -42,7 +43,7 @@ func serveBody(t *testing.T, body []byte, status int, contentType string) (*Clie
 			}
 		}
 	})
-	return New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), srv
+	return New(Options{Host: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), srv
 }
 
 // The recorded streams, parsed from their exact bytes.
@@ -102,7 +103,7 @@ func TestStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
-			llmtest.CheckStream(t, New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			llmtest.CheckStream(t, New(Options{Host: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), tt.want)
 			if reqs := srv.ChatRequests(); len(reqs) != 1 || reqs[0].Path != "/api/chat" {
 				t.Errorf("requests: %+v", reqs)
 			}
@@ -123,7 +124,7 @@ func TestStreamCutBeforeDone(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{{Text: chunks, Fault: &tt.fault}}})
-			evs, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, RetryDelay: time.Millisecond}), &datachat.ModelRequest{})
+			evs, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, Transport: llm.Transport{RetryDelay: time.Millisecond}}), &datachat.ModelRequest{})
 			var pe *datachat.ProviderError
 			if !errors.As(err, &pe) || pe.Kind != datachat.ProviderConnection {
 				t.Errorf("got %v, want a connection error", err)
@@ -154,7 +155,7 @@ func TestRecordedStreamCutBeforeDone(t *testing.T) {
 				conn.Close()
 			}
 		}))
-		evs, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, RetryDelay: time.Millisecond}), &datachat.ModelRequest{})
+		evs, err := llmtest.Collect(context.Background(), New(Options{Host: srv.URL, Transport: llm.Transport{RetryDelay: time.Millisecond}}), &datachat.ModelRequest{})
 		srv.Close()
 		var pe *datachat.ProviderError
 		if !errors.As(err, &pe) || pe.Kind != datachat.ProviderConnection {
@@ -189,7 +190,7 @@ func TestRecordedError(t *testing.T) {
 // The fake's answer for a model without tools, worded like the recorded one.
 func TestToolsUnsupportedError(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Ollama, llmtest.Script{Turns: []llmtest.Turn{llmtest.Preset("tools_unsupported"), llmtest.Texts("must not be reached")}})
-	checkToolsUnsupported(t, New(Options{Host: srv.URL, RetryDelay: 10 * time.Millisecond}), func() int { return len(srv.ChatRequests()) })
+	checkToolsUnsupported(t, New(Options{Host: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), func() int { return len(srv.ChatRequests()) })
 }
 
 func TestMapError(t *testing.T) {

@@ -9,12 +9,9 @@ import (
 	"cmp"
 	"context"
 	"io"
-	"log/slog"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
-	"time"
 
 	"datachat"
 	"datachat/internal/llm"
@@ -30,20 +27,14 @@ const (
 
 var provider = llm.Provider{Name: "openai", KeyVar: "OPENAI_API_KEY", URLVar: "OPENAI_BASE_URL", KeyHeader: "Authorization", KeyPrefix: "Bearer "}
 
-// Options configure a [Client]. Zero values take the defaults; zero durations
-// take the llm package's (connect 10s, write 10s, stream idle 60s, retry delay 2s) and
-// negative ones turn that timeout off.
+// Options configure a [Client]. Zero values take the defaults; the Transport's
+// are the llm package's.
 type Options struct {
-	APIKey            string
-	BaseURL           string // OPENAI_BASE_URL, including the version path (…/v1)
-	Model             string // CHAT_MODEL
-	EmbeddingModel    string // EMBEDDING_MODEL
-	HTTPClient        *http.Client
-	ConnectTimeout    time.Duration
-	WriteTimeout      time.Duration
-	StreamIdleTimeout time.Duration
-	RetryDelay        time.Duration
-	Logger            *slog.Logger
+	APIKey         string
+	BaseURL        string // OPENAI_BASE_URL, including the version path (…/v1)
+	Model          string // CHAT_MODEL
+	EmbeddingModel string // EMBEDDING_MODEL
+	llm.Transport
 }
 
 // Client is an OpenAI-compatible chat model ([Client.Stream]) and embedder
@@ -68,12 +59,7 @@ func New(opts Options) *Client {
 		official: u != nil && u.Hostname() == "api.openai.com",
 		llm: llm.NewClient(llm.Config{
 			Provider:          provider,
-			HTTPClient:        opts.HTTPClient,
-			ConnectTimeout:    opts.ConnectTimeout,
-			WriteTimeout:      opts.WriteTimeout,
-			StreamIdleTimeout: opts.StreamIdleTimeout,
-			RetryDelay:        opts.RetryDelay,
-			Logger:            opts.Logger,
+			Transport:         opts.Transport,
 			Secrets:           []string{opts.APIKey},
 			ErrorFromResponse: mapError,
 		}),

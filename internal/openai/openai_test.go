@@ -24,8 +24,9 @@ func TestSuite(t *testing.T) {
 		KeyVar:   "OPENAI_API_KEY",
 		New: func(s llmtest.ClientSettings) llmtest.Model {
 			return New(Options{
-				APIKey: s.APIKey, BaseURL: s.BaseURL,
-				StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger,
+				APIKey:    s.APIKey,
+				BaseURL:   s.BaseURL,
+				Transport: llm.Transport{StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger},
 			})
 		},
 	})
@@ -35,7 +36,7 @@ func TestSuite(t *testing.T) {
 func serveBody(t *testing.T, body []byte, status int, contentType string) (*Client, *llmtest.Replay) {
 	t.Helper()
 	srv := llmtest.ServeBody(t, body, status, contentType)
-	return New(Options{APIKey: "test-key", BaseURL: srv.URL + "/v1", RetryDelay: 10 * time.Millisecond}), srv
+	return New(Options{APIKey: "test-key", BaseURL: srv.URL + "/v1", Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), srv
 }
 
 // checkStreamRequest checks that the answer was asked for at the chat
@@ -134,7 +135,7 @@ func TestStreams(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{tt.turn}})
-			llmtest.CheckStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond}), tt.want)
+			llmtest.CheckStream(t, New(Options{APIKey: "test-key", BaseURL: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}}), tt.want)
 			reqs := srv.ChatRequests()
 			if len(reqs) != 1 {
 				t.Fatalf("got %d requests, want 1", len(reqs))
@@ -169,7 +170,7 @@ func TestRecordedError(t *testing.T) {
 // The fake's 401, laid out like the recorded one.
 func TestAuthError(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{llmtest.Preset("auth"), llmtest.Texts("must not be reached")}})
-	c := New(Options{APIKey: "test-key", BaseURL: srv.URL, RetryDelay: 10 * time.Millisecond})
+	c := New(Options{APIKey: "test-key", BaseURL: srv.URL, Transport: llm.Transport{RetryDelay: 10 * time.Millisecond}})
 	checkAuthError(t, c, func() int { return len(srv.ChatRequests()) })
 }
 

@@ -17,6 +17,7 @@ import (
 	"datachat"
 	"datachat/internal/chat"
 	"datachat/internal/gemini"
+	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 	"datachat/internal/ollama"
 	"datachat/internal/openai"
@@ -59,11 +60,11 @@ func newModel(p llmtest.Protocol, url string) chat.Model {
 	c, idle, retry := quick()
 	switch p {
 	case llmtest.Gemini:
-		return gemini.New(gemini.Options{APIKey: "test-key", BaseURL: url, ConnectTimeout: c, StreamIdleTimeout: idle, RetryDelay: retry, Logger: quiet})
+		return gemini.New(gemini.Options{APIKey: "test-key", BaseURL: url, Transport: llm.Transport{ConnectTimeout: c, StreamIdleTimeout: idle, RetryDelay: retry, Logger: quiet}})
 	case llmtest.OpenAI:
-		return openai.New(openai.Options{APIKey: "test-key", BaseURL: url, ConnectTimeout: c, StreamIdleTimeout: idle, RetryDelay: retry, Logger: quiet})
+		return openai.New(openai.Options{APIKey: "test-key", BaseURL: url, Transport: llm.Transport{ConnectTimeout: c, StreamIdleTimeout: idle, RetryDelay: retry, Logger: quiet}})
 	}
-	return ollama.New(ollama.Options{Host: url, ConnectTimeout: c, StreamIdleTimeout: idle, RetryDelay: retry, Logger: quiet})
+	return ollama.New(ollama.Options{Host: url, Transport: llm.Transport{ConnectTimeout: c, StreamIdleTimeout: idle, RetryDelay: retry, Logger: quiet}})
 }
 
 // client is a WebSocket client of one conversation, collecting events.
