@@ -180,7 +180,7 @@ func (db *DB) allowedTables(context.Context) []string {
 // Query runs one statement in the sandbox and returns at most MaxRows rows
 // (Truncated when more existed), with JSON-ready values (see cells).
 //
-// Errors: *QueryError (EINVALID) when the statement fails or is refused, with
+// Errors: *datachat.QueryError (EINVALID) when the statement fails or is refused, with
 // the engine's own message; ctx's error when ctx ends first; other errors
 // (the source unreachable, its role refused) are internal.
 func (db *DB) Query(ctx context.Context, sql string) (*datachat.QueryResult, error) {

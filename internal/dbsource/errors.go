@@ -8,44 +8,8 @@ import (
 	"datachat"
 )
 
-// Kinds of [QueryError], the same words as internal/duckdb's, so the model
-// and the chat loop read a source's failure as they read a file's.
-const (
-	KindSyntax        = "syntax error"
-	KindUnknownTable  = "unknown table"
-	KindUnknownColumn = "unknown column"
-	KindTypeMismatch  = "type mismatch"
-	KindTimeout       = "timeout"
-	KindMemory        = "memory limit"
-	KindRefused       = "refused by the sandbox"
-	KindOther         = "error"
-)
-
-// QueryError is a query that failed. Kind is one of the Kind constants;
-// Message is the engine's own message with its detail and hint, or the
-// sandbox's reason.
-//
-// Every QueryError is a client error: errors.As(err, new(*datachat.Error))
-// gives a datachat.EINVALID error carrying the same text.
-type QueryError struct {
-	Kind    string
-	Message string
-}
-
-func (e *QueryError) Error() string { return e.Kind + ": " + e.Message }
-
-// As lets datachat.ErrorCode and datachat.ErrorMessage see a QueryError as an
-// EINVALID *datachat.Error.
-func (e *QueryError) As(target any) bool {
-	if t, ok := target.(**datachat.Error); ok {
-		*t = &datachat.Error{Code: datachat.EINVALID, Message: e.Error()}
-		return true
-	}
-	return false
-}
-
-func refusedf(format string, args ...any) *QueryError {
-	return &QueryError{Kind: KindRefused, Message: fmt.Sprintf(format, args...)}
+func refusedf(format string, args ...any) *datachat.QueryError {
+	return &datachat.QueryError{Kind: datachat.KindRefused, Message: fmt.Sprintf(format, args...)}
 }
 
 // RoleError is a source whose role could escape the sandbox: it is refused

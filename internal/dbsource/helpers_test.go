@@ -181,13 +181,13 @@ func checkCSVTables(t *testing.T, db *dbsource.DB, kind string) {
 	check("cabinet-turnover", "SELECT count(*), count(column8), count(column9) FROM cabinet_turnover", []any{int64(len(ct.Rows)), int64(0), int64(0)})
 }
 
-// wantRefused asserts err is a *QueryError of the sandbox's refusal (or of
+// wantRefused asserts err is a *datachat.QueryError of the sandbox's refusal (or of
 // kind, if given) whose message contains each of want.
 func wantKind(t *testing.T, err error, kind string, want ...string) {
 	t.Helper()
-	var qe *dbsource.QueryError
+	var qe *datachat.QueryError
 	if !errors.As(err, &qe) {
-		t.Fatalf("got error %v (%T), want a QueryError of kind %q", err, err, kind)
+		t.Fatalf("got error %v (%T), want a datachat.QueryError of kind %q", err, err, kind)
 	}
 	if qe.Kind != kind {
 		t.Fatalf("got kind %q (%s), want %q", qe.Kind, qe.Message, kind)
@@ -217,7 +217,7 @@ func wantRole(t *testing.T, err error, privilege string) {
 	}
 }
 
-func asQueryError(err error, qe **dbsource.QueryError) bool { return errors.As(err, qe) }
+func asQueryError(err error, qe **datachat.QueryError) bool { return errors.As(err, qe) }
 
 // openSource opens a source named name over the tables at url for all
 // users, closed when the test ends.
@@ -231,9 +231,9 @@ func openSource(t *testing.T, name, url string, tables []string, opts dbsource.O
 	return db
 }
 
-// refusal is a statement a source must not run: it fails with a QueryError
+// refusal is a statement a source must not run: it fails with a datachat.QueryError
 // of kind whose message holds each of want, or, kind "", with any
-// QueryError.
+// datachat.QueryError.
 type refusal struct {
 	name, sql, kind string
 	want            []string
@@ -253,9 +253,9 @@ func checkRefusals(t *testing.T, db *dbsource.DB, cases []refusal, secrets ...st
 			if c.kind != "" {
 				wantKind(t, err, c.kind, c.want...)
 			} else {
-				var qe *dbsource.QueryError
+				var qe *datachat.QueryError
 				if !asQueryError(err, &qe) {
-					t.Fatalf("got %v, want a QueryError", err)
+					t.Fatalf("got %v, want a datachat.QueryError", err)
 				}
 			}
 			for _, s := range secrets {

@@ -217,7 +217,7 @@ func lockingWords(toks []myTok) string {
 func myLexicalCheck(stmt string) error {
 	toks, err := myTokens(stmt)
 	if err != nil {
-		return &QueryError{Kind: KindSyntax, Message: "the statement has " + err.Error()}
+		return &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the statement has " + err.Error()}
 	}
 	for _, t := range toks {
 		if t.kind == tHint && (strings.Contains(t.text, "max_execution_time") || strings.Contains(t.text, "set_var")) {

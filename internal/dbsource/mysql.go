@@ -488,7 +488,7 @@ func (e *myEngine) estimate(ctx context.Context, stmt string) (int64, error) {
 	return e.check(ctx, t, stmt)
 }
 
-// classify turns a MySQL error into a QueryError with the server's message.
+// classify turns a MySQL error into a datachat.QueryError with the server's message.
 // stmt is the statement as given, for "near '…'" messages.
 func (e *myEngine) classify(ctx context.Context, err error, stmt string) error {
 	if ctx.Err() != nil {
@@ -499,34 +499,34 @@ func (e *myEngine) classify(ctx context.Context, err error, stmt string) error {
 		return fmt.Errorf("source %s: %w", e.db.src.Name, err)
 	}
 	msg := me.Message
-	kind := KindOther
+	kind := datachat.KindOther
 	switch me.Number {
 	case 1064, 1149:
-		kind = KindSyntax
+		kind = datachat.KindSyntax
 		if near := nearText(msg); stmt != "" && near != "" {
 			if i := strings.Index(stmt, near); i > 0 && strings.HasSuffix(strings.TrimSpace(stmt[:i]), ";") {
 				return refusedf("one statement at a time (%s)", msg)
 			}
 		}
 	case 1146, 1109, 1051, 1049:
-		kind = KindUnknownTable
+		kind = datachat.KindUnknownTable
 		msg += candidates(quotedIn(msg), e.db.allowedTables(ctx))
 	case 1054, 1052, 1247:
-		kind = KindUnknownColumn
+		kind = datachat.KindUnknownColumn
 	case 1366, 1292, 1265, 1267, 1270, 1271, 1690, 1582, 1583, 1584, 1241, 1222:
-		kind = KindTypeMismatch
+		kind = datachat.KindTypeMismatch
 	case 1969, 3024, 1317, 1028:
-		kind = KindTimeout
+		kind = datachat.KindTimeout
 		msg = fmt.Sprintf("the query ran past the source's %v statement timeout (%s); make it lighter: filter or aggregate on indexed columns, or add LIMIT", e.db.opts.Timeout, msg)
 	case 1038, 1041, 1114, 5, 1037, 3015:
-		kind = KindMemory
+		kind = datachat.KindMemory
 	case 1792:
-		kind = KindRefused
+		kind = datachat.KindRefused
 		msg += " (sources are read-only)"
 	case 1044, 1045, 1142, 1143, 1227, 1370, 1290, 1148, 3948, 1235, 1295, 1314, 1336, 1418:
-		kind = KindRefused
+		kind = datachat.KindRefused
 	}
-	return &QueryError{Kind: kind, Message: msg}
+	return &datachat.QueryError{Kind: kind, Message: msg}
 }
 
 // nearText returns the … of a MySQL syntax error's "near '…' at line".

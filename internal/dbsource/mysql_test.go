@@ -3,6 +3,7 @@ package dbsource_test
 import (
 	"context"
 	"database/sql"
+	"datachat"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -224,18 +225,18 @@ func TestMySQLQueries(t *testing.T) {
 
 	t.Run("errors", func(t *testing.T) {
 		_, err := db.Query(ctx, "SELECT * FROM penguin")
-		wantKind(t, err, dbsource.KindUnknownTable, "doesn't exist", f.db+".penguins")
+		wantKind(t, err, datachat.KindUnknownTable, "doesn't exist", f.db+".penguins")
 		_, err = db.Query(ctx, "SELECT bill_len FROM penguins")
-		wantKind(t, err, dbsource.KindUnknownColumn, "bill_len")
+		wantKind(t, err, datachat.KindUnknownColumn, "bill_len")
 		_, err = db.Query(ctx, "SELECT FROM WHERE")
-		wantKind(t, err, dbsource.KindSyntax, "syntax")
+		wantKind(t, err, datachat.KindSyntax, "syntax")
 		one := openMy(t, f, dbsource.Options{MaxConns: 1})
 		_, err = one.Query(ctx, "SELECT * FROM "+f.db+"_secret.creds")
-		wantKind(t, err, dbsource.KindRefused, "creds")
+		wantKind(t, err, datachat.KindRefused, "creds")
 		_, err = one.Query(ctx, "SELECT * FROM nowhere")
-		wantKind(t, err, dbsource.KindUnknownTable, "nowhere")
+		wantKind(t, err, datachat.KindUnknownTable, "nowhere")
 		_, err = db.Query(ctx, "SELEC 1")
-		wantKind(t, err, dbsource.KindSyntax, "near 'SELEC 1'")
+		wantKind(t, err, datachat.KindSyntax, "near 'SELEC 1'")
 	})
 
 	t.Run("estimate", func(t *testing.T) {
@@ -244,7 +245,7 @@ func TestMySQLQueries(t *testing.T) {
 			t.Errorf("EstimateRows: got %d, %v, want about 344", n, err)
 		}
 		_, err = db.EstimateRows(ctx, "SELECT * FROM "+f.db+"_secret.creds")
-		wantKind(t, err, dbsource.KindRefused, "creds")
+		wantKind(t, err, datachat.KindRefused, "creds")
 	})
 
 	t.Run("catalog", func(t *testing.T) {
@@ -277,7 +278,7 @@ func TestMySQLQueries(t *testing.T) {
 func TestMySQLAdversarial(t *testing.T) {
 	f := mySetup(t)
 	db := openMy(t, f, dbsource.Options{Timeout: 500 * time.Millisecond, MaxConns: 2})
-	const refused = dbsource.KindRefused
+	const refused = datachat.KindRefused
 	s := f.db + "_secret"
 	cases := []refusal{
 		{"insert", "INSERT INTO penguins (species) VALUES ('x')", refused, []string{"read-only"}},
@@ -306,8 +307,8 @@ func TestMySQLAdversarial(t *testing.T) {
 		{"stored function", "SELECT evil()", refused, []string{"stored function"}},
 		{"qualified stored function", "SELECT " + f.db + ".evil()", refused, []string{"stored function"}},
 		{"call", "CALL wipe()", refused, []string{"only a query"}},
-		{"sleep past the timeout", "SELECT SLEEP(5) FROM penguins LIMIT 1", dbsource.KindTimeout, []string{"statement timeout"}},
-		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", dbsource.KindTimeout, []string{"statement timeout"}},
+		{"sleep past the timeout", "SELECT SLEEP(5) FROM penguins LIMIT 1", datachat.KindTimeout, []string{"statement timeout"}},
+		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", datachat.KindTimeout, []string{"statement timeout"}},
 		{"two statements", "SELECT 1; DROP TABLE penguins", refused, []string{"one statement"}},
 		{"commit then delete", "COMMIT; DELETE FROM penguins", refused, nil},
 		{"commit", "COMMIT", refused, []string{"only a query"}},

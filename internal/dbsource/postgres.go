@@ -411,7 +411,7 @@ func topPlan(plan any) (map[string]any, bool) {
 	return top, ok
 }
 
-// classify turns a PostgreSQL error into a QueryError, with the engine's
+// classify turns a PostgreSQL error into a datachat.QueryError, with the engine's
 // message, detail and hint. prefix is what we put before the statement in the
 // text PostgreSQL saw, in characters, to give positions in the statement as
 // written (-1: give none).
@@ -422,7 +422,7 @@ func (e *pgEngine) classify(ctx context.Context, err error, offset int, sql stri
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		if strings.Contains(err.Error(), "arguments, got 0") {
-			return &QueryError{Kind: KindSyntax, Message: "the query has $n parameters; write the values in the query instead"}
+			return &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the query has $n parameters; write the values in the query instead"}
 		}
 		return fmt.Errorf("source %s: %w", e.db.src.Name, err)
 	}
@@ -438,43 +438,43 @@ func (e *pgEngine) classify(ctx context.Context, err error, offset int, sql stri
 			msg += fmt.Sprintf(" (at character %d of the query)", p)
 		}
 	}
-	kind := KindOther
+	kind := datachat.KindOther
 	switch code := pe.Code; {
 	case code == "42601" && strings.Contains(pe.Message, "multiple commands"):
 		return refusedf("one statement at a time: %s", pe.Message)
 	case code == "42601" || code == "42P02":
-		kind = KindSyntax
+		kind = datachat.KindSyntax
 	case code == "42P01":
-		kind = KindUnknownTable
+		kind = datachat.KindUnknownTable
 		msg += candidates(relationIn(pe.Message), e.db.allowedTables(ctx))
 	case code == "3F000":
-		kind = KindUnknownTable
+		kind = datachat.KindUnknownTable
 		msg += candidates("", e.db.allowedTables(ctx))
 	case code == "42703" || code == "42702":
-		kind = KindUnknownColumn
+		kind = datachat.KindUnknownColumn
 	case code == "42883":
 		if strings.Contains(pe.Hint, "cast") {
-			kind = KindTypeMismatch
+			kind = datachat.KindTypeMismatch
 		}
 	case code == "42804" || code == "42846" || code == "42725" || code == "22P02" || code == "22007" ||
 		code == "22008" || code == "22003" || code == "42P18" || code == "22023":
-		kind = KindTypeMismatch
+		kind = datachat.KindTypeMismatch
 	case code == "57014":
 		if strings.Contains(pe.Message, "statement timeout") {
-			kind = KindTimeout
+			kind = datachat.KindTimeout
 			msg = fmt.Sprintf("the query ran past the source's %v statement timeout (%s); make it lighter: filter or aggregate on indexed columns, or add LIMIT", e.db.opts.Timeout, pe.Message)
 		}
 	case code == "55P03":
-		kind = KindTimeout
+		kind = datachat.KindTimeout
 	case strings.HasPrefix(code, "53") || code == "54000":
-		kind = KindMemory
+		kind = datachat.KindMemory
 	case code == "42501":
-		kind = KindRefused
+		kind = datachat.KindRefused
 		msg += " (the source's role may not do this; sources are read-only, and queries read only the allowed tables)"
 	case code == "25006" || code == "0A000" || code == "25001" || code == "2F003" || code == "38002" || code == "38003":
-		kind = KindRefused
+		kind = datachat.KindRefused
 	}
-	return &QueryError{Kind: kind, Message: msg}
+	return &datachat.QueryError{Kind: kind, Message: msg}
 }
 
 // relationIn finds the quoted name in `relation "x" does not exist`.

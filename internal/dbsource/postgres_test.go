@@ -2,6 +2,7 @@ package dbsource_test
 
 import (
 	"context"
+	"datachat"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -246,23 +247,23 @@ func TestPostgresQueries(t *testing.T) {
 
 	t.Run("errors", func(t *testing.T) {
 		_, err := db.Query(ctx, "SELECT * FROM penguin")
-		wantKind(t, err, dbsource.KindUnknownTable, `relation "penguin" does not exist`, "public.penguins")
+		wantKind(t, err, datachat.KindUnknownTable, `relation "penguin" does not exist`, "public.penguins")
 		_, err = db.Query(ctx, "SELECT bill_len FROM penguins")
-		wantKind(t, err, dbsource.KindUnknownColumn, `column "bill_len" does not exist`)
+		wantKind(t, err, datachat.KindUnknownColumn, `column "bill_len" does not exist`)
 		_, err = db.Query(ctx, "SELEC 1")
-		wantKind(t, err, dbsource.KindSyntax, `syntax error at or near "SELEC"`, "at character 1")
+		wantKind(t, err, datachat.KindSyntax, `syntax error at or near "SELEC"`, "at character 1")
 		_, err = db.Query(ctx, "SELECT FROM WHERE")
-		wantKind(t, err, dbsource.KindSyntax, "syntax error")
+		wantKind(t, err, datachat.KindSyntax, "syntax error")
 		_, err = db.Query(ctx, "SELECT species + 1 FROM penguins")
-		wantKind(t, err, dbsource.KindTypeMismatch, "operator does not exist")
+		wantKind(t, err, datachat.KindTypeMismatch, "operator does not exist")
 		_, err = db.Query(ctx, "SELECT 'x'::int")
-		wantKind(t, err, dbsource.KindTypeMismatch, "invalid input syntax")
+		wantKind(t, err, datachat.KindTypeMismatch, "invalid input syntax")
 		// A pool of one: the hints never wait for a second connection.
 		one := openPg(t, f, dbsource.Options{MaxConns: 1})
 		_, err = one.Query(ctx, "SELECT * FROM secret.creds")
-		wantKind(t, err, dbsource.KindRefused, "secret.creds")
+		wantKind(t, err, datachat.KindRefused, "secret.creds")
 		_, err = one.Query(ctx, "SELECT * FROM nowhere")
-		wantKind(t, err, dbsource.KindUnknownTable, "nowhere")
+		wantKind(t, err, datachat.KindUnknownTable, "nowhere")
 	})
 
 	t.Run("estimate", func(t *testing.T) {
@@ -271,7 +272,7 @@ func TestPostgresQueries(t *testing.T) {
 			t.Errorf("EstimateRows: got %d, %v, want 344", n, err)
 		}
 		_, err = db.EstimateRows(ctx, "SELECT * FROM secret.creds")
-		wantKind(t, err, dbsource.KindRefused, "secret.creds")
+		wantKind(t, err, datachat.KindRefused, "secret.creds")
 	})
 
 	t.Run("catalog", func(t *testing.T) {
@@ -307,7 +308,7 @@ func TestPostgresQueries(t *testing.T) {
 func TestPostgresAdversarial(t *testing.T) {
 	f := pgSetup(t)
 	db := openPg(t, f, dbsource.Options{Timeout: 300 * time.Millisecond, MaxConns: 2})
-	const refused = dbsource.KindRefused
+	const refused = datachat.KindRefused
 	cases := []refusal{
 		{"insert", "INSERT INTO penguins (species) VALUES ('x')", refused, []string{"writes"}},
 		{"update", "UPDATE penguins SET species = 'x'", refused, []string{"writes"}},
@@ -341,8 +342,8 @@ func TestPostgresAdversarial(t *testing.T) {
 		{"shadowing function", "SELECT upper(species) FROM penguins", refused, []string{"upper", "schema public"}},
 		{"procedure", "CALL public.wipe()", refused, []string{"only a query"}},
 		{"do block", "DO $$ BEGIN DELETE FROM penguins; END $$", refused, []string{"only a query"}},
-		{"pg_sleep past the timeout", "SELECT pg_sleep(5)", dbsource.KindTimeout, []string{"statement timeout"}},
-		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", dbsource.KindTimeout, []string{"statement timeout"}},
+		{"pg_sleep past the timeout", "SELECT pg_sleep(5)", datachat.KindTimeout, []string{"statement timeout"}},
+		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", datachat.KindTimeout, []string{"statement timeout"}},
 		{"two statements", "SELECT 1; DROP TABLE penguins", refused, []string{"one statement"}},
 		{"commit then delete", "COMMIT; DELETE FROM penguins", refused, []string{"one statement"}},
 		{"commit", "COMMIT", refused, []string{"only a query"}},
@@ -381,7 +382,7 @@ func TestPostgresAdversarial(t *testing.T) {
 		{"notify", "SELECT pg_notify('x', 'y')", refused, []string{"pg_notify"}},
 		{"xml by table", "SELECT table_to_xml('secret.creds', true, true, '')", refused, []string{"runs SQL"}},
 		{"ts_stat", "SELECT * FROM ts_stat('SELECT to_tsvector(password) FROM secret.creds')", refused, []string{"ts_stat"}},
-		{"parameter", "SELECT $1", dbsource.KindSyntax, []string{"parameters"}},
+		{"parameter", "SELECT $1", datachat.KindSyntax, []string{"parameters"}},
 	}
 	checkRefusals(t, db, cases, "hunter2", f.password)
 	if !f.dblink {

@@ -44,8 +44,8 @@ func sandboxEngine(t *testing.T, o Options) (e *Engine, tables []Table, check fu
 func mustRefuse(t *testing.T, e *Engine, tables []Table, sql string) {
 	t.Helper()
 	_, err := e.Query(context.Background(), "conv", tables, sql)
-	var qe *QueryError
-	if !errors.As(err, &qe) || qe.Kind != KindRefused && qe.Kind != KindSyntax {
+	var qe *datachat.QueryError
+	if !errors.As(err, &qe) || qe.Kind != datachat.KindRefused && qe.Kind != datachat.KindSyntax {
 		t.Errorf("%s\n  got %v, want a refusal by the sandbox (or the parser)", sql, err)
 	}
 }
@@ -406,8 +406,8 @@ func TestResourceBombs(t *testing.T) {
 	alice := datachat.WithUserID(context.Background(), "alice")
 	for _, q := range bombs {
 		_, err := e.Query(alice, "conv", tables, q)
-		var qe *QueryError
-		if !errors.As(err, &qe) || (qe.Kind != KindMemory && qe.Kind != KindTimeout && qe.Kind != KindOther) {
+		var qe *datachat.QueryError
+		if !errors.As(err, &qe) || (qe.Kind != datachat.KindMemory && qe.Kind != datachat.KindTimeout && qe.Kind != datachat.KindOther) {
 			t.Errorf("%s: got %v, want the query stopped", q, err)
 			continue
 		}
@@ -445,8 +445,8 @@ func TestWorkerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := <-done
-	var qe *QueryError
-	if !errors.As(err, &qe) || qe.Kind != KindMemory {
+	var qe *datachat.QueryError
+	if !errors.As(err, &qe) || qe.Kind != datachat.KindMemory {
 		t.Fatalf("got %v, want the query failed as killed", err)
 	}
 	t.Logf("%v", err)
@@ -482,8 +482,8 @@ func TestHardTimeout(t *testing.T) {
 	for {
 		select {
 		case err := <-done:
-			var qe *QueryError
-			if !errors.As(err, &qe) || qe.Kind != KindTimeout {
+			var qe *datachat.QueryError
+			if !errors.As(err, &qe) || qe.Kind != datachat.KindTimeout {
 				t.Fatalf("got %v, want a timeout", err)
 			}
 			t.Logf("%v; another user's queries answered %d times meanwhile", err, answered)

@@ -335,8 +335,8 @@ func TestQuotingTricks(t *testing.T) {
 	for sql, want := range answers {
 		res, err := e.Query(context.Background(), "conv", tables, sql)
 		if err != nil {
-			var qe *QueryError
-			if !errors.As(err, &qe) || qe.Kind != KindRefused && qe.Kind != KindSyntax {
+			var qe *datachat.QueryError
+			if !errors.As(err, &qe) || qe.Kind != datachat.KindRefused && qe.Kind != datachat.KindSyntax {
 				t.Errorf("%q: %v, want %q or a refusal", sql, err, want)
 			}
 			continue
@@ -385,7 +385,7 @@ func TestLookalikeNames(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s: answered %v, want an error", sql, res.Rows)
 		}
-		var qe *QueryError
+		var qe *datachat.QueryError
 		if !errors.As(err, &qe) {
 			t.Errorf("%s: %v, want a query error", sql, err)
 		}
@@ -460,12 +460,12 @@ func TestResourceBombs2(t *testing.T) {
 	alice := datachat.WithUserID(context.Background(), "alice")
 	for _, q := range bombs {
 		_, err := e.Query(alice, "conv", tables, q)
-		var qe *QueryError
-		if !errors.As(err, &qe) || qe.Kind != KindMemory && qe.Kind != KindTimeout && qe.Kind != KindOther && qe.Kind != KindSyntax {
+		var qe *datachat.QueryError
+		if !errors.As(err, &qe) || qe.Kind != datachat.KindMemory && qe.Kind != datachat.KindTimeout && qe.Kind != datachat.KindOther && qe.Kind != datachat.KindSyntax {
 			t.Errorf("%.100s: got %v, want the query stopped", q, err)
 			continue
 		}
-		if qe.Kind == KindOther && len(qe.Message) > 4096 {
+		if qe.Kind == datachat.KindOther && len(qe.Message) > 4096 {
 			t.Errorf("%.100s: a %d-byte message", q, len(qe.Message))
 		}
 		t.Logf("%.80s: %.160s", q, firstLine(qe.Error()))
@@ -486,7 +486,7 @@ func TestResourceBombs2(t *testing.T) {
 		"SELECT count(*) FROM " + strings.Repeat("t, ", 7) + "t",
 	} {
 		res, err := e.Query(alice, "conv", tables, q)
-		var qe *QueryError
+		var qe *datachat.QueryError
 		switch {
 		case err == nil:
 			if len(res.Rows) > e.opts.MaxRows {
@@ -514,8 +514,8 @@ func TestDuckDBCrashContained(t *testing.T) {
 		"SELECT json_structure(repeat('{\"a\":', 100000) || '1' || repeat('}', 100000))",
 	} {
 		_, err := e.Query(ctx, "conv", tables, q)
-		var qe *QueryError
-		if !errors.As(err, &qe) || qe.Kind == KindRefused {
+		var qe *datachat.QueryError
+		if !errors.As(err, &qe) || qe.Kind == datachat.KindRefused {
 			t.Fatalf("%.60s: got %v, want the query failed", q, err)
 		}
 		t.Logf("%.60s: %v", q, err)
@@ -614,8 +614,8 @@ func TestShadowedViewsQualified(t *testing.T) {
 		"SELECT * FROM system.main.duckdb_logs",
 	} {
 		res, err := e.Query(context.Background(), "conv", tables, q)
-		var qe *QueryError
-		if err == nil || !errors.As(err, &qe) || qe.Kind != KindRefused && qe.Kind != KindUnknownTable && qe.Kind != KindSyntax {
+		var qe *datachat.QueryError
+		if err == nil || !errors.As(err, &qe) || qe.Kind != datachat.KindRefused && qe.Kind != datachat.KindUnknownTable && qe.Kind != datachat.KindSyntax {
 			b, _ := json.Marshal(res)
 			t.Errorf("%s: got %v, want the catalog's view refused\n%.300s", q, err, b)
 			for _, s := range secrets {

@@ -14,7 +14,7 @@
 //
 // [Engine.Query] runs a query; [Engine.EstimateRows] asks DuckDB's planner how
 // many rows one would return; [Engine.Ingest] converts an upload. Errors are
-// *[QueryError] (the query failed: a client error), datachat.EBUSY (too many
+// *[datachat.QueryError] (the query failed: a client error), datachat.EBUSY (too many
 // queries waiting) or internal.
 package duckdb
 
@@ -319,7 +319,7 @@ func (e *Engine) Close() error {
 // worker by the tables themselves. The user a query counts against, for
 // fairness, is datachat.UserIDFrom(ctx) (else the conversation).
 //
-// Errors: *QueryError (EINVALID) when the query fails or is refused;
+// Errors: *datachat.QueryError (EINVALID) when the query fails or is refused;
 // datachat.EBUSY when the user or the engine has too many queries waiting;
 // ctx's error when ctx ends first.
 func (e *Engine) Query(ctx context.Context, conversationID string, tables []Table, sql string) (*Result, error) {

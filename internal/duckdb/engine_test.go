@@ -131,8 +131,8 @@ func TestTimeout(t *testing.T) {
 	start := time.Now()
 	_, err := e.Query(context.Background(), "", nil, "SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range * b.range = 7")
 	d := time.Since(start)
-	var qe *QueryError
-	if !errors.As(err, &qe) || qe.Kind != KindTimeout {
+	var qe *datachat.QueryError
+	if !errors.As(err, &qe) || qe.Kind != datachat.KindTimeout {
 		t.Fatalf("got %v, want a timeout", err)
 	}
 	if d < time.Second {
@@ -225,18 +225,18 @@ func TestErrorKinds(t *testing.T) {
 		sql, kind string
 		contains  []string
 	}{
-		{"SELEC * FROM items", KindSyntax, []string{"syntax error"}},
-		{"SELECT prcie FROM items", KindUnknownColumn, []string{`"prcie"`, `Candidate bindings`, `price`}},
-		{"SELECT * FROM itemz", KindUnknownTable, []string{"itemz", `items`}},
-		{"SELECT name + 1 FROM items", KindTypeMismatch, []string{"name"}},
-		{"SELECT CAST(name AS INTEGER) FROM items", KindTypeMismatch, []string{"n0"}},
-		{"SELECT nosuchfunc(id) FROM items", KindOther, []string{"nosuchfunc"}},
-		{"", KindSyntax, []string{"empty"}},
+		{"SELEC * FROM items", datachat.KindSyntax, []string{"syntax error"}},
+		{"SELECT prcie FROM items", datachat.KindUnknownColumn, []string{`"prcie"`, `Candidate bindings`, `price`}},
+		{"SELECT * FROM itemz", datachat.KindUnknownTable, []string{"itemz", `items`}},
+		{"SELECT name + 1 FROM items", datachat.KindTypeMismatch, []string{"name"}},
+		{"SELECT CAST(name AS INTEGER) FROM items", datachat.KindTypeMismatch, []string{"n0"}},
+		{"SELECT nosuchfunc(id) FROM items", datachat.KindOther, []string{"nosuchfunc"}},
+		{"", datachat.KindSyntax, []string{"empty"}},
 	} {
 		_, err := e.Query(context.Background(), "c", tables, c.sql)
-		var qe *QueryError
+		var qe *datachat.QueryError
 		if !errors.As(err, &qe) {
-			t.Errorf("%s: got %v, want a QueryError", c.sql, err)
+			t.Errorf("%s: got %v, want a datachat.QueryError", c.sql, err)
 			continue
 		}
 		if qe.Kind != c.kind {

@@ -11,43 +11,8 @@ import (
 	"datachat"
 )
 
-// Kinds of [QueryError]: what went wrong, in words a model can act on.
-const (
-	KindSyntax        = "syntax error"
-	KindUnknownTable  = "unknown table"
-	KindUnknownColumn = "unknown column"
-	KindTypeMismatch  = "type mismatch"
-	KindTimeout       = "timeout"
-	KindMemory        = "memory limit"
-	KindRefused       = "refused by the sandbox"
-	KindOther         = "error"
-)
-
-// QueryError is a query that failed. Kind is one of the Kind constants; Message
-// is DuckDB's own message (without its "Binder Error:"-style prefix, keeping its
-// "Did you mean" and "Candidate bindings" hints) or the sandbox's.
-//
-// Every QueryError is a client error: errors.As(err, new(*datachat.Error)) gives
-// a datachat.EINVALID error carrying the same text.
-type QueryError struct {
-	Kind    string
-	Message string
-}
-
-func (e *QueryError) Error() string { return e.Kind + ": " + e.Message }
-
-// As lets datachat.ErrorCode and datachat.ErrorMessage see a QueryError as an
-// EINVALID *datachat.Error.
-func (e *QueryError) As(target any) bool {
-	if t, ok := target.(**datachat.Error); ok {
-		*t = &datachat.Error{Code: datachat.EINVALID, Message: e.Error()}
-		return true
-	}
-	return false
-}
-
-func refused(format string) *QueryError {
-	return &QueryError{Kind: KindRefused, Message: format}
+func refused(format string) *datachat.QueryError {
+	return &datachat.QueryError{Kind: datachat.KindRefused, Message: format}
 }
 
 // wroteNoSpace is set, in a worker, when a write failed because the disk is
@@ -100,8 +65,8 @@ func cutMessage(msg string) string {
 	return msg[:sqlvalue.Cut([]byte(msg), maxMessage)] + "… (message cut)"
 }
 
-// classify turns a DuckDB error into a QueryError.
-func classify(t mapping.ErrorType, msg string) *QueryError {
+// classify turns a DuckDB error into a datachat.QueryError.
+func classify(t mapping.ErrorType, msg string) *datachat.QueryError {
 	noteNoSpace(t, msg)
 	msg = strings.TrimSpace(msg)
 	body := msg
@@ -111,51 +76,51 @@ func classify(t mapping.ErrorType, msg string) *QueryError {
 			t = errorTypeByPrefix(prefix)
 		}
 	}
-	kind := KindOther
+	kind := datachat.KindOther
 	switch t {
 	case mapping.ErrorTypeParser, mapping.ErrorTypeSyntax:
-		kind = KindSyntax
+		kind = datachat.KindSyntax
 	case mapping.ErrorTypeCatalog:
 		switch {
 		case strings.Contains(body, "Table with name"):
-			kind = KindUnknownTable
+			kind = datachat.KindUnknownTable
 		case strings.Contains(body, "read-only"), strings.Contains(body, "in-memory database"):
-			kind = KindRefused
+			kind = datachat.KindRefused
 		}
 	case mapping.ErrorTypeBinder:
 		switch {
 		case strings.Contains(body, "Referenced column"), strings.Contains(body, "does not have a column named"),
 			strings.Contains(body, "Column \"") && strings.Contains(body, "not found"):
-			kind = KindUnknownColumn
+			kind = datachat.KindUnknownColumn
 		case strings.Contains(body, "Referenced table"), strings.Contains(body, "Table \"") && strings.Contains(body, "not found"):
-			kind = KindUnknownTable
+			kind = datachat.KindUnknownTable
 		case strings.Contains(body, "No function matches"), strings.Contains(body, "Cannot compare"),
 			strings.Contains(body, "Cannot mix"), strings.Contains(body, "type mismatch"),
 			strings.Contains(body, "Could not convert"), strings.Contains(body, "explicit cast"),
 			strings.Contains(body, "No operator matches"):
-			kind = KindTypeMismatch
+			kind = datachat.KindTypeMismatch
 		}
 	case mapping.ErrorTypeConversion, mapping.ErrorTypeMismatchType, mapping.ErrorTypeInvalidType:
-		kind = KindTypeMismatch
+		kind = datachat.KindTypeMismatch
 	case mapping.ErrorTypeOutOfMemory:
-		kind = KindMemory
+		kind = datachat.KindMemory
 	case mapping.ErrorTypeInterrupt:
-		kind = KindTimeout
+		kind = datachat.KindTimeout
 	case mapping.ErrorTypePermission, mapping.ErrorTypeMissingExtension, mapping.ErrorTypeAutoload,
 		mapping.ErrorTypeHTTP, mapping.ErrorTypeNetwork:
-		kind = KindRefused
+		kind = datachat.KindRefused
 	case mapping.ErrorTypeInvalidInput, mapping.ErrorTypeSettings:
 		if strings.Contains(body, "configuration has been locked") || strings.Contains(body, "read-only mode") ||
 			strings.Contains(body, "disabled") {
-			kind = KindRefused
+			kind = datachat.KindRefused
 		}
 	}
-	if kind == KindMemory {
+	if kind == datachat.KindMemory {
 		// DuckDB's advice (SET threads…, SET memory_limit…) is refused here.
 		body, _, _ = strings.Cut(body, "\n\nPossible solutions:")
 		body += "; make the query lighter: aggregate or filter first, select fewer or smaller columns"
 	}
-	return &QueryError{Kind: kind, Message: cutMessage(body)}
+	return &datachat.QueryError{Kind: kind, Message: cutMessage(body)}
 }
 
 var errorPrefixes = map[string]mapping.ErrorType{

@@ -65,7 +65,7 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 		name := mapping.ColumnName(&res, mapping.IdxT(i))
 		r.Columns = append(r.Columns, datachat.Column{Name: name, SQLType: decoders[i].sqlType, Type: FriendlyType(decoders[i].sqlType)})
 		if u := decoders[i].unsupported(); u != "" {
-			return nil, &QueryError{Kind: KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, QuoteIdent(name))}
+			return nil, &datachat.QueryError{Kind: datachat.KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, QuoteIdent(name))}
 		}
 	}
 	cl := cellLimits{maxCell: lim.maxCell, maxBytes: lim.maxBytes}
@@ -145,7 +145,7 @@ func queryAll(conn mapping.Connection, sql string, maxRows int, params []string)
 	}
 	r, err := fetch(res, resultLimits{maxRows: maxRows})
 	if err != nil {
-		var qe *QueryError
+		var qe *datachat.QueryError
 		if errors.As(err, &qe) {
 			return nil, newDuckError(mapping.ErrorTypeInvalid, qe.Message)
 		}
@@ -161,7 +161,7 @@ func (in *instance) estimate(ctx context.Context, sql string) (int64, error) {
 	var n int64
 	err := in.withConn(ctx, func(conn mapping.Connection) error {
 		if strings.IndexByte(sql, 0) >= 0 {
-			return &QueryError{Kind: KindSyntax, Message: "the query contains a NUL byte"}
+			return &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the query contains a NUL byte"}
 		}
 		if err := in.checkSelect(conn, sql); err != nil {
 			var te *treeError

@@ -110,7 +110,7 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var qe *QueryError
+		var qe *datachat.QueryError
 		if errors.As(err, &qe) {
 			// The worker died of what the file made it do.
 			return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be loaded: %s", job.Name, qe.Message)

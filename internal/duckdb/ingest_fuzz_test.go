@@ -111,7 +111,7 @@ func FuzzDecodeReply(f *testing.F) {
 	e.result(&Result{Columns: []datachat.Column{{Name: "o", SQLType: "STRUCT(a INTEGER[])"}}, Rows: [][]any{{Object{{Key: "a", Value: []any{int64(1), json.Number("1.5"), true}}}}}})
 	f.Add(e.b)
 	e = &enc{}
-	encodeError(e, &QueryError{Kind: KindSyntax, Message: "x"})
+	encodeError(e, &datachat.QueryError{Kind: datachat.KindSyntax, Message: "x"})
 	f.Add(e.b)
 	e = &enc{}
 	encodeError(e, datachat.Errorf(datachat.EUNAUTHORIZED, "claimed"))

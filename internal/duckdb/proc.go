@@ -3,6 +3,7 @@ package duckdb
 import (
 	"bufio"
 	"context"
+	"datachat"
 	"errors"
 	"fmt"
 	"io"
@@ -262,7 +263,7 @@ func (p *proc) deathOr(err error) error {
 }
 
 // death waits for the process to exit and says why it ended, in words the
-// model can act on: a *QueryError for what the query caused (memory, CPU,
+// model can act on: a *datachat.QueryError for what the query caused (memory, CPU,
 // a crash), the kill reason when the server killed it.
 func (p *proc) death() error {
 	select {
@@ -288,30 +289,30 @@ func exitError(st *os.ProcessState, stderr string) error {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		switch sig := ws.Signal(); {
 		case sig == syscall.SIGXCPU:
-			return &QueryError{Kind: KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
+			return &datachat.QueryError{Kind: datachat.KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
 		case sig == syscall.SIGKILL && !outOfMemory:
-			return &QueryError{Kind: KindMemory, Message: "the query's engine process was killed from outside, most likely because the machine ran short of memory; make the query lighter (aggregate, filter, fewer or smaller columns)"}
+			return &datachat.QueryError{Kind: datachat.KindMemory, Message: "the query's engine process was killed from outside, most likely because the machine ran short of memory; make the query lighter (aggregate, filter, fewer or smaller columns)"}
 		case outOfMemory:
-			return &QueryError{Kind: KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
+			return &datachat.QueryError{Kind: datachat.KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
 		default:
-			return &QueryError{Kind: KindOther, Message: fmt.Sprintf("the SQL engine crashed on this query (%s) and was restarted; the query did not run: try another form of it", sig)}
+			return &datachat.QueryError{Kind: datachat.KindOther, Message: fmt.Sprintf("the SQL engine crashed on this query (%s) and was restarted; the query did not run: try another form of it", sig)}
 		}
 	}
 	if outOfMemory {
-		return &QueryError{Kind: KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
+		return &datachat.QueryError{Kind: datachat.KindMemory, Message: "the query used more memory than allowed and was stopped; make it lighter (aggregate or filter first, fewer or smaller columns, no huge strings or lists)"}
 	}
 	// Go's runtime turns a crash in DuckDB's C++ (SIGSEGV, SIGABRT) into a
 	// goroutine dump and exit status 2.
 	for _, crash := range []string{"SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "terminate called", "fatal error:"} {
 		if strings.Contains(stderr, crash) {
-			return &QueryError{Kind: KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
+			return &datachat.QueryError{Kind: datachat.KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
 		}
 	}
 	if strings.Contains(stderr, "goroutine ") && st.ExitCode() == 2 {
 		// A Go runtime's fatal error whose first line did not survive.
-		return &QueryError{Kind: KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
+		return &datachat.QueryError{Kind: datachat.KindOther, Message: "the SQL engine crashed on this input and was restarted; nothing else was affected: try another form of it"}
 	}
-	return &QueryError{Kind: KindOther, Message: fmt.Sprintf("the SQL engine stopped unexpectedly on this query (%s) and was restarted; nothing else was affected: try another form of it", st)}
+	return &datachat.QueryError{Kind: datachat.KindOther, Message: fmt.Sprintf("the SQL engine stopped unexpectedly on this query (%s) and was restarted; nothing else was affected: try another form of it", st)}
 }
 
 func lastLine(s string) string {

@@ -25,8 +25,8 @@ func TestDecompressionBomb(t *testing.T) {
 	}
 	for _, q := range []string{"SELECT * FROM bomb", "SELECT length(map_keys(arr)[1]) FROM bomb"} {
 		_, err = e.Query(ctx, "c", tables, q)
-		var qe *QueryError
-		if !errors.As(err, &qe) || qe.Kind != KindMemory {
+		var qe *datachat.QueryError
+		if !errors.As(err, &qe) || qe.Kind != datachat.KindMemory {
 			t.Errorf("%s: got %v, want a memory-limit error", q, err)
 		}
 		t.Logf("%s: %v", q, err)
@@ -102,8 +102,8 @@ func TestSharedParquet(t *testing.T) {
 		"datapage_v2.snappy.parquet": 5, "userdata1.parquet": 1000, "datapage_v1-corrupt-checksum.parquet": 1000,
 	}
 	failing := map[string]string{
-		"large_string_map.brotli.parquet": KindMemory,
-		"hadoop_lz4_compressed.parquet":   KindOther,
+		"large_string_map.brotli.parquet": datachat.KindMemory,
+		"hadoop_lz4_compressed.parquet":   datachat.KindOther,
 		"PARQUET-1481.parquet":            "open",
 	}
 	for _, f := range files {
@@ -113,7 +113,7 @@ func TestSharedParquet(t *testing.T) {
 				if err == nil {
 					t.Fatalf("got %d rows, want an error", res.RowCount)
 				}
-				var qe *QueryError
+				var qe *datachat.QueryError
 				if want != "open" && (!errors.As(err, &qe) || qe.Kind != want) {
 					t.Errorf("got %v, want kind %q", err, want)
 				}

@@ -17,7 +17,7 @@ import (
 // scope it hides the table. Names compare without regard to case, as
 // DuckDB's do.
 //
-// Errors: *QueryError (EINVALID) when sql is not one SELECT that parses;
+// Errors: *datachat.QueryError (EINVALID) when sql is not one SELECT that parses;
 // datachat.EINVALID when its parse tree is too large to read back; the
 // errors of [Engine.Query] otherwise.
 func (e *Engine) Relations(ctx context.Context, conversationID string, tables []Table, sql string) ([]string, error) {
@@ -57,7 +57,7 @@ func relationsOf(text string) (map[string]bool, error) {
 		if strings.Contains(msg, "Only SELECT") {
 			return nil, refused(onlySelect)
 		}
-		return nil, &QueryError{Kind: KindSyntax, Message: msg}
+		return nil, &datachat.QueryError{Kind: datachat.KindSyntax, Message: msg}
 	}
 	read := map[string]bool{}
 	collectRelations(tree, map[string]bool{}, read)

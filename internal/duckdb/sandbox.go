@@ -1,6 +1,7 @@
 package duckdb
 
 import (
+	"datachat"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,7 +169,7 @@ func parseTree(conn mapping.Connection, sql string) (any, error) {
 		// time (a 100,000-value IN list) is the user's to make smaller.
 		var de *duckError
 		if errors.As(err, &de) {
-			if qe := classify(de.typ, de.msg); qe.Kind == KindMemory || qe.Kind == KindTimeout {
+			if qe := classify(de.typ, de.msg); qe.Kind == datachat.KindMemory || qe.Kind == datachat.KindTimeout {
 				return nil, qe
 			}
 		}
@@ -260,7 +261,7 @@ func (c *checked) close() { mapping.DestroyPrepare(&c.stmt) }
 // builds around the checked SELECT.
 func (in *instance) check(conn mapping.Connection, sql string) (*checked, error) {
 	if strings.IndexByte(sql, 0) >= 0 {
-		return nil, &QueryError{Kind: KindSyntax, Message: "the query contains a NUL byte"}
+		return nil, &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the query contains a NUL byte"}
 	}
 	err := in.checkSelect(conn, sql)
 	var te *treeError
@@ -336,7 +337,7 @@ func countStatements(conn mapping.Connection, sql string) (int, error) {
 			}
 			return 0, classify(mapping.ErrorTypeParser, msg)
 		}
-		return 0, &QueryError{Kind: KindSyntax, Message: "the query is empty"}
+		return 0, &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the query is empty"}
 	}
 	return int(n), nil
 }

@@ -2,6 +2,7 @@ package duckdb
 
 import (
 	"context"
+	"datachat"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 )
 
 // TestSandbox runs adversarial statements against one conversation's instance.
-// Each must fail with a QueryError of the expected kind, and the instance must
+// Each must fail with a datachat.QueryError of the expected kind, and the instance must
 // answer the next ordinary query correctly.
 func TestSandbox(t *testing.T) {
 	root := t.TempDir()
@@ -51,93 +52,93 @@ func TestSandbox(t *testing.T) {
 		kind string
 	}{
 		// Reading files by every table function.
-		{"SELECT * FROM read_csv('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_csv_auto('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_text('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_blob('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_json('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_json_auto('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_ndjson_objects('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_csv('/proc/self/environ')", KindRefused},
-		{"SELECT * FROM sniff_csv('/etc/passwd')", KindRefused},
-		{"SELECT * FROM read_csv(" + lit(secretCSV) + ")", KindRefused},
-		{"SELECT * FROM " + lit(secretCSV), KindRefused},
-		{"SELECT * FROM read_duckdb(" + lit(filepath.Join(root, "x.duckdb")) + ")", KindRefused},
+		{"SELECT * FROM read_csv('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_csv_auto('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_text('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_blob('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_json('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_json_auto('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_ndjson_objects('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_csv('/proc/self/environ')", datachat.KindRefused},
+		{"SELECT * FROM sniff_csv('/etc/passwd')", datachat.KindRefused},
+		{"SELECT * FROM read_csv(" + lit(secretCSV) + ")", datachat.KindRefused},
+		{"SELECT * FROM " + lit(secretCSV), datachat.KindRefused},
+		{"SELECT * FROM read_duckdb(" + lit(filepath.Join(root, "x.duckdb")) + ")", datachat.KindRefused},
 		// Another conversation's dataset, by path, by glob, in a list.
-		{"SELECT * FROM read_parquet(" + lit(other) + ")", KindRefused},
-		{"SELECT * FROM " + lit(other), KindRefused},
-		{"SELECT * FROM parquet_scan(" + lit(other) + ")", KindRefused},
-		{"SELECT * FROM parquet_metadata(" + lit(other) + ")", KindRefused},
-		{"SELECT * FROM parquet_schema(" + lit(other) + ")", KindRefused},
-		{"SELECT * FROM read_parquet(" + lit(dirB+"/*.parquet") + ")", KindRefused},
-		{"SELECT * FROM read_parquet(" + lit(root+"/**/*.parquet") + ")", KindRefused},
-		{"SELECT * FROM read_parquet([" + lit(own) + ", " + lit(other) + "])", KindRefused},
-		{"SELECT * FROM read_parquet(" + lit(dirA+"/../conv-b/secret.parquet") + ")", KindRefused},
-		{"SELECT * FROM glob('/etc/*')", KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(other) + ")", datachat.KindRefused},
+		{"SELECT * FROM " + lit(other), datachat.KindRefused},
+		{"SELECT * FROM parquet_scan(" + lit(other) + ")", datachat.KindRefused},
+		{"SELECT * FROM parquet_metadata(" + lit(other) + ")", datachat.KindRefused},
+		{"SELECT * FROM parquet_schema(" + lit(other) + ")", datachat.KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(dirB+"/*.parquet") + ")", datachat.KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(root+"/**/*.parquet") + ")", datachat.KindRefused},
+		{"SELECT * FROM read_parquet([" + lit(own) + ", " + lit(other) + "])", datachat.KindRefused},
+		{"SELECT * FROM read_parquet(" + lit(dirA+"/../conv-b/secret.parquet") + ")", datachat.KindRefused},
+		{"SELECT * FROM glob('/etc/*')", datachat.KindRefused},
 		// Writing files.
-		{"COPY t TO " + lit(out+".csv"), KindRefused},
-		{"COPY (SELECT * FROM t) TO " + lit(out+".parquet") + " (FORMAT parquet)", KindRefused},
+		{"COPY t TO " + lit(out+".csv"), datachat.KindRefused},
+		{"COPY (SELECT * FROM t) TO " + lit(out+".parquet") + " (FORMAT parquet)", datachat.KindRefused},
 		{"COPY t FROM '/etc/passwd'", ""}, // fails binding: t is a view
-		{"EXPORT DATABASE " + lit(out), KindRefused},
-		{"IMPORT DATABASE " + lit(root), KindRefused},
+		{"EXPORT DATABASE " + lit(out), datachat.KindRefused},
+		{"IMPORT DATABASE " + lit(root), datachat.KindRefused},
 		// Other databases, extensions, network.
-		{"ATTACH " + lit(filepath.Join(root, "new.duckdb")) + " AS x", KindRefused},
-		{"ATTACH ':memory:' AS m", KindRefused},
-		{"USE memory", KindRefused},
-		{"INSTALL httpfs", KindRefused},
-		{"LOAD httpfs", KindRefused},
-		{"LOAD " + lit(filepath.Join(root, "evil.duckdb_extension")), KindRefused},
-		{"SELECT * FROM read_csv('https://example.com/data.csv')", KindRefused},
-		{"SELECT * FROM read_parquet('http://127.0.0.1:9/x.parquet')", KindRefused},
-		{"SELECT * FROM read_parquet('s3://bucket/x.parquet')", KindRefused},
+		{"ATTACH " + lit(filepath.Join(root, "new.duckdb")) + " AS x", datachat.KindRefused},
+		{"ATTACH ':memory:' AS m", datachat.KindRefused},
+		{"USE memory", datachat.KindRefused},
+		{"INSTALL httpfs", datachat.KindRefused},
+		{"LOAD httpfs", datachat.KindRefused},
+		{"LOAD " + lit(filepath.Join(root, "evil.duckdb_extension")), datachat.KindRefused},
+		{"SELECT * FROM read_csv('https://example.com/data.csv')", datachat.KindRefused},
+		{"SELECT * FROM read_parquet('http://127.0.0.1:9/x.parquet')", datachat.KindRefused},
+		{"SELECT * FROM read_parquet('s3://bucket/x.parquet')", datachat.KindRefused},
 		{"CREATE SECRET (TYPE s3, KEY_ID 'a', SECRET 'b')", ""}, // no s3 without httpfs
 		{"CREATE SECRET (TYPE http, BEARER_TOKEN 'b')", ""},
 		// Settings.
-		{"SET memory_limit = '100GB'", KindRefused},
-		{"SET threads = 64", KindRefused},
-		{"SET enable_external_access = true", KindRefused},
-		{"SET GLOBAL lock_configuration = false", KindRefused},
-		{"RESET memory_limit", KindRefused},
-		{"PRAGMA memory_limit = '100GB'", KindRefused},
-		{"PRAGMA enable_profiling", KindRefused},
-		{"CALL enable_logging()", KindRefused},
-		{"SELECT * FROM enable_logging()", KindRefused},
-		{"SELECT * FROM enable_profiling()", KindRefused},
-		{"SELECT * FROM checkpoint()", KindRefused},
-		{"UPDATE duckdb_settings() SET value = '64' WHERE name = 'threads'", KindSyntax},
-		{"SET VARIABLE x = 1", KindRefused},
+		{"SET memory_limit = '100GB'", datachat.KindRefused},
+		{"SET threads = 64", datachat.KindRefused},
+		{"SET enable_external_access = true", datachat.KindRefused},
+		{"SET GLOBAL lock_configuration = false", datachat.KindRefused},
+		{"RESET memory_limit", datachat.KindRefused},
+		{"PRAGMA memory_limit = '100GB'", datachat.KindRefused},
+		{"PRAGMA enable_profiling", datachat.KindRefused},
+		{"CALL enable_logging()", datachat.KindRefused},
+		{"SELECT * FROM enable_logging()", datachat.KindRefused},
+		{"SELECT * FROM enable_profiling()", datachat.KindRefused},
+		{"SELECT * FROM checkpoint()", datachat.KindRefused},
+		{"UPDATE duckdb_settings() SET value = '64' WHERE name = 'threads'", datachat.KindSyntax},
+		{"SET VARIABLE x = 1", datachat.KindRefused},
 		// Writes to the catalog, hidden or not.
-		{"CREATE TABLE x AS SELECT 1", KindRefused},
-		{"CREATE OR REPLACE VIEW t AS SELECT 'hijacked' AS label", KindRefused},
-		{"CREATE MACRO m() AS 1", KindRefused},
-		{"DROP VIEW t", KindRefused},
-		{"ALTER VIEW t RENAME TO u", KindRefused},
-		{"INSERT INTO t VALUES (1, 'x')", KindRefused}, // t is a view: refused as a write, not "not an table"
-		{"insert into t select * from t", KindRefused},
-		{"UPDATE t SET label = 'x'", KindRefused},
-		{"DELETE FROM t", KindRefused},
-		{"/* c */ DELETE FROM t WHERE id = 1", KindRefused},
-		{"TRUNCATE t", KindRefused},
-		{"MERGE INTO t USING t AS s ON t.id = s.id WHEN MATCHED THEN DELETE", KindRefused},
-		{"INSERT INTO nowhere VALUES (1)", KindRefused},
-		{"EXPLAIN ANALYZE CREATE TEMP VIEW t AS SELECT 1 AS id, 'hijacked' AS label", KindRefused},
-		{"EXPLAIN ANALYZE SELECT * FROM enable_logging()", KindRefused},
-		{"PREPARE p AS SELECT 1", KindRefused},
-		{"BEGIN TRANSACTION", KindRefused},
-		{"CHECKPOINT", KindRefused},
-		{"VACUUM", KindRefused},
+		{"CREATE TABLE x AS SELECT 1", datachat.KindRefused},
+		{"CREATE OR REPLACE VIEW t AS SELECT 'hijacked' AS label", datachat.KindRefused},
+		{"CREATE MACRO m() AS 1", datachat.KindRefused},
+		{"DROP VIEW t", datachat.KindRefused},
+		{"ALTER VIEW t RENAME TO u", datachat.KindRefused},
+		{"INSERT INTO t VALUES (1, 'x')", datachat.KindRefused}, // t is a view: refused as a write, not "not an table"
+		{"insert into t select * from t", datachat.KindRefused},
+		{"UPDATE t SET label = 'x'", datachat.KindRefused},
+		{"DELETE FROM t", datachat.KindRefused},
+		{"/* c */ DELETE FROM t WHERE id = 1", datachat.KindRefused},
+		{"TRUNCATE t", datachat.KindRefused},
+		{"MERGE INTO t USING t AS s ON t.id = s.id WHEN MATCHED THEN DELETE", datachat.KindRefused},
+		{"INSERT INTO nowhere VALUES (1)", datachat.KindRefused},
+		{"EXPLAIN ANALYZE CREATE TEMP VIEW t AS SELECT 1 AS id, 'hijacked' AS label", datachat.KindRefused},
+		{"EXPLAIN ANALYZE SELECT * FROM enable_logging()", datachat.KindRefused},
+		{"PREPARE p AS SELECT 1", datachat.KindRefused},
+		{"BEGIN TRANSACTION", datachat.KindRefused},
+		{"CHECKPOINT", datachat.KindRefused},
+		{"VACUUM", datachat.KindRefused},
 		// SQL from strings, several statements.
-		{"SELECT * FROM query('SELECT * FROM read_csv(''/etc/passwd'')')", KindRefused},
-		{"SELECT * FROM query_table('t')", KindRefused},
-		{"SELECT 1; SELECT 2", KindRefused},
-		{"SELECT 1; DROP VIEW t", KindRefused},
-		{"SELECT * FROM t; COPY t TO " + lit(out+"2.csv"), KindRefused},
+		{"SELECT * FROM query('SELECT * FROM read_csv(''/etc/passwd'')')", datachat.KindRefused},
+		{"SELECT * FROM query_table('t')", datachat.KindRefused},
+		{"SELECT 1; SELECT 2", datachat.KindRefused},
+		{"SELECT 1; DROP VIEW t", datachat.KindRefused},
+		{"SELECT * FROM t; COPY t TO " + lit(out+"2.csv"), datachat.KindRefused},
 		// The process's environment (API keys) is out of reach too.
-		{"SELECT getenv('GEMINI_API_KEY')", KindRefused},
+		{"SELECT getenv('GEMINI_API_KEY')", datachat.KindRefused},
 		// Resource limits.
-		{"SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0", KindTimeout},
-		{"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r", KindTimeout},
-		{"SELECT length(repeat('x', 2000000000))", KindMemory},
+		{"SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0", datachat.KindTimeout},
+		{"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r", datachat.KindTimeout},
+		{"SELECT length(repeat('x', 2000000000))", datachat.KindMemory},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("only %d adversarial statements", len(cases))
@@ -149,9 +150,9 @@ func TestSandbox(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			_, err := e.Query(ctx, "conv-a", tables, c.sql)
-			var qe *QueryError
+			var qe *datachat.QueryError
 			if !errors.As(err, &qe) {
-				t.Fatalf("got %v, want a QueryError", err)
+				t.Fatalf("got %v, want a datachat.QueryError", err)
 			}
 			if c.kind != "" && qe.Kind != c.kind {
 				t.Errorf("got kind %q (%v), want %q", qe.Kind, qe, c.kind)
@@ -160,7 +161,7 @@ func TestSandbox(t *testing.T) {
 				t.Error("empty message")
 			}
 			// A write refused says so, whether DuckDB could bind it or not.
-			if w, _ := firstWord(c.sql); c.kind == KindRefused && slices.Contains([]string{"INSERT", "UPDATE", "DELETE", "CREATE", "DROP"}, w) && !strings.Contains(qe.Message, "not allowed") {
+			if w, _ := firstWord(c.sql); c.kind == datachat.KindRefused && slices.Contains([]string{"INSERT", "UPDATE", "DELETE", "CREATE", "DROP"}, w) && !strings.Contains(qe.Message, "not allowed") {
 				t.Errorf("%s: %q, want the read-only refusal", w, qe.Message)
 			}
 			t.Logf("%s", firstLine(qe.Error()))

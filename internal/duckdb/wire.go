@@ -321,7 +321,7 @@ func (d *dec) result() *Result {
 // Reply status bytes: how a worker's answer to a request begins.
 const (
 	replyOK       byte = iota // the request's payload follows
-	replyQuery                // a *QueryError: kind, message
+	replyQuery                // a *datachat.QueryError: kind, message
 	replyCoded                // a *datachat.Error: code, message
 	replyInternal             // any other error: message (logged, never shown)
 	replyNoSpace              // a write failed on a full disk: no payload
@@ -329,7 +329,7 @@ const (
 
 // encodeError writes err as a reply.
 func encodeError(e *enc, err error) {
-	var qe *QueryError
+	var qe *datachat.QueryError
 	var de *datachat.Error
 	switch {
 	case wroteNoSpace.Swap(false) || datachat.IsNoSpace(err):
@@ -358,7 +358,7 @@ func decodeReply(b []byte) (*dec, error) {
 	case replyOK:
 		return d, d.err
 	case replyQuery:
-		qe := &QueryError{Kind: d.str(), Message: d.str()}
+		qe := &datachat.QueryError{Kind: d.str(), Message: d.str()}
 		if d.err != nil {
 			return nil, d.err
 		}

@@ -346,15 +346,15 @@ func stopReason(ctx context.Context, err error, timeout time.Duration) error {
 	}
 	switch context.Cause(ctx) {
 	case errCPULimit:
-		return &QueryError{Kind: KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
+		return &datachat.QueryError{Kind: datachat.KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
 	case context.DeadlineExceeded:
 		return timeoutError(timeout)
 	}
 	return err
 }
 
-func timeoutError(timeout time.Duration) *QueryError {
-	return &QueryError{Kind: KindTimeout, Message: fmt.Sprintf("the query did not finish within %s and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)", timeout)}
+func timeoutError(timeout time.Duration) *datachat.QueryError {
+	return &datachat.QueryError{Kind: datachat.KindTimeout, Message: fmt.Sprintf("the query did not finish within %s and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)", timeout)}
 }
 
 // realPaths are the files the tables' links point to, which the worker may
@@ -369,11 +369,11 @@ func realPaths(tables []Table) []string {
 
 // hideErrorPaths applies hidePaths to the message of an error a user sees.
 func hideErrorPaths(err error, root string, tables []Table) error {
-	var qe *QueryError
+	var qe *datachat.QueryError
 	var de *datachat.Error
 	switch {
 	case errors.As(err, &qe):
-		return &QueryError{Kind: qe.Kind, Message: hidePaths(qe.Message, root, tables)}
+		return &datachat.QueryError{Kind: qe.Kind, Message: hidePaths(qe.Message, root, tables)}
 	case errors.As(err, &de):
 		return &datachat.Error{Code: de.Code, Message: hidePaths(de.Message, root, tables)}
 	}

@@ -205,7 +205,7 @@ func (s *Sources) EstimateRows(ctx context.Context, user *datachat.User, convers
 	return n, nil
 }
 
-// queryError passes a query's own errors (EINVALID: a *dbsource.QueryError,
+// queryError passes a query's own errors (EINVALID: a *datachat.QueryError,
 // or a role refused) and the context's; anything else is the source not
 // answering: logged, and EBUSY for the caller.
 func (s *Sources) queryError(ctx context.Context, name string, err error) error {

@@ -352,7 +352,7 @@ func (w *Workspace) EstimateRows(ctx context.Context, conversationID, sql string
 // queryError turns the engine's QueryError into an EINVALID error whose message
 // names the kind of failure; other errors pass unchanged.
 func queryError(err error) error {
-	var qe *duckdb.QueryError
+	var qe *datachat.QueryError
 	if err != nil && errors.As(err, &qe) && datachat.ErrorCode(err) == datachat.EINTERNAL {
 		return datachat.WrapError(datachat.EINVALID, qe.Error(), err)
 	}
