@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"datachat"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 )
 
 // Turn assembly cost (BENCHMARKS.md, "Turn assembly"): what a turn does
@@ -152,22 +151,8 @@ func TestTurnAssemblyBudget(t *testing.T) {
 // (what a turn reads, since it sends at most 50 with the new question).
 func BenchmarkLoadHistory(b *testing.B) {
 	ctx := b.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	u, err := st.EnsureUser(ctx, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	conv := &datachat.Conversation{UserID: u.ID}
-	if err := st.CreateConversation(ctx, conv); err != nil {
-		b.Fatal(err)
-	}
+	st := sqlitetest.Open(b)
+	_, conv := sqlitetest.Conversation(b, st, "bench")
 	for _, m := range longConversation(10_000) {
 		calls := m.ToolCalls
 		m.ID, m.ConversationID, m.ToolCalls = "", conv.ID, nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,7 @@ import (
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 	"datachat/internal/openai"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 	"datachat/internal/testlog"
 )
 
@@ -69,23 +68,8 @@ type turnFixture struct {
 
 func newTurnFixture(t *testing.T, script llmtest.Script) *turnFixture {
 	t.Helper()
-	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "chat.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	u, err := st.EnsureUser(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &datachat.Conversation{UserID: u.ID}
-	if err := st.CreateConversation(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.Open(t)
+	u, c := sqlitetest.Conversation(t, st, "alice")
 	fake := llmtest.NewServer(t, llmtest.OpenAI, script)
 	fs := &flakyStore{Store: st}
 	r := &Runner{

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	"datachat"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 )
 
 // slowModel streams n tokens, one every delay, and reports each one sent.
@@ -41,23 +40,8 @@ func (m slowModel) Stream(ctx context.Context, _ *datachat.ModelRequest, emit fu
 
 func leaseRunner(t *testing.T, model Model) (*Runner, *datachat.User, *datachat.Conversation) {
 	t.Helper()
-	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "chat.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	u, err := st.EnsureUser(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &datachat.Conversation{UserID: u.ID}
-	if err := st.CreateConversation(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.Open(t)
+	u, c := sqlitetest.Conversation(t, st, "alice")
 	r := &Runner{
 		Store: st, Data: newBenchData(), Model: model, ModelID: "m", Window: 128_000, MaxQueryChars: 2000,
 		Streaming: true, Logger: slog.New(slog.DiscardHandler), LeaseOwner: "me", LeaseNode: "host/127.0.0.1:1",

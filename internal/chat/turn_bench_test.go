@@ -3,7 +3,6 @@ package chat
 import (
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 	"datachat/internal/openai"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 )
 
 // BenchmarkTurn is the server's work for one turn of the token-latency load
@@ -25,24 +24,11 @@ import (
 //	go test -run '^$' -bench Turn -benchmem -cpuprofile /tmp/turn.pprof ./internal/chat
 func BenchmarkTurn(b *testing.B) {
 	ctx := b.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "chat.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	u, err := st.EnsureUser(ctx, "alice")
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := sqlitetest.Open(b)
+	var u *datachat.User
 	convs := make([]*datachat.Conversation, 50)
 	for i := range convs {
-		convs[i] = &datachat.Conversation{UserID: u.ID}
-		if err := st.CreateConversation(ctx, convs[i]); err != nil {
-			b.Fatal(err)
-		}
+		u, convs[i] = sqlitetest.Conversation(b, st, "alice")
 	}
 	answer := make([]string, 40)
 	for i := range answer {

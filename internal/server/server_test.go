@@ -17,7 +17,7 @@ import (
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
 	"datachat/internal/retrieval"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 	"datachat/internal/workspace"
 )
 
@@ -34,14 +34,7 @@ type testServer struct {
 func newTestServer(t *testing.T, opts ...func(*Deps, *Config)) *testServer {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqlitetest.Open(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir := t.TempDir()
 	engine, err := duckdb.New(duckdb.Options{Timeout: 10 * time.Second, MemoryLimit: 512 << 20, TempDir: dir})

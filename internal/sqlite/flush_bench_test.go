@@ -2,12 +2,11 @@ package sqlite_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"datachat"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 )
 
 // What one second of 500 streaming answers costs the store (BENCHMARKS.md,
@@ -25,24 +24,10 @@ func BenchmarkFlushStreaming(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx := b.Context()
-			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			u, err := s.EnsureUser(ctx, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := sqlitetest.Open(b)
 			ids := make([]string, n)
 			for i := range ids {
-				c := &datachat.Conversation{UserID: u.ID}
-				if err := s.CreateConversation(ctx, c); err != nil {
-					b.Fatal(err)
-				}
+				_, c := sqlitetest.Conversation(b, s, "bench")
 				m := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
 				if err := s.CreateMessage(ctx, m); err != nil {
 					b.Fatal(err)

@@ -1,12 +1,11 @@
 package sqlite_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"datachat"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 )
 
 // What reading a conversation's history costs a turn (BENCHMARKS.md, "Token
@@ -16,24 +15,10 @@ import (
 //	go test -run '^$' -bench RecentMessages ./internal/sqlite
 func BenchmarkRecentMessages(b *testing.B) {
 	ctx := b.Context()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	u, err := s.EnsureUser(ctx, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := sqlitetest.Open(b)
 	var convs []string
 	for range 100 {
-		c := &datachat.Conversation{UserID: u.ID}
-		if err := s.CreateConversation(ctx, c); err != nil {
-			b.Fatal(err)
-		}
+		_, c := sqlitetest.Conversation(b, s, "bench")
 		convs = append(convs, c.ID)
 		for i := range 60 {
 			m := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleUser, Content: "How did revenue go?", Status: datachat.StatusComplete}

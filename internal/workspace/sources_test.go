@@ -11,13 +11,12 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"datachat"
 	"datachat/internal/dbsource"
-	"datachat/internal/sqlite"
+	"datachat/internal/sqlite/sqlitetest"
 )
 
 // adminURL returns the URL in env, or skips t (fails it under CI=true)
@@ -103,14 +102,7 @@ func TestSourceErrors(t *testing.T) {
 
 func testSourceErrors(t *testing.T, kind, risky, badLogin, noDB, privilege, refusedLogin string) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := sqlitetest.Open(t)
 	alice, _ := st.EnsureUser(ctx, "alice")
 	bob, _ := st.EnsureUser(ctx, "bob")
 	conv := &datachat.Conversation{UserID: alice.ID, Title: "t"}
