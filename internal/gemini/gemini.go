@@ -39,6 +39,7 @@ type Options struct {
 // Client is a Gemini chat model ([Client.Stream]) and embedder
 // ([Client.Embed]). It is safe for concurrent use.
 type Client struct {
+	llm.Names
 	opts Options
 	base string // ends with the API version, e.g. https://…/v1beta
 	llm  *llm.Client
@@ -50,8 +51,9 @@ func New(opts Options) *Client {
 	opts.Model = cmp.Or(opts.Model, DefaultModel)
 	opts.EmbeddingModel = cmp.Or(opts.EmbeddingModel, DefaultEmbeddingModel)
 	return &Client{
-		opts: opts,
-		base: versionedBase(opts.BaseURL),
+		Names: llm.Names{Provider: provider.Name, Model: opts.Model, EmbeddingModel: opts.EmbeddingModel},
+		opts:  opts,
+		base:  versionedBase(opts.BaseURL),
 		llm: llm.NewClient(llm.Config{
 			Provider:          provider,
 			Transport:         opts.Transport,
@@ -60,15 +62,6 @@ func New(opts Options) *Client {
 		}),
 	}
 }
-
-// Name returns "gemini".
-func (c *Client) Name() string { return provider.Name }
-
-// ModelName returns the chat model used when a request names none.
-func (c *Client) ModelName() string { return c.opts.Model }
-
-// EmbeddingModelName returns the embedding model.
-func (c *Client) EmbeddingModelName() string { return c.opts.EmbeddingModel }
 
 // Stream sends req to streamGenerateContent and calls emit for each text
 // delta and function call, then the finish reason and one Usage event. Errors

@@ -141,3 +141,21 @@ func NewCallID() string {
 	_, _ = rand.Read(b[:])
 	return "call_" + hex.EncodeToString(b[:])
 }
+
+// Names are what a provider's client is called and uses by default: the
+// provider's name, and the chat and embedding models a request that names
+// none gets. Each provider's Client embeds them.
+type Names struct {
+	Provider       string
+	Model          string
+	EmbeddingModel string
+}
+
+// Name returns the provider's name ("gemini", "openai", "ollama").
+func (n Names) Name() string { return n.Provider }
+
+// ModelName returns the chat model used when a request names none.
+func (n Names) ModelName() string { return n.Model }
+
+// EmbeddingModelName returns the embedding model.
+func (n Names) EmbeddingModelName() string { return n.EmbeddingModel }

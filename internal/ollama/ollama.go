@@ -41,6 +41,7 @@ type Options struct {
 // Client is an Ollama chat model ([Client.Stream]) and embedder
 // ([Client.Embed]). It is safe for concurrent use.
 type Client struct {
+	llm.Names
 	opts Options
 	base string
 	llm  *llm.Client
@@ -51,8 +52,9 @@ func New(opts Options) *Client {
 	opts.Model = cmp.Or(opts.Model, DefaultModel)
 	opts.EmbeddingModel = cmp.Or(opts.EmbeddingModel, DefaultEmbeddingModel)
 	return &Client{
-		opts: opts,
-		base: HostURL(opts.Host),
+		Names: llm.Names{Provider: provider.Name, Model: opts.Model, EmbeddingModel: opts.EmbeddingModel},
+		opts:  opts,
+		base:  HostURL(opts.Host),
 		llm: llm.NewClient(llm.Config{
 			Provider:          provider,
 			Transport:         opts.Transport,
@@ -88,15 +90,6 @@ func HostURL(host string) string {
 	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: strings.TrimRight("/"+path, "/")}
 	return u.String()
 }
-
-// Name returns "ollama".
-func (c *Client) Name() string { return provider.Name }
-
-// ModelName returns the chat model used when a request names none.
-func (c *Client) ModelName() string { return c.opts.Model }
-
-// EmbeddingModelName returns the embedding model.
-func (c *Client) EmbeddingModelName() string { return c.opts.EmbeddingModel }
 
 // Host returns the base URL requests go to.
 func (c *Client) Host() string { return c.base }

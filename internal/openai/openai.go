@@ -40,6 +40,7 @@ type Options struct {
 // Client is an OpenAI-compatible chat model ([Client.Stream]) and embedder
 // ([Client.Embed]). It is safe for concurrent use.
 type Client struct {
+	llm.Names
 	opts     Options
 	base     string
 	official bool // api.openai.com
@@ -54,6 +55,7 @@ func New(opts Options) *Client {
 	base := strings.TrimRight(opts.BaseURL, "/")
 	u, _ := url.Parse(base)
 	return &Client{
+		Names:    llm.Names{Provider: provider.Name, Model: opts.Model, EmbeddingModel: opts.EmbeddingModel},
 		opts:     opts,
 		base:     base,
 		official: u != nil && u.Hostname() == "api.openai.com",
@@ -65,15 +67,6 @@ func New(opts Options) *Client {
 		}),
 	}
 }
-
-// Name returns "openai".
-func (c *Client) Name() string { return provider.Name }
-
-// ModelName returns the chat model used when a request names none.
-func (c *Client) ModelName() string { return c.opts.Model }
-
-// EmbeddingModelName returns the embedding model.
-func (c *Client) EmbeddingModelName() string { return c.opts.EmbeddingModel }
 
 // Stream sends req to /chat/completions with stream:true and calls emit for
 // each text delta and each assembled tool call, then the finish reason and
