@@ -169,26 +169,39 @@ func (t *thrift) listHeader() (byte, int, error) {
 	return h & 0x0f, n, nil
 }
 
+// fieldHeader reads the header of a struct's field that follows the field
+// last: its id (a delta from last, or a full varint) and type; the type is
+// tStop, and there is no id, at the struct's end.
+func (t *thrift) fieldHeader(last int16) (id int16, typ byte, err error) {
+	h, err := t.byte()
+	if err != nil {
+		return 0, 0, err
+	}
+	typ = h & 0x0f
+	if typ == tStop {
+		return 0, tStop, nil
+	}
+	if h>>4 == 0 {
+		v, err := t.varint()
+		if err != nil {
+			return 0, 0, err
+		}
+		return int16(v), typ, nil
+	}
+	return last + int16(h>>4), typ, nil
+}
+
 // fields calls fn for each field of a struct; fn must consume the value (or
 // call skip) and report whether it did.
 func (t *thrift) fields(fn func(id int16, typ byte) (bool, error)) error {
 	var last int16
 	for {
-		h, err := t.byte()
+		id, typ, err := t.fieldHeader(last)
 		if err != nil {
 			return err
 		}
-		typ := h & 0x0f
 		if typ == tStop {
 			return nil
-		}
-		id := last + int16(h>>4)
-		if h>>4 == 0 {
-			v, err := t.varint()
-			if err != nil {
-				return err
-			}
-			id = int16(v)
 		}
 		last = id
 		done, err := fn(id, typ)
@@ -266,23 +279,14 @@ func (t *thrift) skip(typ byte, depth int) error {
 	case tStruct:
 		var last int16
 		for {
-			h, err := t.byte()
+			id, ft, err := t.fieldHeader(last)
 			if err != nil {
 				return err
 			}
-			ft := h & 0x0f
 			if ft == tStop {
 				return nil
 			}
-			if h>>4 == 0 {
-				v, err := t.varint()
-				if err != nil {
-					return err
-				}
-				last = int16(v)
-			} else {
-				last += int16(h >> 4)
-			}
+			last = id
 			if err := t.skip(ft, depth+1); err != nil {
 				return err
 			}
