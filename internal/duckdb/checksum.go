@@ -169,39 +169,26 @@ func (t *thrift) listHeader() (byte, int, error) {
 	return h & 0x0f, n, nil
 }
 
-// fieldHeader reads the header of a struct's field that follows the field
-// last: its id (a delta from last, or a full varint) and type; the type is
-// tStop, and there is no id, at the struct's end.
-func (t *thrift) fieldHeader(last int16) (id int16, typ byte, err error) {
-	h, err := t.byte()
-	if err != nil {
-		return 0, 0, err
-	}
-	typ = h & 0x0f
-	if typ == tStop {
-		return 0, tStop, nil
-	}
-	if h>>4 == 0 {
-		v, err := t.varint()
-		if err != nil {
-			return 0, 0, err
-		}
-		return int16(v), typ, nil
-	}
-	return last + int16(h>>4), typ, nil
-}
-
 // fields calls fn for each field of a struct; fn must consume the value (or
 // call skip) and report whether it did.
 func (t *thrift) fields(fn func(id int16, typ byte) (bool, error)) error {
 	var last int16
 	for {
-		id, typ, err := t.fieldHeader(last)
+		h, err := t.byte()
 		if err != nil {
 			return err
 		}
+		typ := h & 0x0f
 		if typ == tStop {
 			return nil
+		}
+		id := last + int16(h>>4)
+		if h>>4 == 0 {
+			v, err := t.varint()
+			if err != nil {
+				return err
+			}
+			id = int16(v)
 		}
 		last = id
 		done, err := fn(id, typ)
@@ -277,20 +264,9 @@ func (t *thrift) skip(typ byte, depth int) error {
 		}
 		return nil
 	case tStruct:
-		var last int16
-		for {
-			id, ft, err := t.fieldHeader(last)
-			if err != nil {
-				return err
-			}
-			if ft == tStop {
-				return nil
-			}
-			last = id
-			if err := t.skip(ft, depth+1); err != nil {
-				return err
-			}
-		}
+		return t.fields(func(_ int16, ft byte) (bool, error) {
+			return true, t.skip(ft, depth+1)
+		})
 	}
 	return errThrift
 }
