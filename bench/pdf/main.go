@@ -19,12 +19,10 @@ package main
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"os/exec"
@@ -41,6 +39,7 @@ import (
 	"datachat"
 	"datachat/internal/extract"
 	"datachat/internal/retrieval/retrievaltest"
+	"datachat/internal/testfiles"
 )
 
 func main() {
@@ -78,7 +77,7 @@ func main() {
 		inputs = append(inputs, input{filepath.Base(p), data})
 	}
 	if *bomb {
-		inputs = append(inputs, input{"flate-bomb.pdf (generated)", flateBomb()})
+		inputs = append(inputs, input{"flate-bomb.pdf (generated)", testfiles.FlateBomb()})
 	}
 
 	pdftotext, _ := exec.LookPath("pdftotext")
@@ -381,37 +380,4 @@ func round(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.2f s", d.Seconds())
 	}
-}
-
-// flateBomb returns a one-page PDF whose content stream is a line of text and
-// 200 MiB of zeros, Flate-compressed to about 200 KiB (as the tests of
-// internal/extract build it).
-func flateBomb() []byte {
-	var z bytes.Buffer
-	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
-	io.WriteString(zw, "BT /F1 12 Tf 72 720 Td (Hello from the bomb) Tj ET\n")
-	zeros := make([]byte, 1<<20)
-	for range 200 {
-		zw.Write(zeros)
-	}
-	zw.Close()
-	var b bytes.Buffer
-	var offsets []int
-	obj := func(body string) {
-		offsets = append(offsets, b.Len())
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
-	}
-	b.WriteString("%PDF-1.4\n")
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	obj("<< /Type /Pages /Kids [3 0 R] /Count 1 >>")
-	obj("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>")
-	obj(fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", z.Len(), z.Bytes()))
-	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, o := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return b.Bytes()
 }

@@ -106,19 +106,33 @@ func FuzzIngest(f *testing.F) {
 	f.Add([]byte("PAR1\x00\x00PAR1"), "bad.parquet")
 	l := fuzzLoader(f)
 	f.Fuzz(func(t *testing.T, data []byte, filename string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		sts, err := l.Ingest(ctx, bytes.NewReader(data), filename)
-		if err != nil {
-			ingestError(t, ctx, l, err)
-			return
-		}
-		defer l.RemoveAll(sts)
-		for _, st := range sts {
-			checkStored(t, l, st)
-		}
-		mustBeClean(t, l)
+		checkLoad(t, l, func(ctx context.Context) ([]*Stored, error) {
+			return l.Ingest(ctx, bytes.NewReader(data), filename)
+		}, nil)
 	})
+}
+
+// checkLoad runs load with a 30-second deadline. A failure must be a clean
+// refusal (ingestError); each table it stores passes checkStored and then
+// check (if not nil), and the loader is left clean; the tables are removed
+// at the end.
+func checkLoad(t *testing.T, l *Loader, load func(ctx context.Context) ([]*Stored, error), check func(st *Stored)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sts, err := load(ctx)
+	if err != nil {
+		ingestError(t, ctx, l, err)
+		return
+	}
+	defer l.RemoveAll(sts)
+	for _, st := range sts {
+		checkStored(t, l, st)
+		if check != nil {
+			check(st)
+		}
+	}
+	mustBeClean(t, l)
 }
 
 // fakeTransport answers every request with one canned response, so Fetch's
@@ -148,24 +162,16 @@ func FuzzFetch(f *testing.F) {
 		h := http.Header{}
 		h.Set("Content-Disposition", disposition)
 		l.client = &http.Client{Transport: fakeTransport{header: h, body: body}}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		sts, err := l.Fetch(ctx, rawURL)
-		if err != nil {
-			ingestError(t, ctx, l, err)
-			return
-		}
-		defer l.RemoveAll(sts)
-		for _, st := range sts {
-			checkStored(t, l, st)
+		checkLoad(t, l, func(ctx context.Context) ([]*Stored, error) {
+			return l.Fetch(ctx, rawURL)
+		}, func(st *Stored) {
 			// The source shown to people and models never carries a password.
 			if u, err := url.Parse(st.Source); err == nil && u.User != nil {
 				if p, ok := u.User.Password(); ok && p != "xxxxx" {
 					t.Fatalf("source %q shows the URL's password", st.Source)
 				}
 			}
-		}
-		mustBeClean(t, l)
+		})
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"datachat/internal/sharedtest"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -117,6 +118,21 @@ func ingestBytes(t *testing.T, l *Loader, name string, b []byte) (*Stored, error
 		t.Fatalf("%s gave %d tables, want 1", name, len(sts))
 	}
 	return sts[0], nil
+}
+
+// mustIngestShared ingests the shared data file rel (as ingestBytes, under
+// its base name), which must load.
+func mustIngestShared(t *testing.T, l *Loader, rel string) *Stored {
+	t.Helper()
+	b, err := readShared(t, rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := ingestBytes(t, l, path.Base(rel), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // query reads back a stored dataset with a scratch DuckDB.
@@ -312,14 +328,7 @@ func TestSharedFiles(t *testing.T) {
 
 func TestCSVText(t *testing.T) {
 	l := mustLoader(t, Options{})
-	kanji, err := readShared(t, "csv/test_mskanji.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := ingestBytes(t, l, "test_mskanji.csv", kanji)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := mustIngestShared(t, l, "csv/test_mskanji.csv")
 	if got := columnNames(st); got != "名前:text,年齢:integer,住所:text" {
 		t.Errorf("columns: %s", got)
 	}
@@ -330,27 +339,13 @@ func TestCSVText(t *testing.T) {
 
 	// cabinet-turnover.csv: BOM, CRLF, all-text columns with two empty names:
 	// DuckDB's sniffer alone would take the header for data.
-	cab, err := readShared(t, "csv/cabinet-turnover.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err = ingestBytes(t, l, "cabinet-turnover.csv", cab)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = mustIngestShared(t, l, "csv/cabinet-turnover.csv")
 	if st.RowCount != 379 || st.Columns[0].Name != "president" || st.Columns[7].Name != "gender" {
 		t.Errorf("cabinet: %d rows, columns %s", st.RowCount, columnNames(st))
 	}
 
 	// avengers.csv: one Windows-1252 byte in otherwise ASCII text.
-	av, err := readShared(t, "csv/avengers.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err = ingestBytes(t, l, "avengers.csv", av)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = mustIngestShared(t, l, "csv/avengers.csv")
 	rows = query(t, l, st, `SELECT count(*) FROM {t} WHERE "Notes" LIKE '%theæM''Kra%'`)
 	if st.RowCount != 173 || rows[0][0] != int64(1) {
 		t.Errorf("avengers: %d rows, æ found %v times", st.RowCount, rows[0][0])

@@ -191,7 +191,7 @@ func (l *Loader) Fetch(ctx context.Context, rawURL string) ([]*Stored, error) {
 		return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: the server answered %s", redact(u), resp.Status)
 	}
 	if resp.ContentLength > l.opts.MaxBytes {
-		return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: it is %s, over the %s limit", redact(u), size(resp.ContentLength), size(l.opts.MaxBytes))
+		return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: it is %s, over the %s limit", redact(u), duckdb.SizeText(resp.ContentLength), duckdb.SizeText(l.opts.MaxBytes))
 	}
 	name := fileNameOf(resp, u)
 	// A server that stops sending is given up on after HeaderTimeout of silence.
@@ -292,7 +292,7 @@ func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 		err = cerr
 	}
 	if err == nil && n > l.opts.MaxBytes {
-		err = datachat.Errorf(datachat.EINVALID, "%s is larger than the %s limit", name, size(l.opts.MaxBytes))
+		err = datachat.Errorf(datachat.EINVALID, "%s is larger than the %s limit", name, duckdb.SizeText(l.opts.MaxBytes))
 	}
 	if err != nil {
 		os.Remove(f.Name())
@@ -301,20 +301,4 @@ func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 		return "", 0, datachat.ClassifyNoSpace(err)
 	}
 	return f.Name(), n, nil
-}
-
-// size writes a byte count for people.
-func size(n int64) string {
-	for _, u := range []struct {
-		unit  string
-		bytes int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.bytes {
-			if n%u.bytes == 0 {
-				return fmt.Sprintf("%d %s", n/u.bytes, u.unit)
-			}
-			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.bytes), u.unit)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -301,11 +301,20 @@ var wrappers = []string{
 // refused in every wrapping, in any letter case and quoted — before DuckDB
 // binds it.
 func TestDeniedWrapped(t *testing.T) {
+	mustRefuseDenied(t, wrappers, func(call, name, args string) []string {
+		return []string{call, strings.ToUpper(name) + "(" + args, `"` + name + `"(` + args}
+	})
+}
+
+// mustRefuseDenied checks, on a new sandboxEngine, that each of deniedCalls
+// is refused in every form, in each spelling that spell gives of it (from
+// the call and its name and arguments, cut at the first parenthesis).
+func mustRefuseDenied(t *testing.T, forms []string, spell func(call, name, args string) []string) {
 	e, tables, check := sandboxEngine(t, Options{Timeout: 5 * time.Second})
 	n := 0
 	for _, call := range deniedCalls {
 		name, args, _ := strings.Cut(call, "(")
-		n += mustRefuseEach(t, e, tables, wrappers, call, strings.ToUpper(name)+"("+args, `"`+name+`"(`+args)
+		n += mustRefuseEach(t, e, tables, forms, spell(call, name, args)...)
 	}
 	t.Logf("%d wrapped calls refused", n)
 	check(t)

@@ -76,18 +76,9 @@ var wrappers2 = []string{
 // stays refused in the wrappings of wrappers2, named with a quoted schema
 // and odd letter case, or with a comment before its parenthesis.
 func TestDeniedWrapped2(t *testing.T) {
-	e, tables, check := sandboxEngine(t, Options{Timeout: 5 * time.Second})
-	n := 0
-	for _, call := range deniedCalls {
-		name, args, _ := strings.Cut(call, "(")
-		n += mustRefuseEach(t, e, tables, wrappers2,
-			call,
-			`"main"."`+strings.ToUpper(name)+`"(`+args,
-			name+" /* c */ ("+args,
-		)
-	}
-	t.Logf("%d wrapped calls refused", n)
-	check(t)
+	mustRefuseDenied(t, wrappers2, func(call, name, args string) []string {
+		return []string{call, `"main"."` + strings.ToUpper(name) + `"(` + args, name + " /* c */ (" + args}
+	})
 }
 
 // TestDeniedScalars2: the denied scalar functions (which show settings and

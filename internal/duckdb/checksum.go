@@ -264,29 +264,9 @@ func (t *thrift) skip(typ byte, depth int) error {
 		}
 		return nil
 	case tStruct:
-		var last int16
-		for {
-			h, err := t.byte()
-			if err != nil {
-				return err
-			}
-			ft := h & 0x0f
-			if ft == tStop {
-				return nil
-			}
-			if h>>4 == 0 {
-				v, err := t.varint()
-				if err != nil {
-					return err
-				}
-				last = int16(v)
-			} else {
-				last += int16(h >> 4)
-			}
-			if err := t.skip(ft, depth+1); err != nil {
-				return err
-			}
-		}
+		return t.fields(func(_ int16, ft byte) (bool, error) {
+			return true, t.skip(ft, depth+1)
+		})
 	}
 	return errThrift
 }

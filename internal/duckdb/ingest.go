@@ -219,39 +219,25 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 			}
 		}
 		s := &ingestSession{conn: conn, name: name, maxLine: job.MaxLine, memoryLimit: memoryLimit}
-		var notes []string
+		var tables []IngestTable
 		switch kind {
 		case "parquet":
 			res.SourceFormat = "parquet"
-			if notes, err = s.storeParquet(in, fileOutput); err != nil {
+			notes, err := s.storeParquet(in, fileOutput)
+			if err != nil {
 				return err
 			}
+			tables = []IngestTable{{Output: fileOutput, Notes: notes}}
 		case "xlsx":
 			res.SourceFormat = "xlsx"
-			tables, err := s.storeWorkbook(in)
-			if err != nil {
+			if tables, err = s.storeWorkbook(in); err != nil {
 				return err
 			}
-			for i := range tables {
-				if tables[i].Columns, tables[i].RowCount, err = s.describe(tables[i].Output); err != nil {
-					return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
-				}
-			}
-			res.Tables = tables
-			return nil
 		case "json":
 			res.SourceFormat = "json"
-			tables, err := s.storeJSON(in)
-			if err != nil {
+			if tables, err = s.storeJSON(in); err != nil {
 				return err
 			}
-			for i := range tables {
-				if tables[i].Columns, tables[i].RowCount, err = s.describe(tables[i].Output); err != nil {
-					return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
-				}
-			}
-			res.Tables = tables
-			return nil
 		default:
 			enc, delim, err := s.storeCSV(ctx, in, fileOutput)
 			if err != nil {
@@ -261,12 +247,14 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 			if delim == "\t" || delim == `\t` {
 				res.SourceFormat = "tsv"
 			}
+			tables = []IngestTable{{Output: fileOutput}}
 		}
-		cols, n, err := s.describe(fileOutput)
-		if err != nil {
-			return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
+		for i := range tables {
+			if tables[i].Columns, tables[i].RowCount, err = s.describe(tables[i].Output); err != nil {
+				return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
+			}
 		}
-		res.Tables = []IngestTable{{Output: fileOutput, Columns: cols, RowCount: n, Notes: notes}}
+		res.Tables = tables
 		return nil
 	})
 	if err != nil {

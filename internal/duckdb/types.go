@@ -154,35 +154,13 @@ func sqlType(lt mapping.LogicalType) string {
 		defer mapping.DestroyLogicalType(&v)
 		return fmt.Sprintf("MAP(%s, %s)", sqlType(k), sqlType(v))
 	case mapping.TypeStruct:
-		var b strings.Builder
-		b.WriteString("STRUCT(")
-		for i := range int(mapping.StructTypeChildCount(lt)) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			child := mapping.StructTypeChildType(lt, mapping.IdxT(i))
-			b.WriteString(quoteFieldName(mapping.StructTypeChildName(lt, mapping.IdxT(i))))
-			b.WriteString(" ")
-			b.WriteString(sqlType(child))
-			mapping.DestroyLogicalType(&child)
-		}
-		b.WriteString(")")
-		return b.String()
+		return fieldList("STRUCT", int(mapping.StructTypeChildCount(lt)), func(i mapping.IdxT) (string, mapping.LogicalType) {
+			return mapping.StructTypeChildName(lt, i), mapping.StructTypeChildType(lt, i)
+		})
 	case mapping.TypeUnion:
-		var b strings.Builder
-		b.WriteString("UNION(")
-		for i := range int(mapping.UnionTypeMemberCount(lt)) {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			child := mapping.UnionTypeMemberType(lt, mapping.IdxT(i))
-			b.WriteString(quoteFieldName(mapping.UnionTypeMemberName(lt, mapping.IdxT(i))))
-			b.WriteString(" ")
-			b.WriteString(sqlType(child))
-			mapping.DestroyLogicalType(&child)
-		}
-		b.WriteString(")")
-		return b.String()
+		return fieldList("UNION", int(mapping.UnionTypeMemberCount(lt)), func(i mapping.IdxT) (string, mapping.LogicalType) {
+			return mapping.UnionTypeMemberName(lt, i), mapping.UnionTypeMemberType(lt, i)
+		})
 	case mapping.TypeGeometry:
 		return "GEOMETRY"
 	case mapping.TypeVariant:
@@ -190,6 +168,26 @@ func sqlType(lt mapping.LogicalType) string {
 	default:
 		return fmt.Sprintf("TYPE_%d", id)
 	}
+}
+
+// fieldList writes a STRUCT's or UNION's type, kind(name type, ...), from its
+// n named fields; field returns the i-th one's name and type, which
+// fieldList destroys.
+func fieldList(kind string, n int, field func(i mapping.IdxT) (string, mapping.LogicalType)) string {
+	var b strings.Builder
+	b.WriteString(kind + "(")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		name, child := field(mapping.IdxT(i))
+		b.WriteString(quoteFieldName(name))
+		b.WriteString(" ")
+		b.WriteString(sqlType(child))
+		mapping.DestroyLogicalType(&child)
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // quoteFieldName quotes a STRUCT field name when DuckDB would.

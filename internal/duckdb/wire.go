@@ -103,18 +103,14 @@ func (d *dec) byte() byte {
 	return c
 }
 
-func (d *dec) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) uvarint() uint64 { return decVarint(d, binary.Uvarint) }
 
-func (d *dec) varint() int64 {
-	v, n := binary.Varint(d.b)
+func (d *dec) varint() int64 { return decVarint(d, binary.Varint) }
+
+// decVarint reads one varint with read (binary.Uvarint or binary.Varint),
+// failing d if there is none.
+func decVarint[T uint64 | int64](d *dec, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail()
 		return 0

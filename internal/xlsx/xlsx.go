@@ -176,28 +176,21 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxSheets <= 0 {
-		l.MaxSheets = d.MaxSheets
-	}
-	if l.MaxColumns <= 0 {
-		l.MaxColumns = d.MaxColumns
-	}
-	if l.MaxRows <= 0 {
-		l.MaxRows = d.MaxRows
-	}
-	if l.MaxCellBytes <= 0 {
-		l.MaxCellBytes = d.MaxCellBytes
-	}
-	if l.MaxUnzipBytes <= 0 {
-		l.MaxUnzipBytes = d.MaxUnzipBytes
-	}
-	if l.MaxOtherBytes <= 0 {
-		l.MaxOtherBytes = d.MaxOtherBytes
-	}
-	if l.MaxSharedStrings <= 0 {
-		l.MaxSharedStrings = d.MaxSharedStrings
-	}
+	orDefault(&l.MaxSheets, d.MaxSheets)
+	orDefault(&l.MaxColumns, d.MaxColumns)
+	orDefault(&l.MaxRows, d.MaxRows)
+	orDefault(&l.MaxCellBytes, d.MaxCellBytes)
+	orDefault(&l.MaxUnzipBytes, d.MaxUnzipBytes)
+	orDefault(&l.MaxOtherBytes, d.MaxOtherBytes)
+	orDefault(&l.MaxSharedStrings, d.MaxSharedStrings)
 	return l
+}
+
+// orDefault sets a limit that is zero or negative to its default.
+func orDefault[T int | int64](limit *T, def T) {
+	if *limit <= 0 {
+		*limit = def
+	}
 }
 
 // Workbook is an opened workbook's tables. Close removes its spooled sheets.
