@@ -22,7 +22,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -66,8 +65,10 @@ func main() {
 	if err != nil {
 		log.Fatalf("shared documents not found (../shared/data/docs beside the repository): %v", err)
 	}
-	root, _ := retrievaltest.RepoRoot()
-	questions := loadQuestions(filepath.Join(root, "internal", "retrieval", "testdata", "eval.json"))
+	questions, err := retrievaltest.LoadQuestions()
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "retrieval-bench-*")
@@ -252,7 +253,7 @@ func main() {
 			}
 			if r == 0 {
 				asked++
-				if slices.ContainsFunc(res.Sources, q.answers) {
+				if slices.ContainsFunc(res.Sources, q.Answers) {
 					hits++
 				}
 				continue
@@ -267,47 +268,6 @@ func main() {
 		ms(pct(lat, 50)), ms(pct(lat, 95)), ms(pct(lat, 99)), ms(lat[len(lat)-1]), ms(mean(lat)), ms(embedTotal/time.Duration(max(1, len(lat)))))
 	fmt.Printf("load average at end: %s\n", loadAvg())
 	fmt.Printf("recall@5 of the labelled questions among %d chunks: %.3f (%d/%d)\n", nReal+synthChunks, float64(hits)/float64(asked), hits, asked)
-}
-
-type question struct {
-	Question string `json:"question"`
-	Document string `json:"document"`
-	Pages    []int  `json:"pages"`
-	Section  string `json:"section"`
-	Contains string `json:"contains"`
-}
-
-func (q question) answers(s retrieval.Source) bool {
-	if s.Metadata[retrieval.MetaDocument] != q.Document {
-		return false
-	}
-	if len(q.Pages) > 0 {
-		p, _ := s.Metadata[retrieval.MetaPage].(int)
-		if !slices.Contains(q.Pages, p) {
-			return false
-		}
-	}
-	if q.Section != "" {
-		sec, _ := s.Metadata[retrieval.MetaSection].(string)
-		if !strings.Contains(strings.ToLower(sec), strings.ToLower(q.Section)) {
-			return false
-		}
-	}
-	return q.Contains == "" || strings.Contains(strings.ToLower(s.Text), strings.ToLower(q.Contains))
-}
-
-func loadQuestions(path string) []question {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var set struct {
-		Questions []question `json:"questions"`
-	}
-	if err := json.Unmarshal(data, &set); err != nil {
-		log.Fatal(err)
-	}
-	return set.Questions
 }
 
 // sentencePool splits the real chunks into sentences and collects headings.
