@@ -20,8 +20,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,6 +39,7 @@ import (
 	"datachat"
 	"datachat/internal/extract"
 	"datachat/internal/postgres"
+	"datachat/internal/postgres/pgtest"
 	"datachat/internal/retrieval"
 	"datachat/internal/retrieval/retrievaltest"
 )
@@ -413,39 +412,23 @@ func openEmbedded(ctx context.Context, path string, emb retrieval.Embedder) (*ta
 // openPostgres creates a schema in the database at dsn, migrates it and
 // opens the store and index on it; close drops the schema unless keep.
 func openPostgres(ctx context.Context, dsn string, emb retrieval.Embedder, keep bool) (*target, error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "datachat_bench_" + hex.EncodeToString(b)
-	exec := func(ctx context.Context, sql string) error {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
+	if _, err := url.Parse(dsn); err != nil || !strings.HasPrefix(dsn, "postgres") {
+		return nil, errors.New("-postgres-url: want a postgres:// URL")
 	}
-	if err := exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return nil, fmt.Errorf("create schema: %w", err)
+	schema, err := pgtest.NewSchema(ctx, dsn, "datachat_bench_")
+	if err != nil {
+		return nil, err
 	}
 	drop := func() {
 		if keep {
-			log.Printf("kept schema %s", schema)
+			log.Printf("kept schema %s", schema.Name)
 			return
 		}
-		if err := exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			log.Printf("drop schema %s: %v", schema, err)
+		if err := schema.Drop(context.Background()); err != nil {
+			log.Print(err)
 		}
 	}
-	u, err := url.Parse(dsn)
-	if err != nil || !strings.HasPrefix(dsn, "postgres") {
-		drop()
-		return nil, errors.New("-postgres-url: want a postgres:// URL")
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	dsn = u.String()
+	dsn = schema.URL
 	s, err := postgres.Open(ctx, dsn)
 	if err != nil {
 		drop()
