@@ -271,15 +271,7 @@ func TestIndexQueryEmbedding(t *testing.T) {
 // TestIndexMigrateExisting migrates a schema holding chunks from 0002 to the
 // current one: the chunks become searchable by full text.
 func TestIndexMigrateExisting(t *testing.T) {
-	dsn := newSchema(t)
-	s, err := postgres.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.MigrateTo(t.Context(), "0002_message_lease.sql"); err != nil {
-		t.Fatalf("MigrateTo 0002: %v", err)
-	}
+	s := mustOpenAt(t, newSchema(t), "0002_message_lease.sql")
 	ds := newDocStore(t, s)
 	doc, chunks := backendtest.TextDoc("old", map[string]string{"year": "2020"}, "Glaciers carve valleys slowly.", "Rivers deposit silt.")
 	doc.Name = "geology-notes.md"

@@ -61,6 +61,21 @@ func mustOpen(t *testing.T, dsn string) *postgres.Store {
 	return s
 }
 
+// mustOpenAt opens a store on dsn migrated up to and including the migration
+// last, as an older release left it, closed when the test ends.
+func mustOpenAt(t *testing.T, dsn, last string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.MigrateTo(t.Context(), last); err != nil {
+		t.Fatalf("MigrateTo %s: %v", last, err)
+	}
+	return s
+}
+
 func TestStore(t *testing.T) {
 	testURL(t)
 	storetest.Run(t, func(t *testing.T) datachat.Store {
