@@ -20,9 +20,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +39,7 @@ import (
 	"datachat"
 	"datachat/internal/extract"
 	"datachat/internal/postgres"
+	"datachat/internal/postgres/pgtest"
 	"datachat/internal/retrieval"
 	"datachat/internal/retrieval/retrievaltest"
 )
@@ -66,8 +64,10 @@ func main() {
 	if err != nil {
 		log.Fatalf("shared documents not found (../shared/data/docs beside the repository): %v", err)
 	}
-	root, _ := retrievaltest.RepoRoot()
-	questions := loadQuestions(filepath.Join(root, "internal", "retrieval", "testdata", "eval.json"))
+	questions, err := retrievaltest.LoadQuestions()
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "retrieval-bench-*")
@@ -252,7 +252,7 @@ func main() {
 			}
 			if r == 0 {
 				asked++
-				if slices.ContainsFunc(res.Sources, q.answers) {
+				if slices.ContainsFunc(res.Sources, q.Answers) {
 					hits++
 				}
 				continue
@@ -267,47 +267,6 @@ func main() {
 		ms(pct(lat, 50)), ms(pct(lat, 95)), ms(pct(lat, 99)), ms(lat[len(lat)-1]), ms(mean(lat)), ms(embedTotal/time.Duration(max(1, len(lat)))))
 	fmt.Printf("load average at end: %s\n", loadAvg())
 	fmt.Printf("recall@5 of the labelled questions among %d chunks: %.3f (%d/%d)\n", nReal+synthChunks, float64(hits)/float64(asked), hits, asked)
-}
-
-type question struct {
-	Question string `json:"question"`
-	Document string `json:"document"`
-	Pages    []int  `json:"pages"`
-	Section  string `json:"section"`
-	Contains string `json:"contains"`
-}
-
-func (q question) answers(s retrieval.Source) bool {
-	if s.Metadata[retrieval.MetaDocument] != q.Document {
-		return false
-	}
-	if len(q.Pages) > 0 {
-		p, _ := s.Metadata[retrieval.MetaPage].(int)
-		if !slices.Contains(q.Pages, p) {
-			return false
-		}
-	}
-	if q.Section != "" {
-		sec, _ := s.Metadata[retrieval.MetaSection].(string)
-		if !strings.Contains(strings.ToLower(sec), strings.ToLower(q.Section)) {
-			return false
-		}
-	}
-	return q.Contains == "" || strings.Contains(strings.ToLower(s.Text), strings.ToLower(q.Contains))
-}
-
-func loadQuestions(path string) []question {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var set struct {
-		Questions []question `json:"questions"`
-	}
-	if err := json.Unmarshal(data, &set); err != nil {
-		log.Fatal(err)
-	}
-	return set.Questions
 }
 
 // sentencePool splits the real chunks into sentences and collects headings.
@@ -453,39 +412,23 @@ func openEmbedded(ctx context.Context, path string, emb retrieval.Embedder) (*ta
 // openPostgres creates a schema in the database at dsn, migrates it and
 // opens the store and index on it; close drops the schema unless keep.
 func openPostgres(ctx context.Context, dsn string, emb retrieval.Embedder, keep bool) (*target, error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "datachat_bench_" + hex.EncodeToString(b)
-	exec := func(ctx context.Context, sql string) error {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
+	if _, err := url.Parse(dsn); err != nil || !strings.HasPrefix(dsn, "postgres") {
+		return nil, errors.New("-postgres-url: want a postgres:// URL")
 	}
-	if err := exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return nil, fmt.Errorf("create schema: %w", err)
+	schema, err := pgtest.NewSchema(ctx, dsn, "datachat_bench_")
+	if err != nil {
+		return nil, err
 	}
 	drop := func() {
 		if keep {
-			log.Printf("kept schema %s", schema)
+			log.Printf("kept schema %s", schema.Name)
 			return
 		}
-		if err := exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			log.Printf("drop schema %s: %v", schema, err)
+		if err := schema.Drop(context.Background()); err != nil {
+			log.Print(err)
 		}
 	}
-	u, err := url.Parse(dsn)
-	if err != nil || !strings.HasPrefix(dsn, "postgres") {
-		drop()
-		return nil, errors.New("-postgres-url: want a postgres:// URL")
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	dsn = u.String()
+	dsn = schema.URL
 	s, err := postgres.Open(ctx, dsn)
 	if err != nil {
 		drop()

@@ -34,16 +34,8 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+record.ConversationColumns+` FROM conversations
+	return queryAll(ctx, s.pool, decode.Conversation, "list conversations", `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = $1 ORDER BY updated_at DESC, row_seq DESC`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, rowTo(decode.Conversation))
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	return record.NonNil(list), nil
 }
 
 // RenameConversation sets the title and bumps UpdatedAt.

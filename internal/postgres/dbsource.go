@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"datachat"
 	"datachat/internal/record"
 )
@@ -53,19 +51,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name COLLATE "C"`)
-}
-
-func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any) ([]*datachat.DBSource, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	list, err := pgx.CollectRows(rows, rowTo(decode.DBSource))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return record.NonNil(list), nil
+	return queryAll(ctx, s.pool, decode.DBSource, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name COLLATE "C"`)
 }
 
 // DeleteDBSource removes a source and, by the foreign key's cascade, its
@@ -101,7 +87,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
+	return queryAll(ctx, s.pool, decode.DBSource, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = $1 ORDER BY a.created_at, a.row_seq`, conversationID)
 }

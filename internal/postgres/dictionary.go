@@ -78,17 +78,9 @@ func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
 
 // Examples lists a user's verified examples, newest first.
 func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Example, error) {
-	rows, err := s.pool.Query(ctx, `
+	return queryAll(ctx, s.pool, decode.Example, "list examples", `
 		SELECT id, user_id, question, query, verdict, tables, conversation_id, message_id, call_id, created_at
 		FROM examples WHERE user_id = $1 ORDER BY created_at DESC, row_seq DESC`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("list examples: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, rowTo(decode.Example))
-	if err != nil {
-		return nil, fmt.Errorf("list examples: %w", err)
-	}
-	return record.NonNil(list), nil
 }
 
 // DeleteExample deletes a user's example; ENOTFOUND if there is none.

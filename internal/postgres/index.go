@@ -490,18 +490,8 @@ func (ix *Index) Query(ctx context.Context, q retrieval.Query) (*retrieval.Resul
 	res := &retrieval.Result{Sources: []retrieval.Source{}}
 	var qvec []float32
 	if ix.embedder != nil {
-		es := time.Now()
-		out, err := ix.embedder.Embed(ctx, []string{q.Text})
-		res.Embedding = time.Since(es)
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case err != nil:
-			ix.log.WarnContext(ctx, "query embedding failed; searching full text only", slog.Any("error", err))
-		case len(out) != 1 || len(out[0]) == 0:
-			ix.log.WarnContext(ctx, "query embedding failed; searching full text only", slog.Int("vectors", len(out)))
-		default:
-			qvec = retrieval.Normalize(out[0])
+		if qvec, res.Embedding, err = retrieval.EmbedQuery(ctx, ix.embedder, ix.log, q.Text); err != nil {
+			return nil, err
 		}
 	}
 

@@ -2,11 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -273,15 +271,7 @@ func TestIndexQueryEmbedding(t *testing.T) {
 // TestIndexMigrateExisting migrates a schema holding chunks from 0002 to the
 // current one: the chunks become searchable by full text.
 func TestIndexMigrateExisting(t *testing.T) {
-	dsn := newSchema(t)
-	s, err := postgres.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.MigrateTo(t.Context(), "0002_message_lease.sql"); err != nil {
-		t.Fatalf("MigrateTo 0002: %v", err)
-	}
+	s := mustOpenAt(t, newSchema(t), "0002_message_lease.sql")
 	ds := newDocStore(t, s)
 	doc, chunks := backendtest.TextDoc("old", map[string]string{"year": "2020"}, "Glaciers carve valleys slowly.", "Rivers deposit silt.")
 	doc.Name = "geology-notes.md"
@@ -302,51 +292,14 @@ func TestIndexMigrateExisting(t *testing.T) {
 	}
 }
 
-// evalQuestion is one labelled question of internal/retrieval/testdata/eval.json.
-type evalQuestion struct {
-	Question string `json:"question"`
-	Document string `json:"document"`
-	Pages    []int  `json:"pages"`
-	Section  string `json:"section"`
-	Contains string `json:"contains"`
-}
-
-// answers reports whether s answers q, as internal/retrieval's eval_test.go has it.
-func (q evalQuestion) answers(s retrieval.Source) bool {
-	if s.Metadata[retrieval.MetaDocument] != q.Document {
-		return false
-	}
-	if len(q.Pages) > 0 {
-		p, _ := s.Metadata[retrieval.MetaPage].(int)
-		if !slices.Contains(q.Pages, p) {
-			return false
-		}
-	}
-	if q.Section != "" {
-		sec, _ := s.Metadata[retrieval.MetaSection].(string)
-		if !strings.Contains(strings.ToLower(sec), strings.ToLower(q.Section)) {
-			return false
-		}
-	}
-	return q.Contains == "" || strings.Contains(strings.ToLower(s.Text), strings.ToLower(q.Contains))
-}
-
 // TestIndexRecall measures recall@5 of the labelled questions over all shared
 // documents in one conversation, for full text alone and hybrid with the
 // hashed test embedder, as internal/retrieval's TestRecall does for the
 // embedded index.
 func TestIndexRecall(t *testing.T) {
 	dir := retrievaltest.SharedDocsOrSkip(t)
-	root, err := retrievaltest.RepoRoot()
+	questions, err := retrievaltest.LoadQuestions()
 	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "internal", "retrieval", "testdata", "eval.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var set struct{ Questions []evalQuestion }
-	if err := json.Unmarshal(data, &set); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(dir)
@@ -396,21 +349,21 @@ func TestIndexRecall(t *testing.T) {
 				ds.add(t, ix, conv, &doc, chunks)
 			}
 			hits, mrr := 0, 0.0
-			for _, q := range set.Questions {
+			for _, q := range questions {
 				res, err := ix.Query(t.Context(), retrieval.Query{ConversationID: conv, Text: q.Question, TopK: 5})
 				if err != nil {
 					t.Fatalf("Query %q: %v", q.Question, err)
 				}
-				if i := slices.IndexFunc(res.Sources, q.answers); i >= 0 {
+				if i := slices.IndexFunc(res.Sources, q.Answers); i >= 0 {
 					hits++
 					mrr += 1 / float64(i+1)
 				} else {
 					t.Logf("  missed: %s", q.Question)
 				}
 			}
-			n := float64(len(set.Questions))
+			n := float64(len(questions))
 			r := float64(hits) / n
-			t.Logf("recall@5 %s: %.3f (%d/%d), MRR@5 %.3f", tc.name, r, hits, len(set.Questions), mrr/n)
+			t.Logf("recall@5 %s: %.3f (%d/%d), MRR@5 %.3f", tc.name, r, hits, len(questions), mrr/n)
 			if r < tc.want {
 				t.Errorf("recall@5 = %.3f, want >= %.2f", r, tc.want)
 			}

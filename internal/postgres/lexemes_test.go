@@ -76,14 +76,7 @@ func TestIndexLexemeCounts(t *testing.T) {
 // before it.
 func TestIndexLexemeCountsMigrate(t *testing.T) {
 	dsn := newSchema(t)
-	s, err := postgres.Open(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.MigrateTo(t.Context(), "0005_message_sources.sql"); err != nil {
-		t.Fatalf("MigrateTo 0005: %v", err)
-	}
+	s := mustOpenAt(t, dsn, "0005_message_sources.sql")
 	// Indexed as 0003 to 0005 did: tsv set, no counts.
 	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {

@@ -102,6 +102,20 @@ func rowTo[T any](decode func(record.Scanner) (T, error)) pgx.RowToFunc[T] {
 	return func(row pgx.CollectableRow) (T, error) { return decode(row) }
 }
 
+// queryAll runs a query on pool (errors classified) and decodes its rows into a list, empty
+// rather than nil when there are none; what names the listing in the error.
+func queryAll[T any](ctx context.Context, pool *db, decode func(record.Scanner) (T, error), what, query string, args ...any) ([]T, error) {
+	rows, err := pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	list, err := pgx.CollectRows(rows, rowTo(decode))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return record.NonNil(list), nil
+}
+
 // PostgreSQL error codes (SQLSTATE).
 const (
 	foreignKeyViolation = "23503"

@@ -2,18 +2,14 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"datachat"
 	"datachat/internal/postgres"
+	"datachat/internal/postgres/pgtest"
 	"datachat/internal/storetest"
 	"datachat/internal/testenv"
 )
@@ -37,47 +33,18 @@ func testURL(t *testing.T) string {
 // its own tables, so runs never collide.
 func newSchema(t *testing.T) string {
 	t.Helper()
-	base := testURL(t)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "datachat_test_" + hex.EncodeToString(b)
-
-	exec := func(ctx context.Context, sql string) error {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	if err := exec(t.Context(), "CREATE SCHEMA "+name); err != nil {
-		t.Fatalf("create schema %s: %v", name, err)
+	sch, err := pgtest.NewSchema(t.Context(), testURL(t), "datachat_test_")
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
+		if err := sch.Drop(ctx); err != nil {
+			t.Error(err)
 		}
 	})
-	return withSearchPath(t, base, name)
-}
-
-// withSearchPath adds search_path to a URL or a key=value DSN.
-func withSearchPath(t *testing.T, dsn, schema string) string {
-	t.Helper()
-	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-		return dsn + " search_path=" + schema
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("DATACHAT_TEST_POSTGRES_URL: %v", err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return sch.URL
 }
 
 // mustOpen opens and migrates a store on dsn, closed when the test ends.
@@ -90,6 +57,21 @@ func mustOpen(t *testing.T, dsn string) *postgres.Store {
 	t.Cleanup(func() { s.Close() })
 	if err := s.Migrate(t.Context()); err != nil {
 		t.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+// mustOpenAt opens a store on dsn migrated up to and including the migration
+// last, as an older release left it, closed when the test ends.
+func mustOpenAt(t *testing.T, dsn, last string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(t.Context(), dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.MigrateTo(t.Context(), last); err != nil {
+		t.Fatalf("MigrateTo %s: %v", last, err)
 	}
 	return s
 }

@@ -3,8 +3,10 @@ package retrieval
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"datachat"
 )
@@ -135,6 +137,27 @@ func EmbedChunks(ctx context.Context, e Embedder, chunks []*datachat.Chunk) ([][
 		}
 	}
 	return vecs, nil
+}
+
+// EmbedQuery embeds a query's text with e and returns its unit vector and how
+// long the embedding took. If the embedding fails or has the wrong shape it
+// logs a warning to log and returns a nil vector, so that the search falls
+// back to full text; the only error is ctx's, once it is done.
+func EmbedQuery(ctx context.Context, e Embedder, log *slog.Logger, text string) ([]float32, time.Duration, error) {
+	start := time.Now()
+	out, err := e.Embed(ctx, []string{text})
+	took := time.Since(start)
+	switch {
+	case ctx.Err() != nil:
+		return nil, took, ctx.Err()
+	case err != nil:
+		log.WarnContext(ctx, "query embedding failed; searching full text only", slog.Any("error", err))
+	case len(out) != 1 || len(out[0]) == 0:
+		log.WarnContext(ctx, "query embedding failed; searching full text only", slog.Int("vectors", len(out)))
+	default:
+		return normalize(out[0]), took, nil
+	}
+	return nil, took, nil
 }
 
 // Normalize returns v scaled to unit length (v itself if it is all zeros), so

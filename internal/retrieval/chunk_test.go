@@ -73,17 +73,10 @@ func extractShared(t testing.TB, dir, name string) *extract.Document {
 }
 
 func TestChunkSharedDocuments(t *testing.T) {
-	dir := sharedDocsDir(t)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if e.Name() == "libreoffice-writer-password.pdf" {
-			continue
-		}
-		t.Run(e.Name(), func(t *testing.T) {
-			doc := extractShared(t, dir, e.Name())
+	dir, names := extractableShared(t)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			doc := extractShared(t, dir, name)
 			chunks := Chunk(doc, "d1", ChunkOptions{})
 			if len(chunks) == 0 {
 				t.Fatal("no chunks")

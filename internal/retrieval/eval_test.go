@@ -2,66 +2,25 @@ package retrieval
 
 import (
 	"context"
-	"encoding/json"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"datachat/internal/retrieval/retrievaltest"
 )
 
-// evalQuestion is one labelled question of testdata/eval.json.
-type evalQuestion struct {
-	Question string `json:"question"`
-	Document string `json:"document"`
-	Pages    []int  `json:"pages"`
-	Section  string `json:"section"`
-	Contains string `json:"contains"`
-}
-
-func loadEval(tb testing.TB) []evalQuestion {
+func loadEval(tb testing.TB) []retrievaltest.Question {
 	tb.Helper()
-	data, err := os.ReadFile("testdata/eval.json")
+	qs, err := retrievaltest.LoadQuestions()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var set struct {
-		Questions []evalQuestion `json:"questions"`
-	}
-	if err := json.Unmarshal(data, &set); err != nil {
-		tb.Fatal(err)
-	}
-	return set.Questions
-}
-
-// answers reports whether s is a chunk that answers q.
-func (q evalQuestion) answers(s Source) bool {
-	if s.Metadata[MetaDocument] != q.Document {
-		return false
-	}
-	if len(q.Pages) > 0 {
-		p, _ := s.Metadata[MetaPage].(int)
-		if !slices.Contains(q.Pages, p) {
-			return false
-		}
-	}
-	if q.Section != "" {
-		sec, _ := s.Metadata[MetaSection].(string)
-		if !strings.Contains(strings.ToLower(sec), strings.ToLower(q.Section)) {
-			return false
-		}
-	}
-	if q.Contains != "" && !strings.Contains(strings.ToLower(s.Text), strings.ToLower(q.Contains)) {
-		return false
-	}
-	return true
+	return qs
 }
 
 // recallAt returns the share of questions with an answering chunk in the
 // top k, the mean reciprocal rank of the first answering chunk, and the
 // questions missed.
-func recallAt(tb testing.TB, ix *Index, conversationID string, qs []evalQuestion, k int) (recall, mrr float64, missed []string) {
+func recallAt(tb testing.TB, ix *Index, conversationID string, qs []retrievaltest.Question, k int) (recall, mrr float64, missed []string) {
 	tb.Helper()
 	hits := 0
 	for _, q := range qs {
@@ -69,7 +28,7 @@ func recallAt(tb testing.TB, ix *Index, conversationID string, qs []evalQuestion
 		if err != nil {
 			tb.Fatalf("search %q: %v", q.Question, err)
 		}
-		if i := slices.IndexFunc(srcs, q.answers); i >= 0 {
+		if i := slices.IndexFunc(srcs, q.Answers); i >= 0 {
 			hits++
 			mrr += 1 / float64(i+1)
 		} else {

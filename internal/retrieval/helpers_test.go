@@ -44,18 +44,28 @@ func addFile(tb testing.TB, ix *Index, conversationID, path string, meta map[str
 	return doc
 }
 
-// addAllShared indexes every extractable shared document in the conversation.
-func addAllShared(tb testing.TB, ix *Index, conversationID string) {
+// extractableShared returns the shared documents' directory and the names of
+// those that extract: all but the password-protected PDF.
+func extractableShared(tb testing.TB) (dir string, names []string) {
 	tb.Helper()
-	dir := sharedDocsDir(tb)
+	dir = sharedDocsDir(tb)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() == "libreoffice-writer-password.pdf" {
-			continue
+		if e.Name() != "libreoffice-writer-password.pdf" {
+			names = append(names, e.Name())
 		}
-		addFile(tb, ix, conversationID, filepath.Join(dir, e.Name()), nil)
+	}
+	return dir, names
+}
+
+// addAllShared indexes every extractable shared document in the conversation.
+func addAllShared(tb testing.TB, ix *Index, conversationID string) {
+	tb.Helper()
+	dir, names := extractableShared(tb)
+	for _, name := range names {
+		addFile(tb, ix, conversationID, filepath.Join(dir, name), nil)
 	}
 }

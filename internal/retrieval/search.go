@@ -109,18 +109,8 @@ func (ix *Index) Query(ctx context.Context, q Query) (*Result, error) {
 
 	var qvec []float32
 	if ix.embedder != nil {
-		es := time.Now()
-		out, err := ix.embedder.Embed(ctx, []string{q.Text})
-		res.Embedding = time.Since(es)
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case err != nil:
-			ix.log.WarnContext(ctx, "query embedding failed; searching full text only", slog.Any("error", err))
-		case len(out) != 1 || len(out[0]) == 0:
-			ix.log.WarnContext(ctx, "query embedding failed; searching full text only", slog.Int("vectors", len(out)))
-		default:
-			qvec = normalize(out[0])
+		if qvec, res.Embedding, err = EmbedQuery(ctx, ix.embedder, ix.log, q.Text); err != nil {
+			return nil, err
 		}
 	}
 

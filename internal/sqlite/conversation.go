@@ -33,16 +33,8 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+record.ConversationColumns+` FROM conversations
+	return queryAll(ctx, s.read, decode.Conversation, "list conversations", `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = ? ORDER BY updated_at DESC, rowid DESC`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	list, err := collect(rows, decode.Conversation)
-	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
-	}
-	return list, nil
 }
 
 // RenameConversation sets the title and bumps UpdatedAt.

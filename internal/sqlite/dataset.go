@@ -25,16 +25,8 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 
 // Datasets lists a conversation's datasets in the order they were added.
 func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
+	return queryAll(ctx, s.read, decode.Dataset, "list datasets", `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
-	if err != nil {
-		return nil, fmt.Errorf("list datasets: %w", err)
-	}
-	list, err := collect(rows, decode.Dataset)
-	if err != nil {
-		return nil, fmt.Errorf("list datasets: %w", err)
-	}
-	return list, nil
 }
 
 // Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
@@ -91,16 +83,8 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 
 // Documents lists a conversation's documents in the order they were added.
 func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+record.DocumentColumns+` FROM documents
+	return queryAll(ctx, s.read, decode.Document, "list documents", `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE conversation_id = ? ORDER BY created_at, rowid`, conversationID)
-	if err != nil {
-		return nil, fmt.Errorf("list documents: %w", err)
-	}
-	list, err := collect(rows, decode.Document)
-	if err != nil {
-		return nil, fmt.Errorf("list documents: %w", err)
-	}
-	return list, nil
 }
 
 // HasDocuments reports whether the conversation has any document.
@@ -126,19 +110,11 @@ func (s *Store) Document(ctx context.Context, conversationID, id string) (*datac
 // Chunks returns every chunk of a conversation's documents, document by
 // document in the order they were added, each document's chunks by Seq.
 func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.Chunk, error) {
-	rows, err := s.read.QueryContext(ctx, `
+	return queryAll(ctx, s.read, decode.Chunk, "list chunks", `
 		SELECT c.id, c.document_id, c.seq, c.page, c.heading, c.start_pos, c.end_pos, c.text
 		FROM chunks c JOIN documents d ON d.id = c.document_id
 		WHERE d.conversation_id = ?
 		ORDER BY d.created_at, d.rowid, c.seq, c.rowid`, conversationID)
-	if err != nil {
-		return nil, fmt.Errorf("list chunks: %w", err)
-	}
-	list, err := collect(rows, decode.Chunk)
-	if err != nil {
-		return nil, fmt.Errorf("list chunks: %w", err)
-	}
-	return list, nil
 }
 
 // DeleteDocument deletes a document of the conversation and its chunks;

@@ -51,19 +51,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`)
-}
-
-func (s *Store) listDBSources(ctx context.Context, op, query string, args ...any) ([]*datachat.DBSource, error) {
-	rows, err := s.read.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	list, err := collect(rows, decode.DBSource)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return list, nil
+	return queryAll(ctx, s.read, decode.DBSource, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`)
 }
 
 // DeleteDBSource removes a source and, by the foreign key's cascade, its
@@ -99,7 +87,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return s.listDBSources(ctx, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
+	return queryAll(ctx, s.read, decode.DBSource, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = ? ORDER BY a.created_at, a.rowid`, conversationID)
 }

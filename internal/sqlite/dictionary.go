@@ -74,17 +74,9 @@ func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
 
 // Examples lists a user's verified examples, newest first.
 func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Example, error) {
-	rows, err := s.read.QueryContext(ctx, `
+	return queryAll(ctx, s.read, decode.Example, "list examples", `
 		SELECT id, user_id, question, query, verdict, tables, conversation_id, message_id, call_id, created_at
 		FROM examples WHERE user_id = ? ORDER BY created_at DESC, rowid DESC`, userID)
-	if err != nil {
-		return nil, fmt.Errorf("list examples: %w", err)
-	}
-	list, err := collect(rows, decode.Example)
-	if err != nil {
-		return nil, fmt.Errorf("list examples: %w", err)
-	}
-	return list, nil
 }
 
 // DeleteExample deletes a user's example; ENOTFOUND if there is none.

@@ -289,6 +289,20 @@ func collect[T any](rows *sql.Rows, decode func(record.Scanner) (T, error)) ([]T
 	return list, nil
 }
 
+// queryAll runs a query on db and decodes its rows, as [collect] does; what
+// names the listing in the error.
+func queryAll[T any](ctx context.Context, db *sql.DB, decode func(record.Scanner) (T, error), what, query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	list, err := collect(rows, decode)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return list, nil
+}
+
 // errorCode returns the extended SQLite result code of err, or 0.
 func errorCode(err error) int {
 	var e *sqlite.Error

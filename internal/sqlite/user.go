@@ -61,18 +61,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
 
 // APIKeys lists every key, revoked ones included, oldest first.
 func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
-	rows, err := s.read.QueryContext(ctx, `
+	return queryAll(ctx, s.read, decode.APIKey, "list API keys", `
 		SELECT k.id, k.user_id, u.name, k.prefix, k.hash, k.created_at, k.last_used_at, k.revoked_at
 		FROM api_keys k JOIN users u ON u.id = k.user_id
 		ORDER BY k.created_at, k.rowid`)
-	if err != nil {
-		return nil, fmt.Errorf("list API keys: %w", err)
-	}
-	keys, err := collect(rows, decode.APIKey)
-	if err != nil {
-		return nil, fmt.Errorf("list API keys: %w", err)
-	}
-	return keys, nil
 }
 
 // CountAPIKeys counts keys that are not revoked.

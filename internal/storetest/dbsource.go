@@ -9,12 +9,7 @@ import (
 func testDBSources(t *testing.T, s datachat.Store) {
 	ctx := t.Context()
 	list, err := s.DBSources(ctx)
-	if err != nil {
-		t.Fatalf("DBSources: %v", err)
-	}
-	if list == nil || len(list) != 0 {
-		t.Fatalf("DBSources of an empty store: got %#v, want an empty slice", list)
-	}
+	wantEmpty(t, "DBSources of an empty store", list, err)
 
 	wh := &datachat.DBSource{Name: "warehouse", Kind: "postgres", SealedURL: "v1:sealed-1",
 		Tables: []string{"public.*", "sales.orders"}, Users: []string{"alice", "bob"}, CreatedAt: base}

@@ -287,12 +287,7 @@ func testConversations(t *testing.T, s datachat.Store) {
 
 	bob := mustUser(t, s, "bob")
 	list, err = s.Conversations(ctx, bob.ID)
-	if err != nil {
-		t.Fatalf("Conversations: %v", err)
-	}
-	if list == nil || len(list) != 0 {
-		t.Errorf("Conversations of a user with none: got %#v, want an empty slice", list)
-	}
+	wantEmpty(t, "Conversations of a user with none", list, err)
 
 	if err := s.DeleteConversation(ctx, alice.ID, c1.ID); err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
@@ -377,12 +372,7 @@ func testMessages(t *testing.T, s datachat.Store) {
 	other := mustConversation(t, s, alice.ID)
 
 	msgs, err := s.Messages(ctx, c.ID)
-	if err != nil {
-		t.Fatalf("Messages: %v", err)
-	}
-	if msgs == nil || len(msgs) != 0 {
-		t.Fatalf("Messages of an empty conversation: got %#v, want an empty slice", msgs)
-	}
+	wantEmpty(t, "Messages of an empty conversation", msgs, err)
 
 	// m1 and m2 share a timestamp: insertion order decides.
 	m1 := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleUser, Content: "question",
@@ -985,12 +975,7 @@ func testDatasets(t *testing.T, s datachat.Store) {
 	other := mustConversation(t, s, alice.ID)
 
 	list, err := s.Datasets(ctx, c.ID)
-	if err != nil {
-		t.Fatalf("Datasets: %v", err)
-	}
-	if list == nil || len(list) != 0 {
-		t.Fatalf("Datasets of an empty conversation: got %#v, want an empty slice", list)
-	}
+	wantEmpty(t, "Datasets of an empty conversation", list, err)
 
 	d1 := &datachat.Dataset{ConversationID: c.ID, Name: "starwars", Source: "StarWars.csv", Format: "parquet",
 		Path: "datasets/x/starwars.parquet", RowCount: 87, Bytes: 12345, CreatedAt: base,
@@ -1104,12 +1089,7 @@ func testDocuments(t *testing.T, s datachat.Store) {
 	}
 	equal(t, "Chunks", chunks, []*datachat.Chunk{chunks1[0], chunks1[1], chunks1[2], chunks2[1], chunks2[0]})
 	chunks, err = s.Chunks(ctx, other.ID)
-	if err != nil {
-		t.Fatalf("Chunks: %v", err)
-	}
-	if chunks == nil || len(chunks) != 0 {
-		t.Errorf("Chunks of a conversation without documents: got %#v, want an empty slice", chunks)
-	}
+	wantEmpty(t, "Chunks of a conversation without documents", chunks, err)
 
 	_, err = s.Document(ctx, other.ID, doc1.ID)
 	wantCode(t, "Document through another conversation", err, datachat.ENOTFOUND)
@@ -1566,6 +1546,18 @@ func ids(list []*datachat.Conversation) []string {
 }
 
 // wantCode fails unless err carries the error code want.
+// wantEmpty fails t unless a listing, named by what, succeeded with an
+// empty slice that is not nil: the API sends it as [], not null.
+func wantEmpty[T any](t *testing.T, what string, list []T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if list == nil || len(list) != 0 {
+		t.Fatalf("%s: got %#v, want an empty slice", what, list)
+	}
+}
+
 func wantCode(t *testing.T, what string, err error, want string) {
 	t.Helper()
 	if got := datachat.ErrorCode(err); got != want {

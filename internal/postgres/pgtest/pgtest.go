@@ -1,8 +1,10 @@
-// Package pgtest runs a throwaway PostgreSQL cluster of a test's own, which
-// the test may stop and start again: the database going away and coming back
-// under a running server. It uses testdata/start-test-cluster.sh of package
-// postgres (which installs nothing unless it runs as root), and pg_ctl as the
-// cluster's owner (postgres when the tests run as root, as in CI).
+// Package pgtest gives tests and benchmarks a throwaway PostgreSQL: a schema
+// of their own in a shared database ([NewSchema]), or a cluster of a test's
+// own ([Start]), which the test may stop and start again: the database going
+// away and coming back under a running server. Start uses
+// testdata/start-test-cluster.sh of package postgres (which installs nothing
+// unless it runs as root), and pg_ctl as the cluster's owner (postgres when
+// the tests run as root, as in CI).
 package pgtest
 
 import (

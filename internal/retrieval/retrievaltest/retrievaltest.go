@@ -1,18 +1,24 @@
 // Package retrievaltest holds helpers for testing and benchmarking retrieval:
-// a deterministic embedder and the location of the shared test documents.
+// a deterministic embedder, the location of the shared test documents and the
+// labelled questions asked of them.
 package retrievaltest
 
 import (
 	"context"
-	"datachat/internal/sharedtest"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"unicode"
+
+	"datachat"
+	"datachat/internal/sharedtest"
 )
 
 // HashEmbedder is a deterministic embedder with no model behind it: a text's
@@ -132,4 +138,58 @@ func SharedDocs() (string, error) {
 func SharedDocsOrSkip(tb testing.TB) string {
 	tb.Helper()
 	return sharedtest.Path(tb, "data/docs")
+}
+
+// Question is one labelled question of internal/retrieval/testdata/eval.json:
+// a chunk answers it if it is of Document and, where they are set, on one of
+// Pages, under a heading containing Section and with text containing
+// Contains (both case-insensitively).
+type Question struct {
+	Question string `json:"question"`
+	Document string `json:"document"`
+	Pages    []int  `json:"pages"`
+	Section  string `json:"section"`
+	Contains string `json:"contains"`
+}
+
+// LoadQuestions reads the labelled questions of
+// internal/retrieval/testdata/eval.json.
+func LoadQuestions() ([]Question, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "internal", "retrieval", "testdata", "eval.json"))
+	if err != nil {
+		return nil, err
+	}
+	var set struct {
+		Questions []Question `json:"questions"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("read eval.json: %w", err)
+	}
+	return set.Questions, nil
+}
+
+// Answers reports whether s is a chunk that answers q. It reads the metadata
+// keys retrieval.MetaDocument, MetaPage and MetaSection, which this package
+// cannot name: retrieval's own tests import it.
+func (q Question) Answers(s datachat.Source) bool {
+	if s.Metadata["document"] != q.Document {
+		return false
+	}
+	if len(q.Pages) > 0 {
+		p, _ := s.Metadata["page"].(int)
+		if !slices.Contains(q.Pages, p) {
+			return false
+		}
+	}
+	if q.Section != "" {
+		sec, _ := s.Metadata["section"].(string)
+		if !strings.Contains(strings.ToLower(sec), strings.ToLower(q.Section)) {
+			return false
+		}
+	}
+	return q.Contains == "" || strings.Contains(strings.ToLower(s.Text), strings.ToLower(q.Contains))
 }
