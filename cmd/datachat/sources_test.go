@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +17,6 @@ import (
 	"sync"
 	"testing"
 
-	"datachat/internal/testenv"
 	"datachat/internal/testlog"
 
 	"github.com/go-sql-driver/mysql"
@@ -50,23 +47,6 @@ type sourceServer struct {
 	count     func(t *testing.T) int
 }
 
-// sourceURL returns the URL in env, or skips t (fails it under CI=true)
-// saying how to get one.
-func sourceURL(t *testing.T, env, how string) string {
-	t.Helper()
-	u := os.Getenv(env)
-	if u == "" {
-		testenv.Missing(t, fmt.Sprintf("set %s to run this test (database sources are tested on a real server): %s", env, how))
-	}
-	return u
-}
-
-func randomHex() string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // gentoos counts the Gentoo rows of penguins.csv, as the answer must.
 func gentoos(t *testing.T) int {
 	p := dbsourcetest.Read(t, "penguins")
@@ -79,19 +59,10 @@ func gentoos(t *testing.T) int {
 	return n
 }
 
-// sourceTables are the tables of sourceCSVs.
-func sourceTables(t *testing.T) []string {
-	names := make([]string, len(sourceCSVs))
-	for i, n := range sourceCSVs {
-		names[i] = dbsourcetest.Read(t, n).Name
-	}
-	return names
-}
-
 func newPostgresSource(t *testing.T) *sourceServer {
-	base := sourceURL(t, "DATACHAT_TEST_POSTGRES_URL", "export DATACHAT_TEST_POSTGRES_URL=$(bash internal/postgres/testdata/start-test-cluster.sh) (PostgreSQL from apt-get install postgresql)")
+	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
-	s := randomHex()
+	s := dbsourcetest.Suffix()
 	db, reader, bad := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_creator_"+s
 	src := &sourceServer{kind: "postgres", dialect: "PostgreSQL", privilege: "CREATEROLE", password: "pw-" + s + "-Zq9", quote: `"`}
 	root, err := pgx.Connect(ctx, base)
@@ -132,7 +103,7 @@ func newPostgresSource(t *testing.T) *sourceServer {
 		}
 	}
 	var tables []string
-	for _, name := range sourceTables(t) {
+	for _, name := range dbsourcetest.Tables(t, sourceCSVs) {
 		tables = append(tables, pgx.Identifier{"public", name}.Sanitize())
 	}
 	for _, q := range []string{
@@ -166,12 +137,12 @@ func newPostgresSource(t *testing.T) *sourceServer {
 }
 
 func newMariaDBSource(t *testing.T) *sourceServer {
-	raw := sourceURL(t, "DATACHAT_TEST_MYSQL_URL", "apt-get install mariadb-server, then export DATACHAT_TEST_MYSQL_URL=$(sh internal/dbsource/testdata/start-mariadb.sh)")
+	raw := dbsourcetest.MySQLURL(t)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := randomHex()
+	s := dbsourcetest.Suffix()
 	db, reader, bad := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_file_"+s
 	src := &sourceServer{kind: "mysql", dialect: "MariaDB", privilege: "FILE", password: "pw-" + s + "-Zq9", quote: "`"}
 	cfg := mysql.NewConfig()
@@ -353,7 +324,7 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	if _, err := os.Stat(filepath.Join(dataDir, dbsource.KeyFile)); err == nil {
 		t.Error("a refused source made the key file")
 	}
-	tables := sourceTables(t)
+	tables := dbsourcetest.Tables(t, sourceCSVs)
 	if out, err := run("sources", "add", "warehouse", "--url", src.reader, "--tables", strings.Join(tables, ","), "--users", "alice"); err != nil {
 		t.Fatalf("sources add: %v\n%s", err, out)
 	} else if !strings.Contains(out, fmt.Sprintf("%d tables", len(tables))) || !strings.Contains(out, "granted to alice") {

@@ -2,9 +2,6 @@ package dbsource_test
 
 import (
 	"context"
-	"crypto/rand"
-	"datachat/internal/testenv"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -40,35 +37,9 @@ func atEnd(f func()) {
 	cleanupMu.Unlock()
 }
 
-// serverURL returns the URL in env, or skips t (fails it under CI=true) with
-// how to get one.
-func serverURL(t *testing.T, env, how string) string {
-	t.Helper()
-	u := os.Getenv(env)
-	if u == "" {
-		testenv.Missing(t, fmt.Sprintf("set %s to run this test (database sources are tested on a real server): %s", env, how))
-	}
-	return u
-}
-
-func randomSuffix() string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // csvNames are the CSVs of ../shared/data/csv both fixtures load, each as
 // the table dbsourcetest names (cabinet-turnover as cabinet_turnover).
 var csvNames = []string{"avengers", "cabinet-turnover", "diamonds", "flights", "penguins", "test_mskanji", "tips", "titanic"}
-
-// csvTables are the tables of csvNames.
-func csvTables(t testing.TB) []string {
-	names := make([]string, len(csvNames))
-	for i, n := range csvNames {
-		names[i] = dbsourcetest.Read(t, n).Name
-	}
-	return names
-}
 
 // cell is a value of a CSV as a source returns it: nil, int64, float64 or
 // string by the column's kind.

@@ -18,8 +18,6 @@ import (
 	"datachat/internal/dbsource/dbsourcetest"
 )
 
-const myHow = "export DATACHAT_TEST_MYSQL_URL=$(sh internal/dbsource/testdata/start-mariadb.sh) (MariaDB from apt-get install mariadb-server)"
-
 // myFixture is a database of the test server with the CSVs loaded, a second
 // database of secrets, and a reader that may SELECT both: what keeps a query
 // from the secrets is the source's allow list.
@@ -40,7 +38,7 @@ var (
 
 func mySetup(t *testing.T) *myFixture {
 	t.Helper()
-	raw := serverURL(t, "DATACHAT_TEST_MYSQL_URL", myHow)
+	raw := dbsourcetest.MySQLURL(t)
 	myOnce.Do(func() { myFix, myErr = newMyFixture(t, raw) })
 	if myErr != nil {
 		t.Fatalf("MariaDB fixture: %v", myErr)
@@ -63,7 +61,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &myFixture{base: u, suffix: randomSuffix(), adminDSN: adminDSN(u)}
+	f := &myFixture{base: u, suffix: dbsourcetest.Suffix(), adminDSN: adminDSN(u)}
 	f.password = "pw-" + f.suffix
 	f.db = "dcsrc_" + f.suffix
 	secret := f.db + "_secret"
@@ -122,7 +120,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 			X'DEADBEEF', b'101', '{"b": 1, "a": 12345678901234567890}', 'happy', REPEAT('é', 100))`,
 		"CREATE FUNCTION " + d + ".evil() RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
 		"CREATE PROCEDURE " + d + ".wipe() DELETE FROM " + d + ".penguins",
-		"ANALYZE TABLE " + d + "." + strings.Join(csvTables(t), ", "+d+"."),
+		"ANALYZE TABLE " + d + "." + strings.Join(dbsourcetest.Tables(t, csvNames), ", "+d+"."),
 		fmt.Sprintf("GRANT SELECT, EXECUTE, SHOW VIEW ON %s.* TO '%s'@'127.0.0.1'", d, reader),
 		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'127.0.0.1'", s, reader),
 		// A role that may write two tables: the sandbox keeps it read-only.
@@ -142,7 +140,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 // allowed are the tables the source may read: the CSVs' and a few more.
 func (f *myFixture) allowed(t testing.TB) []string {
 	var out []string
-	for _, name := range append(csvTables(t), "alltypes", "big", "penguin_species") {
+	for _, name := range append(dbsourcetest.Tables(t, csvNames), "alltypes", "big", "penguin_species") {
 		out = append(out, f.db+"."+name)
 	}
 	return out
@@ -365,8 +363,8 @@ func TestMySQLRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })          // after the accounts are dropped
-	s := f.suffix + "_" + randomSuffix()[:4] // each run its own accounts
+	t.Cleanup(func() { a.Close() })                 // after the accounts are dropped
+	s := f.suffix + "_" + dbsourcetest.Suffix()[:4] // each run its own accounts
 	t.Cleanup(func() {
 		for _, u := range []string{"dcsrc_file_" + s, "dcsrc_super_" + s, "dcsrc_byrole_" + s} {
 			a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", u))

@@ -17,8 +17,6 @@ import (
 	"datachat/internal/dbsource/dbsourcetest"
 )
 
-const pgHow = "export DATACHAT_TEST_POSTGRES_URL=$(bash internal/postgres/testdata/start-test-cluster.sh) (PostgreSQL from apt-get install postgresql)"
-
 // pgFixture is a database of the test cluster with the CSVs loaded and a
 // reader role that may SELECT everything, so that what keeps a query from a
 // table is the source's allow list.
@@ -47,7 +45,7 @@ func withDB(base, db, user, password string) string {
 
 func pgSetup(t *testing.T) *pgFixture {
 	t.Helper()
-	base := serverURL(t, "DATACHAT_TEST_POSTGRES_URL", pgHow)
+	base := dbsourcetest.PostgresURL(t)
 	pgOnce.Do(func() { pgFix, pgErr = newPgFixture(t, base) })
 	if pgErr != nil {
 		t.Fatalf("PostgreSQL fixture: %v", pgErr)
@@ -57,7 +55,7 @@ func pgSetup(t *testing.T) *pgFixture {
 
 func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 	ctx := context.Background()
-	f := &pgFixture{suffix: randomSuffix()}
+	f := &pgFixture{suffix: dbsourcetest.Suffix()}
 	f.password = "pw-" + f.suffix
 	db := "dcsrc_" + f.suffix
 	reader := "dcsrc_reader_" + f.suffix
@@ -398,7 +396,7 @@ func TestPostgresRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	s := f.suffix + "_" + randomSuffix()[:4] // each run its own roles
+	s := f.suffix + "_" + dbsourcetest.Suffix()[:4] // each run its own roles
 	roles := []string{"dcsrc_super_" + s, "dcsrc_files_" + s, "dcsrc_creator_" + s, "dcsrc_inherits_" + s, "dcsrc_admins_" + s, "dcsrc_folds_" + s}
 	t.Cleanup(func() {
 		ctx := context.Background()
