@@ -284,6 +284,64 @@ func checkRowCap(t *testing.T, db *dbsource.DB) {
 	}
 }
 
+// checkColumnTypes checks the friendly type of each column of res named in
+// want.
+func checkColumnTypes(t *testing.T, res *datachat.QueryResult, want map[string]string) {
+	t.Helper()
+	types := map[string]string{}
+	for _, c := range res.Columns {
+		types[c.Name] = c.Type
+	}
+	for col, w := range want {
+		if types[col] != w {
+			t.Errorf("column %s: got type %q, want %q", col, types[col], w)
+		}
+	}
+}
+
+// checkEstimate checks that the engine estimates penguins (344 rows) at lo
+// to hi rows, and refuses to estimate a query of the disallowed table
+// secret, naming it.
+func checkEstimate(t *testing.T, db *dbsource.DB, lo, hi int64, secret string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
+	if err != nil || n < lo || n > hi {
+		t.Errorf("EstimateRows: got %d, %v, want %d to %d", n, err, lo, hi)
+	}
+	_, err = db.EstimateRows(ctx, "SELECT * FROM "+secret)
+	wantKind(t, err, datachat.KindRefused, secret)
+}
+
+// checkCatalog checks that the catalog lists the tables want (SCHEMA.TABLE,
+// in order), penguins with a row estimate of lo to hi and samples of its
+// first column, species, and no sample longer than 40 characters.
+func checkCatalog(t *testing.T, db *dbsource.DB, want []string, lo, hi int64) {
+	t.Helper()
+	tables, err := db.Catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tb := range tables {
+		names = append(names, tb.Schema+"."+tb.Name)
+		if tb.Name == "penguins" {
+			if tb.Rows == nil {
+				t.Errorf("penguins row estimate: got none, want %d to %d", lo, hi)
+			} else if *tb.Rows < lo || *tb.Rows > hi {
+				t.Errorf("penguins row estimate: got %d, want %d to %d", *tb.Rows, lo, hi)
+			}
+			if c := tb.Columns[0]; c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
+				t.Errorf("penguins.species: got %+v", c)
+			}
+		}
+	}
+	if got, w := strings.Join(names, ","), strings.Join(want, ","); got != w {
+		t.Errorf("tables: got %s, want %s", got, w)
+	}
+	checkSamples(t, tables)
+}
+
 // checkSamples checks that no column sample of the catalog's tables is
 // longer than 40 characters.
 func checkSamples(t *testing.T, tables []dbsource.Table) {

@@ -188,16 +188,8 @@ func TestMySQLQueries(t *testing.T) {
 		if !strings.HasPrefix(string(b), want) {
 			t.Errorf("row %s\nwant it to start %s", b, want)
 		}
-		types := map[string]string{}
-		for _, c := range res.Columns {
-			types[c.Name] = c.Type
-		}
-		for col, want := range map[string]string{"i8": "integer", "ub": "integer", "dec1": "decimal", "f": "float", "t": "text",
-			"dt": "date", "dtm": "timestamp", "ts": "timestamp", "tm": "time", "bl": "blob", "j": "text", "e": "text"} {
-			if types[col] != want {
-				t.Errorf("column %s: got type %q, want %q", col, types[col], want)
-			}
-		}
+		checkColumnTypes(t, res, map[string]string{"i8": "integer", "ub": "integer", "dec1": "decimal", "f": "float", "t": "text",
+			"dt": "date", "dtm": "timestamp", "ts": "timestamp", "tm": "time", "bl": "blob", "j": "text", "e": "text"})
 	})
 
 	t.Run("row cap", func(t *testing.T) {
@@ -237,39 +229,14 @@ func TestMySQLQueries(t *testing.T) {
 		wantKind(t, err, datachat.KindSyntax, "near 'SELEC 1'")
 	})
 
-	t.Run("estimate", func(t *testing.T) {
-		n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
-		if err != nil || n < 300 || n > 400 {
-			t.Errorf("EstimateRows: got %d, %v, want about 344", n, err)
-		}
-		_, err = db.EstimateRows(ctx, "SELECT * FROM "+f.db+"_secret.creds")
-		wantKind(t, err, datachat.KindRefused, "creds")
-	})
+	t.Run("estimate", func(t *testing.T) { checkEstimate(t, db, 300, 400, f.db+"_secret.creds") })
 
 	t.Run("catalog", func(t *testing.T) {
-		tables, err := db.Catalog(ctx)
-		if err != nil {
-			t.Fatal(err)
+		var want []string
+		for _, name := range []string{"alltypes", "avengers", "big", "cabinet_turnover", "diamonds", "flights", "penguin_species", "penguins", "test_mskanji", "tips", "titanic"} {
+			want = append(want, f.db+"."+name)
 		}
-		var names []string
-		for _, tb := range tables {
-			names = append(names, tb.Name)
-			if tb.Schema != f.db {
-				t.Errorf("table %s.%s: not the source's database", tb.Schema, tb.Name)
-			}
-			if tb.Name == "penguins" {
-				if tb.Rows == nil || *tb.Rows < 300 {
-					t.Errorf("penguins row estimate: got %v", tb.Rows)
-				}
-				if c := tb.Columns[0]; c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
-					t.Errorf("penguins.species: got %+v", c)
-				}
-			}
-		}
-		if got := strings.Join(names, ","); got != "alltypes,avengers,big,cabinet_turnover,diamonds,flights,penguin_species,penguins,test_mskanji,tips,titanic" {
-			t.Errorf("tables: got %s", got)
-		}
-		checkSamples(t, tables)
+		checkCatalog(t, db, want, 300, 400)
 	})
 }
 
