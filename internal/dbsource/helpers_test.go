@@ -37,6 +37,25 @@ func atEnd(f func()) {
 	cleanupMu.Unlock()
 }
 
+// shared is a fixture made by the first test that needs it and shared by
+// the others: when making it failed, every test that needs it fails.
+type shared[F any] struct {
+	once sync.Once
+	f    *F
+	err  error
+}
+
+// get returns the fixture, made by newFixture the first time; what names it in
+// the failure.
+func (s *shared[F]) get(t *testing.T, what string, newFixture func() (*F, error)) *F {
+	t.Helper()
+	s.once.Do(func() { s.f, s.err = newFixture() })
+	if s.err != nil {
+		t.Fatalf("%s fixture: %v", what, s.err)
+	}
+	return s.f
+}
+
 // csvNames are the CSVs of ../shared/data/csv both fixtures load, each as
 // the table dbsourcetest names (cabinet-turnover as cabinet_turnover).
 var csvNames = []string{"avengers", "cabinet-turnover", "diamonds", "flights", "penguins", "test_mskanji", "tips", "titanic"}

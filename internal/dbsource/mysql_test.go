@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,20 +29,12 @@ type myFixture struct {
 	suffix   string
 }
 
-var (
-	myOnce sync.Once
-	myFix  *myFixture
-	myErr  error
-)
+var myShared shared[myFixture]
 
 func mySetup(t *testing.T) *myFixture {
 	t.Helper()
 	raw := dbsourcetest.MySQLURL(t)
-	myOnce.Do(func() { myFix, myErr = newMyFixture(t, raw) })
-	if myErr != nil {
-		t.Fatalf("MariaDB fixture: %v", myErr)
-	}
-	return myFix
+	return myShared.get(t, "MariaDB", func() (*myFixture, error) { return newMyFixture(t, raw) })
 }
 
 func adminDSN(u *url.URL) string {

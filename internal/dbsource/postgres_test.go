@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,11 +27,7 @@ type pgFixture struct {
 	dblink   bool // the dblink extension is installed
 }
 
-var (
-	pgOnce sync.Once
-	pgFix  *pgFixture
-	pgErr  error
-)
+var pgShared shared[pgFixture]
 
 func withDB(base, db, user, password string) string {
 	u, _ := url.Parse(base)
@@ -46,11 +41,7 @@ func withDB(base, db, user, password string) string {
 func pgSetup(t *testing.T) *pgFixture {
 	t.Helper()
 	base := dbsourcetest.PostgresURL(t)
-	pgOnce.Do(func() { pgFix, pgErr = newPgFixture(t, base) })
-	if pgErr != nil {
-		t.Fatalf("PostgreSQL fixture: %v", pgErr)
-	}
-	return pgFix
+	return pgShared.get(t, "PostgreSQL", func() (*pgFixture, error) { return newPgFixture(t, base) })
 }
 
 func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
