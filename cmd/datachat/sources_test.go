@@ -19,7 +19,6 @@ import (
 
 	"datachat/internal/testlog"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/dbsource"
@@ -79,19 +78,8 @@ func newPostgresSource(t *testing.T) *sourceServer {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+reader)
-		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+bad)
-	})
-	u, _ := url.Parse(base)
-	u.Path = "/" + db
-	admin := u.String()
+	t.Cleanup(func() { dbsourcetest.DropPostgres(base, db, reader, bad) })
+	admin := dbsourcetest.WithDB(base, db, "", "")
 	c, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +105,7 @@ func newPostgresSource(t *testing.T) *sourceServer {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ru, bu := *u, *u
-	ru.User = url.UserPassword(reader, src.password)
-	bu.User = url.UserPassword(bad, src.password)
-	src.reader, src.bad = ru.String(), bu.String()
+	src.reader, src.bad = dbsourcetest.WithDB(base, db, reader, src.password), dbsourcetest.WithDB(base, db, bad, src.password)
 	src.count = func(t *testing.T) int {
 		c, err := pgx.Connect(context.Background(), admin)
 		if err != nil {
@@ -145,11 +130,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 	s := dbsourcetest.Suffix()
 	db, reader, bad := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_file_"+s
 	src := &sourceServer{kind: "mysql", dialect: "MariaDB", privilege: "FILE", password: "pw-" + s + "-Zq9", quote: "`"}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	admin, err := sql.Open("mysql", dbsourcetest.MySQLAdminDSN(u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,10 +163,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ru, bu := *u, *u
-	ru.User, ru.Path = url.UserPassword(reader, src.password), "/"+db
-	bu.User, bu.Path = url.UserPassword(bad, src.password), "/"+db
-	src.reader, src.bad = ru.String(), bu.String()
+	src.reader, src.bad = dbsourcetest.WithDB(raw, db, reader, src.password), dbsourcetest.WithDB(raw, db, bad, src.password)
 	src.count = func(t *testing.T) int {
 		var n int
 		if err := admin.QueryRow("SELECT count(*) FROM " + db + ".penguins").Scan(&n); err != nil {

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
 )
@@ -37,22 +35,13 @@ func mySetup(t *testing.T) *myFixture {
 	return myShared.get(t, "MariaDB", func() (*myFixture, error) { return newMyFixture(t, raw) })
 }
 
-func adminDSN(u *url.URL) string {
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.Net = "tcp"
-	cfg.Addr = u.Host
-	return cfg.FormatDSN()
-}
-
 func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 	ctx := context.Background()
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, err
 	}
-	f := &myFixture{base: u, suffix: dbsourcetest.Suffix(), adminDSN: adminDSN(u)}
+	f := &myFixture{base: u, suffix: dbsourcetest.Suffix(), adminDSN: dbsourcetest.MySQLAdminDSN(u)}
 	f.password = "pw-" + f.suffix
 	f.db = "dcsrc_" + f.suffix
 	secret := f.db + "_secret"
@@ -121,10 +110,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 			return nil, err
 		}
 	}
-	ru := *u
-	ru.User = url.UserPassword(reader, f.password)
-	ru.Path = "/" + d
-	f.reader = ru.String()
+	f.reader = dbsourcetest.WithDB(raw, d, reader, f.password)
 	return f, nil
 }
 
@@ -350,10 +336,7 @@ func TestMySQLRoles(t *testing.T) {
 		{"dcsrc_byrole_" + s, "FILE"},
 	} {
 		t.Run(tc.user, func(t *testing.T) {
-			u := *f.base
-			u.User = url.UserPassword(tc.user, f.password)
-			u.Path = "/" + f.db
-			checkRoleRefused(t, u.String(), tc.privilege)
+			checkRoleRefused(t, dbsourcetest.WithDB(f.base.String(), f.db, tc.user, f.password), tc.privilege)
 		})
 	}
 }

@@ -29,15 +29,6 @@ type pgFixture struct {
 
 var pgShared shared[pgFixture]
 
-func withDB(base, db, user, password string) string {
-	u, _ := url.Parse(base)
-	u.Path = "/" + db
-	if user != "" {
-		u.User = url.UserPassword(user, password)
-	}
-	return u.String()
-}
-
 func pgSetup(t *testing.T) *pgFixture {
 	t.Helper()
 	base := dbsourcetest.PostgresURL(t)
@@ -61,17 +52,9 @@ func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 	if _, err := root.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", reader, f.password)); err != nil {
 		return nil, err
 	}
-	atEnd(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+reader)
-	})
-	f.admin = withDB(base, db, "", "")
-	f.reader = withDB(base, db, reader, f.password)
+	atEnd(func() { dbsourcetest.DropPostgres(base, db, reader) })
+	f.admin = dbsourcetest.WithDB(base, db, "", "")
+	f.reader = dbsourcetest.WithDB(base, db, reader, f.password)
 	c, err := pgx.Connect(ctx, f.admin)
 	if err != nil {
 		return nil, err
@@ -396,7 +379,7 @@ func TestPostgresRoles(t *testing.T) {
 		{"dcsrc_inherits_" + s, "pg_execute_server_program"},
 	} {
 		t.Run(tc.privilege, func(t *testing.T) {
-			checkRoleRefused(t, withDB(f.admin, strings.TrimPrefix(u.Path, "/"), tc.role, f.password), tc.privilege)
+			checkRoleRefused(t, dbsourcetest.WithDB(f.admin, strings.TrimPrefix(u.Path, "/"), tc.role, f.password), tc.privilege)
 		})
 	}
 }

@@ -1,11 +1,16 @@
 package dbsourcetest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/testenv"
 )
@@ -50,4 +55,41 @@ func Tables(tb testing.TB, names []string) []string {
 		tables[i] = Read(tb, n).Name
 	}
 	return tables
+}
+
+// WithDB returns the server URL base with database db and, unless user is
+// "", the credentials user and password.
+func WithDB(base, db, user, password string) string {
+	u, _ := url.Parse(base)
+	u.Path = "/" + db
+	if user != "" {
+		u.User = url.UserPassword(user, password)
+	}
+	return u.String()
+}
+
+// MySQLAdminDSN is the go-sql-driver DSN of the admin account of a MySQL URL
+// (see [MySQLURL]), with no database selected.
+func MySQLAdminDSN(u *url.URL) string {
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	return cfg.FormatDSN()
+}
+
+// DropPostgres drops a test's database db and roles from the PostgreSQL
+// server at base (see [PostgresURL]), as far as it can: it is a cleanup.
+func DropPostgres(base, db string, roles ...string) {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return
+	}
+	defer c.Close(ctx)
+	c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
+	for _, r := range roles {
+		c.Exec(ctx, "DROP ROLE IF EXISTS "+r)
+	}
 }
