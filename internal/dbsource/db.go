@@ -79,6 +79,24 @@ func QuoteIdent(kind, name string) string {
 	return myIdent(name)
 }
 
+// quote writes s between two q, each q inside doubled: an identifier as
+// the engines quote it (q ` or ").
+func quote(q, s string) string {
+	return q + strings.ReplaceAll(s, q, q+q) + q
+}
+
+// quotedIn returns the first text between two q of an engine's message: the
+// name of `relation "x" does not exist` (PostgreSQL, q ") or of
+// "Table 'db.x' doesn't exist" (MySQL, q ').
+func quotedIn(msg, q string) string {
+	_, rest, ok := strings.Cut(msg, q)
+	if !ok {
+		return ""
+	}
+	s, _, _ := strings.Cut(rest, q)
+	return s
+}
+
 // engine is one kind of database behind a DB.
 type engine interface {
 	checkRole(ctx context.Context) error
