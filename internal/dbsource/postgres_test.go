@@ -336,16 +336,11 @@ func TestPostgresRoles(t *testing.T) {
 	s := f.suffix + "_" + dbsourcetest.Suffix()[:4] // each run its own roles
 	roles := []string{"dcsrc_super_" + s, "dcsrc_files_" + s, "dcsrc_creator_" + s, "dcsrc_inherits_" + s, "dcsrc_admins_" + s, "dcsrc_folds_" + s}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		c, err := pgx.Connect(ctx, f.admin)
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		c.Exec(ctx, "DROP SCHEMA IF EXISTS trap_"+s+" CASCADE")
+		stmts := []string{"DROP SCHEMA IF EXISTS trap_" + s + " CASCADE"}
 		for _, r := range roles {
-			c.Exec(ctx, "DROP ROLE IF EXISTS "+r)
+			stmts = append(stmts, "DROP ROLE IF EXISTS "+r)
 		}
+		dbsourcetest.CleanPostgres(f.admin, stmts...)
 	})
 	for _, q := range []string{
 		fmt.Sprintf("CREATE ROLE dcsrc_super_%s LOGIN SUPERUSER PASSWORD '%s'", s, f.password),

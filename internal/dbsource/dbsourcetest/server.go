@@ -82,14 +82,23 @@ func MySQLAdminDSN(u *url.URL) string {
 // DropPostgres drops a test's database db and roles from the PostgreSQL
 // server at base (see [PostgresURL]), as far as it can: it is a cleanup.
 func DropPostgres(base, db string, roles ...string) {
+	stmts := []string{"DROP DATABASE IF EXISTS " + db + " WITH (FORCE)"}
+	for _, r := range roles {
+		stmts = append(stmts, "DROP ROLE IF EXISTS "+r)
+	}
+	CleanPostgres(base, stmts...)
+}
+
+// CleanPostgres runs stmts on a new connection to the PostgreSQL URL base,
+// in order, going on past failures: it is a cleanup.
+func CleanPostgres(base string, stmts ...string) {
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return
 	}
 	defer c.Close(ctx)
-	c.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-	for _, r := range roles {
-		c.Exec(ctx, "DROP ROLE IF EXISTS "+r)
+	for _, q := range stmts {
+		c.Exec(ctx, q)
 	}
 }
