@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,10 +17,8 @@ import (
 	"sync"
 	"testing"
 
-	"datachat/internal/testenv"
 	"datachat/internal/testlog"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/dbsource"
@@ -50,23 +46,6 @@ type sourceServer struct {
 	count     func(t *testing.T) int
 }
 
-// sourceURL returns the URL in env, or skips t (fails it under CI=true)
-// saying how to get one.
-func sourceURL(t *testing.T, env, how string) string {
-	t.Helper()
-	u := os.Getenv(env)
-	if u == "" {
-		testenv.Missing(t, fmt.Sprintf("set %s to run this test (database sources are tested on a real server): %s", env, how))
-	}
-	return u
-}
-
-func randomHex() string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // gentoos counts the Gentoo rows of penguins.csv, as the answer must.
 func gentoos(t *testing.T) int {
 	p := dbsourcetest.Read(t, "penguins")
@@ -79,19 +58,10 @@ func gentoos(t *testing.T) int {
 	return n
 }
 
-// sourceTables are the tables of sourceCSVs.
-func sourceTables(t *testing.T) []string {
-	names := make([]string, len(sourceCSVs))
-	for i, n := range sourceCSVs {
-		names[i] = dbsourcetest.Read(t, n).Name
-	}
-	return names
-}
-
 func newPostgresSource(t *testing.T) *sourceServer {
-	base := sourceURL(t, "DATACHAT_TEST_POSTGRES_URL", "export DATACHAT_TEST_POSTGRES_URL=$(bash internal/postgres/testdata/start-test-cluster.sh) (PostgreSQL from apt-get install postgresql)")
+	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
-	s := randomHex()
+	s := dbsourcetest.Suffix()
 	db, reader, bad := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_creator_"+s
 	src := &sourceServer{kind: "postgres", dialect: "PostgreSQL", privilege: "CREATEROLE", password: "pw-" + s + "-Zq9", quote: `"`}
 	root, err := pgx.Connect(ctx, base)
@@ -108,19 +78,8 @@ func newPostgresSource(t *testing.T) *sourceServer {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+reader)
-		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+bad)
-	})
-	u, _ := url.Parse(base)
-	u.Path = "/" + db
-	admin := u.String()
+	t.Cleanup(func() { dbsourcetest.DropPostgres(base, db, reader, bad) })
+	admin := dbsourcetest.WithDB(base, db, "", "")
 	c, err := pgx.Connect(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +91,7 @@ func newPostgresSource(t *testing.T) *sourceServer {
 		}
 	}
 	var tables []string
-	for _, name := range sourceTables(t) {
+	for _, name := range dbsourcetest.Tables(t, sourceCSVs) {
 		tables = append(tables, pgx.Identifier{"public", name}.Sanitize())
 	}
 	for _, q := range []string{
@@ -146,10 +105,7 @@ func newPostgresSource(t *testing.T) *sourceServer {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ru, bu := *u, *u
-	ru.User = url.UserPassword(reader, src.password)
-	bu.User = url.UserPassword(bad, src.password)
-	src.reader, src.bad = ru.String(), bu.String()
+	src.reader, src.bad = dbsourcetest.WithDB(base, db, reader, src.password), dbsourcetest.WithDB(base, db, bad, src.password)
 	src.count = func(t *testing.T) int {
 		c, err := pgx.Connect(context.Background(), admin)
 		if err != nil {
@@ -166,19 +122,15 @@ func newPostgresSource(t *testing.T) *sourceServer {
 }
 
 func newMariaDBSource(t *testing.T) *sourceServer {
-	raw := sourceURL(t, "DATACHAT_TEST_MYSQL_URL", "apt-get install mariadb-server, then export DATACHAT_TEST_MYSQL_URL=$(sh internal/dbsource/testdata/start-mariadb.sh)")
+	raw := dbsourcetest.MySQLURL(t)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := randomHex()
+	s := dbsourcetest.Suffix()
 	db, reader, bad := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_file_"+s
 	src := &sourceServer{kind: "mysql", dialect: "MariaDB", privilege: "FILE", password: "pw-" + s + "-Zq9", quote: "`"}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	admin, err := sql.Open("mysql", dbsourcetest.MySQLAdminDSN(u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +163,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ru, bu := *u, *u
-	ru.User, ru.Path = url.UserPassword(reader, src.password), "/"+db
-	bu.User, bu.Path = url.UserPassword(bad, src.password), "/"+db
-	src.reader, src.bad = ru.String(), bu.String()
+	src.reader, src.bad = dbsourcetest.WithDB(raw, db, reader, src.password), dbsourcetest.WithDB(raw, db, bad, src.password)
 	src.count = func(t *testing.T) int {
 		var n int
 		if err := admin.QueryRow("SELECT count(*) FROM " + db + ".penguins").Scan(&n); err != nil {
@@ -353,7 +302,7 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	if _, err := os.Stat(filepath.Join(dataDir, dbsource.KeyFile)); err == nil {
 		t.Error("a refused source made the key file")
 	}
-	tables := sourceTables(t)
+	tables := dbsourcetest.Tables(t, sourceCSVs)
 	if out, err := run("sources", "add", "warehouse", "--url", src.reader, "--tables", strings.Join(tables, ","), "--users", "alice"); err != nil {
 		t.Fatalf("sources add: %v\n%s", err, out)
 	} else if !strings.Contains(out, fmt.Sprintf("%d tables", len(tables))) || !strings.Contains(out, "granted to alice") {

@@ -2,6 +2,7 @@ package dbsource
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -76,6 +77,24 @@ func QuoteIdent(kind, name string) string {
 		return pgIdent(name)
 	}
 	return myIdent(name)
+}
+
+// quote writes s between two q, each q inside doubled: an identifier as
+// the engines quote it (q ` or ").
+func quote(q, s string) string {
+	return q + strings.ReplaceAll(s, q, q+q) + q
+}
+
+// quotedIn returns the first text between two q of an engine's message: the
+// name of `relation "x" does not exist` (PostgreSQL, q ") or of
+// "Table 'db.x' doesn't exist" (MySQL, q ').
+func quotedIn(msg, q string) string {
+	_, rest, ok := strings.Cut(msg, q)
+	if !ok {
+		return ""
+	}
+	s, _, _ := strings.Cut(rest, q)
+	return s
 }
 
 // engine is one kind of database behind a DB.
@@ -158,10 +177,7 @@ func (db *DB) Catalog(ctx context.Context) ([]Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(tables))
-	for i, t := range tables {
-		names[i] = t.Schema + "." + t.Name
-	}
+	names := qualifiedNames(tables)
 	db.mu.Lock()
 	db.tables = names
 	db.mu.Unlock()
@@ -209,4 +225,66 @@ func sortTables(tables []Table) {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
+}
+
+// qualifiedNames are the tables' SCHEMA.TABLE names, unquoted, as
+// [DB.allowedTables] keeps them.
+func qualifiedNames(tables []Table) []string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = t.Schema + "." + t.Name
+	}
+	return names
+}
+
+// sampleQuery selects the first SampleRows rows of tb for its columns'
+// samples: each column as text cut to 200 characters by the engine's
+// expression text, blobs as null (the engine's null of a text type).
+func (db *DB) sampleQuery(tb *Table, null string, text func(col string) string) string {
+	exprs := make([]string, len(tb.Columns))
+	for i, c := range tb.Columns {
+		if c.Type == datachat.TypeBlob {
+			exprs[i] = null
+			continue
+		}
+		exprs[i] = text(c.Name)
+	}
+	return fmt.Sprintf("SELECT %s FROM %s LIMIT %d", strings.Join(exprs, ", "), tb.QualifiedName(db.src.Kind), db.opts.SampleRows)
+}
+
+// sampleRows are the rows of a sampleQuery, from database/sql or pgx.
+type sampleRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// readSamples keeps up to 3 distinct values per column of tb from rows, one
+// text value per column.
+func readSamples(rows sampleRows, tb *Table) error {
+	vals := make([]*string, len(tb.Columns))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			addSample(&tb.Columns[i].Samples, v)
+		}
+	}
+	return rows.Err()
+}
+
+func addSample(samples *[]string, v *string) {
+	if v == nil || len(*samples) >= 3 {
+		return
+	}
+	s := sample(*v)
+	if s == "" || slices.Contains(*samples, s) {
+		return
+	}
+	*samples = append(*samples, s)
 }

@@ -2,9 +2,6 @@ package dbsource_test
 
 import (
 	"context"
-	"crypto/rand"
-	"datachat/internal/testenv"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -40,35 +37,28 @@ func atEnd(f func()) {
 	cleanupMu.Unlock()
 }
 
-// serverURL returns the URL in env, or skips t (fails it under CI=true) with
-// how to get one.
-func serverURL(t *testing.T, env, how string) string {
-	t.Helper()
-	u := os.Getenv(env)
-	if u == "" {
-		testenv.Missing(t, fmt.Sprintf("set %s to run this test (database sources are tested on a real server): %s", env, how))
-	}
-	return u
+// shared is a fixture made by the first test that needs it and shared by
+// the others: when making it failed, every test that needs it fails.
+type shared[F any] struct {
+	once sync.Once
+	f    *F
+	err  error
 }
 
-func randomSuffix() string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+// get returns the fixture, made by newFixture the first time; what names it in
+// the failure.
+func (s *shared[F]) get(t *testing.T, what string, newFixture func() (*F, error)) *F {
+	t.Helper()
+	s.once.Do(func() { s.f, s.err = newFixture() })
+	if s.err != nil {
+		t.Fatalf("%s fixture: %v", what, s.err)
+	}
+	return s.f
 }
 
 // csvNames are the CSVs of ../shared/data/csv both fixtures load, each as
 // the table dbsourcetest names (cabinet-turnover as cabinet_turnover).
 var csvNames = []string{"avengers", "cabinet-turnover", "diamonds", "flights", "penguins", "test_mskanji", "tips", "titanic"}
-
-// csvTables are the tables of csvNames.
-func csvTables(t testing.TB) []string {
-	names := make([]string, len(csvNames))
-	for i, n := range csvNames {
-		names[i] = dbsourcetest.Read(t, n).Name
-	}
-	return names
-}
 
 // cell is a value of a CSV as a source returns it: nil, int64, float64 or
 // string by the column's kind.
@@ -311,6 +301,64 @@ func checkRowCap(t *testing.T, db *dbsource.DB) {
 	if res.RowCount != 1000 || !res.Truncated || res.Rows[999][0] != int64(1000) {
 		t.Errorf("got %d rows, truncated=%v, want 1000 and truncated", res.RowCount, res.Truncated)
 	}
+}
+
+// checkColumnTypes checks the friendly type of each column of res named in
+// want.
+func checkColumnTypes(t *testing.T, res *datachat.QueryResult, want map[string]string) {
+	t.Helper()
+	types := map[string]string{}
+	for _, c := range res.Columns {
+		types[c.Name] = c.Type
+	}
+	for col, w := range want {
+		if types[col] != w {
+			t.Errorf("column %s: got type %q, want %q", col, types[col], w)
+		}
+	}
+}
+
+// checkEstimate checks that the engine estimates penguins (344 rows) at lo
+// to hi rows, and refuses to estimate a query of the disallowed table
+// secret, naming it.
+func checkEstimate(t *testing.T, db *dbsource.DB, lo, hi int64, secret string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
+	if err != nil || n < lo || n > hi {
+		t.Errorf("EstimateRows: got %d, %v, want %d to %d", n, err, lo, hi)
+	}
+	_, err = db.EstimateRows(ctx, "SELECT * FROM "+secret)
+	wantKind(t, err, datachat.KindRefused, secret)
+}
+
+// checkCatalog checks that the catalog lists the tables want (SCHEMA.TABLE,
+// in order), penguins with a row estimate of lo to hi and samples of its
+// first column, species, and no sample longer than 40 characters.
+func checkCatalog(t *testing.T, db *dbsource.DB, want []string, lo, hi int64) {
+	t.Helper()
+	tables, err := db.Catalog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tb := range tables {
+		names = append(names, tb.Schema+"."+tb.Name)
+		if tb.Name == "penguins" {
+			if tb.Rows == nil {
+				t.Errorf("penguins row estimate: got none, want %d to %d", lo, hi)
+			} else if *tb.Rows < lo || *tb.Rows > hi {
+				t.Errorf("penguins row estimate: got %d, want %d to %d", *tb.Rows, lo, hi)
+			}
+			if c := tb.Columns[0]; c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
+				t.Errorf("penguins.species: got %+v", c)
+			}
+		}
+	}
+	if got, w := strings.Join(names, ","), strings.Join(want, ","); got != w {
+		t.Errorf("tables: got %s, want %s", got, w)
+	}
+	checkSamples(t, tables)
 }
 
 // checkSamples checks that no column sample of the catalog's tables is

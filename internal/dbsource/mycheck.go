@@ -467,11 +467,7 @@ func (e *myEngine) tableNames(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(tables))
-	for i, tb := range tables {
-		names[i] = tb.Schema + "." + tb.Name
-	}
-	return names, nil
+	return qualifiedNames(tables), nil
 }
 
 // listTables lists the allowed tables, without columns, and where each is.
@@ -557,34 +553,11 @@ func (e *myEngine) samples(ctx context.Context, t *myTx, tb *Table) error {
 	if len(tb.Columns) == 0 {
 		return nil
 	}
-	exprs := make([]string, len(tb.Columns))
-	for i, c := range tb.Columns {
-		if c.Type == datachat.TypeBlob {
-			exprs[i] = "NULL"
-			continue
-		}
-		exprs[i] = fmt.Sprintf("LEFT(CAST(%s AS CHAR), 200)", myIdent(c.Name))
-	}
-	q := fmt.Sprintf("SELECT %s FROM %s LIMIT %d", strings.Join(exprs, ", "), tb.QualifiedName(KindMySQL), e.db.opts.SampleRows)
+	q := e.db.sampleQuery(tb, "NULL", func(col string) string { return fmt.Sprintf("LEFT(CAST(%s AS CHAR), 200)", myIdent(col)) })
 	rows, err := t.c.QueryContext(ctx, q)
 	if err != nil {
 		return fmt.Errorf("source %s: sample %s.%s: %w", e.db.src.Name, tb.Schema, tb.Name, err)
 	}
 	defer rows.Close()
-	vals := make([]sql.NullString, len(tb.Columns))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		for i, v := range vals {
-			if v.Valid {
-				addSample(&tb.Columns[i].Samples, &v.String)
-			}
-		}
-	}
-	return rows.Err()
+	return readSamples(rows, tb)
 }

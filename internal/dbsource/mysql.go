@@ -510,7 +510,7 @@ func (e *myEngine) classify(ctx context.Context, err error, stmt string) error {
 		}
 	case 1146, 1109, 1051, 1049:
 		kind = datachat.KindUnknownTable
-		msg += candidates(quotedIn(msg), e.db.allowedTables(ctx))
+		msg += candidates(quotedIn(msg, "'"), e.db.allowedTables(ctx))
 	case 1054, 1052, 1247:
 		kind = datachat.KindUnknownColumn
 	case 1366, 1292, 1265, 1267, 1270, 1271, 1690, 1582, 1583, 1584, 1241, 1222:
@@ -548,16 +548,6 @@ func nearText(msg string) string {
 		return ""
 	}
 	return rest[:i]
-}
-
-// quotedIn returns the first '…' of a message.
-func quotedIn(msg string) string {
-	_, rest, ok := strings.Cut(msg, "'")
-	if !ok {
-		return ""
-	}
-	s, _, _ := strings.Cut(rest, "'")
-	return s
 }
 
 // myFriendly maps a MySQL type (the driver's DatabaseTypeName or
@@ -625,6 +615,4 @@ func myValue(b sql.RawBytes, typ string, cl *cells) any {
 }
 
 // myIdent quotes a MySQL identifier.
-func myIdent(s string) string {
-	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
-}
+func myIdent(s string) string { return quote("`", s) }

@@ -8,17 +8,12 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
 )
-
-const myHow = "export DATACHAT_TEST_MYSQL_URL=$(sh internal/dbsource/testdata/start-mariadb.sh) (MariaDB from apt-get install mariadb-server)"
 
 // myFixture is a database of the test server with the CSVs loaded, a second
 // database of secrets, and a reader that may SELECT both: what keeps a query
@@ -32,29 +27,12 @@ type myFixture struct {
 	suffix   string
 }
 
-var (
-	myOnce sync.Once
-	myFix  *myFixture
-	myErr  error
-)
+var myShared shared[myFixture]
 
 func mySetup(t *testing.T) *myFixture {
 	t.Helper()
-	raw := serverURL(t, "DATACHAT_TEST_MYSQL_URL", myHow)
-	myOnce.Do(func() { myFix, myErr = newMyFixture(t, raw) })
-	if myErr != nil {
-		t.Fatalf("MariaDB fixture: %v", myErr)
-	}
-	return myFix
-}
-
-func adminDSN(u *url.URL) string {
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.Net = "tcp"
-	cfg.Addr = u.Host
-	return cfg.FormatDSN()
+	raw := dbsourcetest.MySQLURL(t)
+	return myShared.get(t, "MariaDB", func() (*myFixture, error) { return newMyFixture(t, raw) })
 }
 
 func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
@@ -63,7 +41,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &myFixture{base: u, suffix: randomSuffix(), adminDSN: adminDSN(u)}
+	f := &myFixture{base: u, suffix: dbsourcetest.Suffix(), adminDSN: dbsourcetest.MySQLAdminDSN(u)}
 	f.password = "pw-" + f.suffix
 	f.db = "dcsrc_" + f.suffix
 	secret := f.db + "_secret"
@@ -122,7 +100,7 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 			X'DEADBEEF', b'101', '{"b": 1, "a": 12345678901234567890}', 'happy', REPEAT('é', 100))`,
 		"CREATE FUNCTION " + d + ".evil() RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
 		"CREATE PROCEDURE " + d + ".wipe() DELETE FROM " + d + ".penguins",
-		"ANALYZE TABLE " + d + "." + strings.Join(csvTables(t), ", "+d+"."),
+		"ANALYZE TABLE " + d + "." + strings.Join(dbsourcetest.Tables(t, csvNames), ", "+d+"."),
 		fmt.Sprintf("GRANT SELECT, EXECUTE, SHOW VIEW ON %s.* TO '%s'@'127.0.0.1'", d, reader),
 		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'127.0.0.1'", s, reader),
 		// A role that may write two tables: the sandbox keeps it read-only.
@@ -132,17 +110,14 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 			return nil, err
 		}
 	}
-	ru := *u
-	ru.User = url.UserPassword(reader, f.password)
-	ru.Path = "/" + d
-	f.reader = ru.String()
+	f.reader = dbsourcetest.WithDB(raw, d, reader, f.password)
 	return f, nil
 }
 
 // allowed are the tables the source may read: the CSVs' and a few more.
 func (f *myFixture) allowed(t testing.TB) []string {
 	var out []string
-	for _, name := range append(csvTables(t), "alltypes", "big", "penguin_species") {
+	for _, name := range append(dbsourcetest.Tables(t, csvNames), "alltypes", "big", "penguin_species") {
 		out = append(out, f.db+"."+name)
 	}
 	return out
@@ -190,16 +165,8 @@ func TestMySQLQueries(t *testing.T) {
 		if !strings.HasPrefix(string(b), want) {
 			t.Errorf("row %s\nwant it to start %s", b, want)
 		}
-		types := map[string]string{}
-		for _, c := range res.Columns {
-			types[c.Name] = c.Type
-		}
-		for col, want := range map[string]string{"i8": "integer", "ub": "integer", "dec1": "decimal", "f": "float", "t": "text",
-			"dt": "date", "dtm": "timestamp", "ts": "timestamp", "tm": "time", "bl": "blob", "j": "text", "e": "text"} {
-			if types[col] != want {
-				t.Errorf("column %s: got type %q, want %q", col, types[col], want)
-			}
-		}
+		checkColumnTypes(t, res, map[string]string{"i8": "integer", "ub": "integer", "dec1": "decimal", "f": "float", "t": "text",
+			"dt": "date", "dtm": "timestamp", "ts": "timestamp", "tm": "time", "bl": "blob", "j": "text", "e": "text"})
 	})
 
 	t.Run("row cap", func(t *testing.T) {
@@ -239,39 +206,14 @@ func TestMySQLQueries(t *testing.T) {
 		wantKind(t, err, datachat.KindSyntax, "near 'SELEC 1'")
 	})
 
-	t.Run("estimate", func(t *testing.T) {
-		n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
-		if err != nil || n < 300 || n > 400 {
-			t.Errorf("EstimateRows: got %d, %v, want about 344", n, err)
-		}
-		_, err = db.EstimateRows(ctx, "SELECT * FROM "+f.db+"_secret.creds")
-		wantKind(t, err, datachat.KindRefused, "creds")
-	})
+	t.Run("estimate", func(t *testing.T) { checkEstimate(t, db, 300, 400, f.db+"_secret.creds") })
 
 	t.Run("catalog", func(t *testing.T) {
-		tables, err := db.Catalog(ctx)
-		if err != nil {
-			t.Fatal(err)
+		var want []string
+		for _, name := range []string{"alltypes", "avengers", "big", "cabinet_turnover", "diamonds", "flights", "penguin_species", "penguins", "test_mskanji", "tips", "titanic"} {
+			want = append(want, f.db+"."+name)
 		}
-		var names []string
-		for _, tb := range tables {
-			names = append(names, tb.Name)
-			if tb.Schema != f.db {
-				t.Errorf("table %s.%s: not the source's database", tb.Schema, tb.Name)
-			}
-			if tb.Name == "penguins" {
-				if tb.Rows == nil || *tb.Rows < 300 {
-					t.Errorf("penguins row estimate: got %v", tb.Rows)
-				}
-				if c := tb.Columns[0]; c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
-					t.Errorf("penguins.species: got %+v", c)
-				}
-			}
-		}
-		if got := strings.Join(names, ","); got != "alltypes,avengers,big,cabinet_turnover,diamonds,flights,penguin_species,penguins,test_mskanji,tips,titanic" {
-			t.Errorf("tables: got %s", got)
-		}
-		checkSamples(t, tables)
+		checkCatalog(t, db, want, 300, 400)
 	})
 }
 
@@ -365,8 +307,8 @@ func TestMySQLRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })          // after the accounts are dropped
-	s := f.suffix + "_" + randomSuffix()[:4] // each run its own accounts
+	t.Cleanup(func() { a.Close() })                 // after the accounts are dropped
+	s := f.suffix + "_" + dbsourcetest.Suffix()[:4] // each run its own accounts
 	t.Cleanup(func() {
 		for _, u := range []string{"dcsrc_file_" + s, "dcsrc_super_" + s, "dcsrc_byrole_" + s} {
 			a.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", u))
@@ -394,10 +336,7 @@ func TestMySQLRoles(t *testing.T) {
 		{"dcsrc_byrole_" + s, "FILE"},
 	} {
 		t.Run(tc.user, func(t *testing.T) {
-			u := *f.base
-			u.User = url.UserPassword(tc.user, f.password)
-			u.Path = "/" + f.db
-			checkRoleRefused(t, u.String(), tc.privilege)
+			checkRoleRefused(t, dbsourcetest.WithDB(f.base.String(), f.db, tc.user, f.password), tc.privilege)
 		})
 	}
 }

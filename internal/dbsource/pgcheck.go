@@ -337,11 +337,7 @@ func (e *pgEngine) tableNames(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(tables))
-	for i, tb := range tables {
-		names[i] = tb.Schema + "." + tb.Name
-	}
-	return names, nil
+	return qualifiedNames(tables), nil
 }
 
 // listTables lists the allowed tables with their OIDs, without columns.
@@ -441,43 +437,11 @@ func (e *pgEngine) samples(ctx context.Context, t *pgTx, tb *Table) error {
 	if len(tb.Columns) == 0 {
 		return nil
 	}
-	exprs := make([]string, len(tb.Columns))
-	for i, c := range tb.Columns {
-		if c.Type == datachat.TypeBlob {
-			exprs[i] = "NULL::text"
-			continue
-		}
-		exprs[i] = fmt.Sprintf("left(%s::text, 200)", pgIdent(c.Name))
-	}
-	q := fmt.Sprintf("SELECT %s FROM %s LIMIT %d", strings.Join(exprs, ", "), tb.QualifiedName(KindPostgres), e.db.opts.SampleRows)
+	q := e.db.sampleQuery(tb, "NULL::text", func(col string) string { return fmt.Sprintf("left(%s::text, 200)", pgIdent(col)) })
 	rows, err := t.c.Query(ctx, q)
 	if err != nil {
 		return fmt.Errorf("source %s: sample %s.%s: %w", e.db.src.Name, tb.Schema, tb.Name, err)
 	}
 	defer rows.Close()
-	vals := make([]*string, len(tb.Columns))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		for i, v := range vals {
-			addSample(&tb.Columns[i].Samples, v)
-		}
-	}
-	return rows.Err()
-}
-
-func addSample(samples *[]string, v *string) {
-	if v == nil || len(*samples) >= 3 {
-		return
-	}
-	s := sample(*v)
-	if s == "" || slices.Contains(*samples, s) {
-		return
-	}
-	*samples = append(*samples, s)
+	return readSamples(rows, tb)
 }

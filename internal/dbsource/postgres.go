@@ -446,7 +446,7 @@ func (e *pgEngine) classify(ctx context.Context, err error, offset int, sql stri
 		kind = datachat.KindSyntax
 	case code == "42P01":
 		kind = datachat.KindUnknownTable
-		msg += candidates(relationIn(pe.Message), e.db.allowedTables(ctx))
+		msg += candidates(quotedIn(pe.Message, `"`), e.db.allowedTables(ctx))
 	case code == "3F000":
 		kind = datachat.KindUnknownTable
 		msg += candidates("", e.db.allowedTables(ctx))
@@ -475,16 +475,6 @@ func (e *pgEngine) classify(ctx context.Context, err error, offset int, sql stri
 		kind = datachat.KindRefused
 	}
 	return &datachat.QueryError{Kind: kind, Message: msg}
-}
-
-// relationIn finds the quoted name in `relation "x" does not exist`.
-func relationIn(msg string) string {
-	_, rest, ok := strings.Cut(msg, `"`)
-	if !ok {
-		return ""
-	}
-	name, _, _ := strings.Cut(rest, `"`)
-	return name
 }
 
 // typeName names a result column's type as PostgreSQL's format_type does.
@@ -667,6 +657,4 @@ func formatUUID(b [16]byte) string {
 }
 
 // pgIdent quotes a PostgreSQL identifier.
-func pgIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
+func pgIdent(s string) string { return quote(`"`, s) }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +15,6 @@ import (
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
 )
-
-const pgHow = "export DATACHAT_TEST_POSTGRES_URL=$(bash internal/postgres/testdata/start-test-cluster.sh) (PostgreSQL from apt-get install postgresql)"
 
 // pgFixture is a database of the test cluster with the CSVs loaded and a
 // reader role that may SELECT everything, so that what keeps a query from a
@@ -30,34 +27,17 @@ type pgFixture struct {
 	dblink   bool // the dblink extension is installed
 }
 
-var (
-	pgOnce sync.Once
-	pgFix  *pgFixture
-	pgErr  error
-)
-
-func withDB(base, db, user, password string) string {
-	u, _ := url.Parse(base)
-	u.Path = "/" + db
-	if user != "" {
-		u.User = url.UserPassword(user, password)
-	}
-	return u.String()
-}
+var pgShared shared[pgFixture]
 
 func pgSetup(t *testing.T) *pgFixture {
 	t.Helper()
-	base := serverURL(t, "DATACHAT_TEST_POSTGRES_URL", pgHow)
-	pgOnce.Do(func() { pgFix, pgErr = newPgFixture(t, base) })
-	if pgErr != nil {
-		t.Fatalf("PostgreSQL fixture: %v", pgErr)
-	}
-	return pgFix
+	base := dbsourcetest.PostgresURL(t)
+	return pgShared.get(t, "PostgreSQL", func() (*pgFixture, error) { return newPgFixture(t, base) })
 }
 
 func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 	ctx := context.Background()
-	f := &pgFixture{suffix: randomSuffix()}
+	f := &pgFixture{suffix: dbsourcetest.Suffix()}
 	f.password = "pw-" + f.suffix
 	db := "dcsrc_" + f.suffix
 	reader := "dcsrc_reader_" + f.suffix
@@ -72,17 +52,9 @@ func newPgFixture(t *testing.T, base string) (*pgFixture, error) {
 	if _, err := root.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", reader, f.password)); err != nil {
 		return nil, err
 	}
-	atEnd(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)")
-		c.Exec(context.Background(), "DROP ROLE IF EXISTS "+reader)
-	})
-	f.admin = withDB(base, db, "", "")
-	f.reader = withDB(base, db, reader, f.password)
+	atEnd(func() { dbsourcetest.DropPostgres(base, db, reader) })
+	f.admin = dbsourcetest.WithDB(base, db, "", "")
+	f.reader = dbsourcetest.WithDB(base, db, reader, f.password)
 	c, err := pgx.Connect(ctx, f.admin)
 	if err != nil {
 		return nil, err
@@ -188,17 +160,9 @@ func TestPostgresQueries(t *testing.T) {
 				t.Errorf("row %s\ndoes not hold %s", got, want)
 			}
 		}
-		types := map[string]string{}
-		for _, c := range res.Columns {
-			types[c.Name] = c.Type
-		}
-		for col, want := range map[string]string{"i8": "integer", "n": "decimal", "f4": "float", "b": "boolean", "t": "text",
+		checkColumnTypes(t, res, map[string]string{"i8": "integer", "n": "decimal", "f4": "float", "b": "boolean", "t": "text",
 			"d": "date", "ts": "timestamp", "tstz": "timestamp", "tm": "time", "iv": "interval", "by": "blob", "u": "uuid",
-			"ai": "list", "m": "text", "j": "text"} {
-			if types[col] != want {
-				t.Errorf("column %s: got type %q, want %q", col, types[col], want)
-			}
-		}
+			"ai": "list", "m": "text", "j": "text"})
 	})
 
 	t.Run("long values are cut", func(t *testing.T) {
@@ -266,40 +230,11 @@ func TestPostgresQueries(t *testing.T) {
 		wantKind(t, err, datachat.KindUnknownTable, "nowhere")
 	})
 
-	t.Run("estimate", func(t *testing.T) {
-		n, err := db.EstimateRows(ctx, "SELECT * FROM penguins")
-		if err != nil || n != 344 {
-			t.Errorf("EstimateRows: got %d, %v, want 344", n, err)
-		}
-		_, err = db.EstimateRows(ctx, "SELECT * FROM secret.creds")
-		wantKind(t, err, datachat.KindRefused, "secret.creds")
-	})
+	t.Run("estimate", func(t *testing.T) { checkEstimate(t, db, 344, 344, "secret.creds") })
 
 	t.Run("catalog", func(t *testing.T) {
-		tables, err := db.Catalog(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tb := range tables {
-			names = append(names, tb.Schema+"."+tb.Name)
-		}
-		if got := strings.Join(names, ","); got != "public.alltypes,public.avengers,public.big,public.cabinet_turnover,public.diamonds,public.events,public.flights,"+
-			"public.penguin_species,public.penguins,public.test_mskanji,public.tips,public.titanic" {
-			t.Errorf("tables: got %s", got)
-		}
-		for _, tb := range tables {
-			if tb.Name == "penguins" {
-				if tb.Rows == nil || *tb.Rows != 344 {
-					t.Errorf("penguins row estimate: got %v", tb.Rows)
-				}
-				c := tb.Columns[0]
-				if c.Name != "species" || c.Type != "text" || len(c.Samples) == 0 || c.Samples[0] != "Adelie" {
-					t.Errorf("penguins.species: got %+v", c)
-				}
-			}
-		}
-		checkSamples(t, tables)
+		checkCatalog(t, db, []string{"public.alltypes", "public.avengers", "public.big", "public.cabinet_turnover", "public.diamonds", "public.events", "public.flights",
+			"public.penguin_species", "public.penguins", "public.test_mskanji", "public.tips", "public.titanic"}, 344, 344)
 	})
 }
 
@@ -398,19 +333,14 @@ func TestPostgresRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	s := f.suffix + "_" + randomSuffix()[:4] // each run its own roles
+	s := f.suffix + "_" + dbsourcetest.Suffix()[:4] // each run its own roles
 	roles := []string{"dcsrc_super_" + s, "dcsrc_files_" + s, "dcsrc_creator_" + s, "dcsrc_inherits_" + s, "dcsrc_admins_" + s, "dcsrc_folds_" + s}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		c, err := pgx.Connect(ctx, f.admin)
-		if err != nil {
-			return
-		}
-		defer c.Close(ctx)
-		c.Exec(ctx, "DROP SCHEMA IF EXISTS trap_"+s+" CASCADE")
+		stmts := []string{"DROP SCHEMA IF EXISTS trap_" + s + " CASCADE"}
 		for _, r := range roles {
-			c.Exec(ctx, "DROP ROLE IF EXISTS "+r)
+			stmts = append(stmts, "DROP ROLE IF EXISTS "+r)
 		}
+		dbsourcetest.CleanPostgres(f.admin, stmts...)
 	})
 	for _, q := range []string{
 		fmt.Sprintf("CREATE ROLE dcsrc_super_%s LOGIN SUPERUSER PASSWORD '%s'", s, f.password),
@@ -444,7 +374,7 @@ func TestPostgresRoles(t *testing.T) {
 		{"dcsrc_inherits_" + s, "pg_execute_server_program"},
 	} {
 		t.Run(tc.privilege, func(t *testing.T) {
-			checkRoleRefused(t, withDB(f.admin, strings.TrimPrefix(u.Path, "/"), tc.role, f.password), tc.privilege)
+			checkRoleRefused(t, dbsourcetest.WithDB(f.admin, strings.TrimPrefix(u.Path, "/"), tc.role, f.password), tc.privilege)
 		})
 	}
 }
