@@ -455,6 +455,18 @@ func runServer(o options, work string, n, round int, b build) result {
 
 	r := result{loadAverage: loadAverage()}
 	cpu0, self0 := serve.CPU(srv.pid), serve.SelfCPU()
+	convs, wall := driveWS(o, n, func(i int) string { return "ws://" + srv.addr + "/ws?conversation_id=" + ids[i] }, &websocket.DialOptions{
+		Subprotocols: []string{"datachat.v1", "datachat.key." + srv.key},
+	})
+	r.wall = wall
+	r.serverCPU, r.harnessCPU = serve.CPU(srv.pid)-cpu0, serve.SelfCPU()-self0
+	collect(&r, convs)
+	return r
+}
+
+// driveWS runs n conversations, each over a WebSocket to url(i) opened at its
+// first turn and closed at the end.
+func driveWS(o options, n int, url func(i int) string, opts *websocket.DialOptions) ([]*conversation, time.Duration) {
 	conns := make([]*websocket.Conn, n)
 	defer func() {
 		for _, c := range conns {
@@ -463,11 +475,9 @@ func runServer(o options, work string, n, round int, b build) result {
 			}
 		}
 	}()
-	convs, wall := drive(o, n, func(ctx context.Context, i, t int, c *conversation) error {
+	return drive(o, n, func(ctx context.Context, i, t int, c *conversation) error {
 		if conns[i] == nil {
-			conn, _, err := websocket.Dial(ctx, "ws://"+srv.addr+"/ws?conversation_id="+ids[i], &websocket.DialOptions{
-				Subprotocols: []string{"datachat.v1", "datachat.key." + srv.key},
-			})
+			conn, _, err := websocket.Dial(ctx, url(i), opts)
 			if err != nil {
 				return errors.New("dial failed")
 			}
@@ -476,10 +486,6 @@ func runServer(o options, work string, n, round int, b build) result {
 		}
 		return wsTurn(ctx, conns[i], o, t, c)
 	})
-	r.wall = wall
-	r.serverCPU, r.harnessCPU = serve.CPU(srv.pid)-cpu0, serve.SelfCPU()-self0
-	collect(&r, convs)
-	return r
 }
 
 // wsTurn runs turn t of a conversation over its WebSocket: chat_send, then

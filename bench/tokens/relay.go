@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -159,25 +158,7 @@ func runRelay(o options, n int) result {
 	r := result{loadAverage: loadAverage()}
 	pid := cmd.Process.Pid
 	cpu0, self0 := serve.CPU(pid), serve.SelfCPU()
-	conns := make([]*websocket.Conn, n)
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.CloseNow()
-			}
-		}
-	}()
-	convs, wall := drive(o, n, func(ctx context.Context, i, t int, c *conversation) error {
-		if conns[i] == nil {
-			conn, _, err := websocket.Dial(ctx, "ws://"+addr+"/", nil)
-			if err != nil {
-				return errors.New("dial failed")
-			}
-			conn.SetReadLimit(1 << 20)
-			conns[i] = conn
-		}
-		return wsTurn(ctx, conns[i], o, t, c)
-	})
+	convs, wall := driveWS(o, n, func(int) string { return "ws://" + addr + "/" }, nil)
 	r.wall = wall
 	r.serverCPU, r.harnessCPU = serve.CPU(pid)-cpu0, serve.SelfCPU()-self0
 	collect(&r, convs)

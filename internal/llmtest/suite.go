@@ -1,15 +1,14 @@
 package llmtest
 
 import (
-	"bytes"
 	"context"
+	"datachat/internal/testlog"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -586,7 +585,7 @@ func (s Suite) testLogs(t *testing.T) {
 		Texts("fine"),
 		Fail(401, "Incorrect API key provided: "+key),
 	}})
-	var logs syncBuffer
+	var logs testlog.Buffer
 	m := s.New(ClientSettings{
 		BaseURL: srv.URL, APIKey: key, StreamIdleTimeout: SuiteIdleTimeout, RetryDelay: SuiteRetryDelay,
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -609,21 +608,4 @@ func (s Suite) testLogs(t *testing.T) {
 			t.Errorf("no %s in the log:\n%s", event, out)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
