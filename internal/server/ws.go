@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,10 +166,6 @@ type wsSession struct {
 	out  chan chat.Event
 	log  *slog.Logger
 
-	// The writer's: the buffer events are encoded into.
-	buf bytes.Buffer
-	enc *json.Encoder
-
 	mu         sync.Mutex
 	turnCancel func() // set while a turn runs
 	turns      sync.WaitGroup
@@ -304,22 +299,13 @@ func (ss *wsSession) drop(live context.Context, err error) {
 	ss.conn.CloseNow()
 }
 
-// write writes one event, waiting at most wsWriteTimeout for the client. The
-// event is encoded into a buffer the writer keeps (a token's event is written
-// for every chunk of every answer streaming).
+// write writes one event, waiting at most wsWriteTimeout for the client.
 func (ss *wsSession) write(live context.Context, ev chat.Event) error {
 	name := wsEventNames[ev.Type]
-	if ss.enc == nil {
-		ss.enc = json.NewEncoder(&ss.buf)
-	}
-	ss.buf.Reset()
-	if err := ss.enc.Encode(wsEvent{Type: name, Data: ev.Data}); err != nil {
+	b, err := json.Marshal(wsEvent{Type: name, Data: ev.Data})
+	if err != nil {
 		ss.log.Error("encode event", slog.String("type", name), slog.String("error", err.Error()))
 		return nil
-	}
-	b := bytes.TrimSuffix(ss.buf.Bytes(), []byte("\n")) // Encode ends each value with a newline
-	if ss.buf.Cap() > 64<<10 {
-		defer func() { ss.buf = bytes.Buffer{}; ss.enc = nil }() // a large event's buffer is not kept
 	}
 	wctx, cancel := context.WithTimeout(live, wsWriteTimeout)
 	defer cancel()
