@@ -207,8 +207,6 @@ func wantRole(t *testing.T, err error, privilege string) {
 	}
 }
 
-func asQueryError(err error, qe **datachat.QueryError) bool { return errors.As(err, qe) }
-
 // openSource opens a source named name over the tables at url for all
 // users, closed when the test ends.
 func openSource(t *testing.T, name, url string, tables []string, opts dbsource.Options) *dbsource.DB {
@@ -244,7 +242,7 @@ func checkRefusals(t *testing.T, db *dbsource.DB, cases []refusal, secrets ...st
 				wantKind(t, err, c.kind, c.want...)
 			} else {
 				var qe *datachat.QueryError
-				if !asQueryError(err, &qe) {
+				if !errors.As(err, &qe) {
 					t.Fatalf("got %v, want a datachat.QueryError", err)
 				}
 			}
