@@ -2,6 +2,7 @@ package dbsource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -118,7 +119,22 @@ type DB struct {
 
 	mu     sync.Mutex
 	tables []string // allowed tables, SCHEMA.TABLE, for unknown-table hints; nil until Check or Catalog
+
+	// The last proof of the role ([DB.proveRole]): when it ran and what it
+	// found. proofMu is held while a proof runs, so that the queries arriving
+	// meanwhile wait for it instead of each proving again.
+	proofMu  sync.Mutex
+	provedAt time.Time
+	proofErr error
+	now      func() time.Time // time.Now; tests move it
 }
+
+// roleProofTTL is how long a proof of the role's privileges holds: a query
+// more than this after the last proof proves the role again before it runs,
+// so that a privilege granted to the role after the source was added (or
+// after its connections were opened) refuses the next query, not the next
+// connection.
+const roleProofTTL = 5 * time.Second
 
 // Open validates src and opens its pool. No connection is made until the first
 // use; call [DB.Check] to connect and check the role now (as `sources add`
@@ -128,7 +144,7 @@ func Open(src Source, opts Options) (*DB, error) {
 		return nil, err
 	}
 	u, _ := url.Parse(src.URL)
-	db := &DB{src: src, opts: opts.withDefaults()}
+	db := &DB{src: src, opts: opts.withDefaults(), now: time.Now}
 	allow := newAllowList(src.Tables, defaultSchema(src.Kind, u))
 	var err error
 	switch src.Kind {
@@ -150,7 +166,7 @@ func (db *DB) Source() Source { return db.src }
 // read-only is a *RoleError naming the privilege to drop. Every new
 // connection of the pool is checked the same way.
 func (db *DB) Check(ctx context.Context) error {
-	if err := db.eng.checkRole(ctx); err != nil {
+	if err := db.prove(ctx); err != nil {
 		return err
 	}
 	names, err := db.eng.tableNames(ctx)
@@ -173,6 +189,9 @@ func (db *DB) Dialect(ctx context.Context) (string, error) {
 // columns, row estimates and sample values, for the system prompt. It reads
 // at most SampleRows rows of each table, in the sandbox.
 func (db *DB) Catalog(ctx context.Context) ([]Table, error) {
+	if err := db.proveRole(ctx); err != nil {
+		return nil, err
+	}
 	tables, err := db.eng.catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -200,13 +219,51 @@ func (db *DB) allowedTables(context.Context) []string {
 // the engine's own message; ctx's error when ctx ends first; other errors
 // (the source unreachable, its role refused) are internal.
 func (db *DB) Query(ctx context.Context, sql string) (*datachat.QueryResult, error) {
+	if err := db.proveRole(ctx); err != nil {
+		return nil, err
+	}
 	return db.eng.query(ctx, sql)
 }
 
 // EstimateRows returns the engine's EXPLAIN estimate of the rows a statement
 // would return, without running it. The sandbox's checks apply as for Query.
 func (db *DB) EstimateRows(ctx context.Context, sql string) (int64, error) {
+	if err := db.proveRole(ctx); err != nil {
+		return 0, err
+	}
 	return db.eng.estimate(ctx, sql)
+}
+
+// proveRole proves the role's privileges from the engine's catalog unless a
+// proof less than roleProofTTL old stands; a refusal stands as long as a
+// success does, so a refused source is not asked again at every query.
+// Errors other than a refusal (the source unreachable) are not kept.
+func (db *DB) proveRole(ctx context.Context) error {
+	db.proofMu.Lock()
+	defer db.proofMu.Unlock()
+	if !db.provedAt.IsZero() && db.now().Sub(db.provedAt) < roleProofTTL {
+		return db.proofErr
+	}
+	return db.proveLocked(ctx)
+}
+
+// prove proves the role now, whatever the last proof found.
+func (db *DB) prove(ctx context.Context) error {
+	db.proofMu.Lock()
+	defer db.proofMu.Unlock()
+	return db.proveLocked(ctx)
+}
+
+func (db *DB) proveLocked(ctx context.Context) error {
+	err := db.eng.checkRole(ctx)
+	var re *RoleError
+	switch {
+	case err == nil, errors.As(err, &re):
+		db.provedAt, db.proofErr = db.now(), err
+	default:
+		db.provedAt, db.proofErr = time.Time{}, nil
+	}
+	return err
 }
 
 // Close closes the pool.
