@@ -1,6 +1,9 @@
 package sso
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -22,6 +25,8 @@ const (
 	clientID     = "datachat"
 	clientSecret = "client-secret"
 )
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 // rp is a relying party: a server on 127.0.0.1 that mounts a Handler as
 // the server will, and answers a sign-in with the identity as JSON.
@@ -64,7 +69,7 @@ func newRP(t *testing.T, p *ssotest.Provider, edit ...func(*Config)) *rp {
 		ClientID:     clientID,
 		ClientSecret: clientSecret,
 		PublicURL:    srv.URL,
-		Key:          []byte("0123456789abcdef0123456789abcdef"),
+		Key:          testKey,
 		Now:          r.clock.Now,
 		Logger:       slog.New(slog.NewTextHandler(r.log, nil)),
 		OnIdentity: func(w http.ResponseWriter, _ *http.Request, id Identity) {
@@ -601,6 +606,18 @@ func TestFlowCookie(t *testing.T) {
 		cb := b.authorize(b.login(other))
 		forged := strings.Replace(cb, other.URL, r.URL, 1)
 		r.wantRefused(t, getWithCookie(t, forged, b.flowCookie(other)), msgFlowLost, "not sealed by this server's key")
+	})
+	t.Run("sealed with the server's key itself", func(t *testing.T) {
+		// Another use of the server's key (database source URLs are sealed
+		// with it) cannot make a flow: the cookie's key is derived from it.
+		b := newBrowser(t)
+		cb := b.authorize(b.login(r))
+		block, _ := aes.NewCipher(testKey)
+		aead, _ := cipher.NewGCM(block)
+		plain, _ := json.Marshal(flow{State: param(t, cb, "state"), Nonce: "n", Verifier: "v", Expires: r.clock.Now().Add(time.Minute).Unix()})
+		nonce := make([]byte, aead.NonceSize())
+		forged := base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, flowAD))
+		r.wantRefused(t, getWithCookie(t, cb, forged), msgFlowLost, "not sealed by this server's key")
 	})
 	t.Run("expired", func(t *testing.T) {
 		b := newBrowser(t)
