@@ -45,16 +45,15 @@ type Provider struct {
 
 	srv *httptest.Server
 
-	mu             sync.Mutex
-	key            *rsa.PrivateKey // signs ID tokens; the JWKS publishes its public half
-	kid            string
-	clients        map[string]Client
-	user           User
-	bad            Misbehavior
-	authMethods    []string
-	codes          map[string]*grant
-	authorizations []url.Values
-	tokenRequests  int
+	mu            sync.Mutex
+	key           *rsa.PrivateKey // signs ID tokens; the JWKS publishes its public half
+	kid           string
+	clients       map[string]Client
+	user          User
+	bad           Misbehavior
+	authMethods   []string
+	codes         map[string]*grant
+	tokenRequests int
 }
 
 // Client is a relying party registered with the provider.
@@ -191,13 +190,6 @@ func (p *Provider) SetAuthMethods(methods ...string) {
 	p.authMethods = methods
 }
 
-// Authorizations returns the query of every /authorize request so far.
-func (p *Provider) Authorizations() []url.Values {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.authorizations)
-}
-
 // TokenRequests returns how many requests /token has had.
 func (p *Provider) TokenRequests() int {
 	p.mu.Lock()
@@ -261,7 +253,6 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.authorizations = append(p.authorizations, q)
 	c, ok := p.clients[q.Get("client_id")]
 	if !ok {
 		http.Error(w, "ssotest: unknown client_id", http.StatusBadRequest)
