@@ -120,6 +120,11 @@ type Config struct {
 	// it starts (a list in the --config file). nil when not set; an empty
 	// list when set to none.
 	Sources []SourceConfig
+
+	// PublicURL is DATACHAT_PUBLIC_URL, the origin people open datachat at
+	// (https://chat.example.com); "" when not set. Single sign-on needs it.
+	PublicURL string
+	OIDC      OIDC // DATACHAT_OIDC_*: single sign-on, on when OIDC.Issuer is set
 }
 
 // Provider names.
@@ -214,6 +219,9 @@ func Load(path string, env Lookup) (*Config, error) {
 
 		SecretKey: p.secretKey("DATACHAT_SECRET_KEY"),
 		Sources:   p.sources("DATACHAT_SOURCES"),
+
+		PublicURL: p.publicURL("DATACHAT_PUBLIC_URL"),
+		OIDC:      p.oidc(),
 	}
 	p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text") // reserved: only text is accepted
 	_, c.OllamaHostSet = get("OLLAMA_HOST")
@@ -269,6 +277,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Retrieval == "postgres" && !IsPostgres(c.DatabaseURL) {
 		errs = append(errs, errors.New("DATACHAT_RETRIEVAL=postgres needs DATACHAT_DATABASE_URL=postgres://…"))
+	}
+	if err := c.validateOIDC(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.EmbeddingProvider != "" && c.EmbeddingModel == "" {
 		c.EmbeddingModel = map[string]string{
