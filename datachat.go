@@ -97,7 +97,8 @@ type Message struct {
 // answer's evidence. Start and End count characters (runes) of the answer's
 // text. Source is where it was found — {"tool_call_id","row","column"} (a
 // result cell, or with null row and column the result's row count),
-// {"question": true}, {"source_id"} of an excerpt — or null when unmatched.
+// {"question": true}, {"source_id"} of an excerpt, {"metric"} of the data
+// dictionary's metric of that name — or null when unmatched.
 type NumberCheck struct {
 	Text   string          `json:"text"`
 	Start  int             `json:"start"`
@@ -161,6 +162,11 @@ type ToolCall struct {
 	Error      string          `json:"error,omitempty"`
 	StartedAt  time.Time       `json:"started_at"`
 	DurationMS int64           `json:"duration_ms"`
+	// Columns are an execute_sql result's columns (names and types), kept so
+	// that a reopened answer shows each column as the live one did: the
+	// Result text alone cannot tell a float column of whole numbers from an
+	// integer one.
+	Columns []Column `json:"columns,omitempty"`
 }
 
 // Validate returns EINVALID when Args is neither empty nor valid JSON.
@@ -296,6 +302,11 @@ type Dataset struct {
 	// Description is the user's, from the data dictionary; its columns'
 	// are on Columns.
 	Description string `json:"description"`
+	// Metrics, Synonyms and Relationships are the data dictionary's
+	// semantic layer of the dataset ([TableSemantics]).
+	Metrics       map[string]Metric `json:"metrics,omitempty"`
+	Synonyms      map[string]string `json:"synonyms,omitempty"`
+	Relationships []ForeignKey      `json:"relationships,omitempty"`
 }
 
 // Document is an uploaded text document, split into chunks for retrieval.

@@ -59,6 +59,29 @@ type DBSourceService interface {
 	// EstimateRows returns the source engine's EXPLAIN estimate of the rows a
 	// statement would return, without running it.
 	EstimateRows(ctx context.Context, user *User, conversationID, source, sql string) (int64, error)
+	// Stream runs one statement on a source as Query does — the same checks,
+	// the same audit record — but hands its rows to sink as they arrive
+	// instead of holding them, at most maxRows of them (more is Truncated):
+	// execute_sql's save_as. The audit record is written before Stream
+	// returns; when it cannot be, Stream fails (EBUSY) and what sink got must
+	// be thrown away. A sink's error ends the query and is returned as is.
+	Stream(ctx context.Context, user *User, conversationID, source, sql string, maxRows int, sink RowSink) (StreamResult, error)
+}
+
+// RowSink receives a query's rows as they arrive: Columns once, before the
+// first row, then Row for each row (values as in [QueryResult.Rows], one per
+// column; the slice is not kept by the caller after Row returns).
+type RowSink interface {
+	Columns(cols []Column) error
+	Row(values []any) error
+}
+
+// StreamResult is how a streamed query ended: the rows it gave, and whether
+// more existed (the row cap was reached, or a value was cut).
+type StreamResult struct {
+	Rows      int64
+	Truncated bool
+	ElapsedMS float64
 }
 
 // DBSourceInfo is a database source as the system prompt lists it.
@@ -77,4 +100,23 @@ type DBSourceTable struct {
 	View    bool
 	Rows    *int64 // the engine's estimate; nil when it has none
 	Columns []Column
+	// Description is the data dictionary's, when it has one (its columns'
+	// are on Columns).
+	Description string
+	// ForeignKeys are the table's foreign keys to other allowed tables of
+	// the source, from the engine's catalog: join hints.
+	ForeignKeys []ForeignKey
+	// Metrics, Synonyms and Relationships are the data dictionary's
+	// semantic layer of the table ([TableSemantics]).
+	Metrics       map[string]Metric
+	Synonyms      map[string]string
+	Relationships []ForeignKey
+}
+
+// ForeignKey is a foreign key of a table: its Columns reference RefColumns
+// of RefTable (SCHEMA.TABLE as the source's SQL writes it).
+type ForeignKey struct {
+	Columns    []string `json:"columns" yaml:"columns"`
+	RefTable   string   `json:"ref_table" yaml:"ref_table"`
+	RefColumns []string `json:"ref_columns" yaml:"ref_columns"`
 }

@@ -30,20 +30,37 @@ const (
 type Dictionary struct {
 	Notes    *string                      `json:"notes,omitempty" yaml:"notes,omitempty"`
 	Datasets map[string]DatasetDictionary `json:"datasets,omitempty" yaml:"datasets,omitempty"` // by table name
+	// Sources describe the tables of the conversation's database sources:
+	// by source name, then by table (SCHEMA.TABLE, or as describe_table
+	// finds it).
+	Sources map[string]map[string]DatasetDictionary `json:"sources,omitempty" yaml:"sources,omitempty"`
 }
 
-// DatasetDictionary describes one dataset and some of its columns.
+// DatasetDictionary describes one table (a dataset, or a source's table)
+// and some of its columns, and gives its semantic layer: metrics, synonyms
+// and relationships ([TableSemantics]).
 type DatasetDictionary struct {
 	Description *string           `json:"description,omitempty" yaml:"description,omitempty"`
 	Columns     map[string]string `json:"columns,omitempty" yaml:"columns,omitempty"` // column name → description
+	// Metrics by name: each replaces the one of its name; one with an
+	// empty sql removes it.
+	Metrics map[string]Metric `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+	// Synonyms: term → what it means; an empty meaning removes one.
+	Synonyms map[string]string `json:"synonyms,omitempty" yaml:"synonyms,omitempty"`
+	// Relationships replace the table's when given (an empty list removes
+	// them); nil leaves them.
+	Relationships *[]ForeignKey `json:"relationships,omitempty" yaml:"relationships,omitempty"`
 }
 
 // Resolve checks d against a conversation's datasets and returns it with
 // every table and column named exactly as the datasets name them (a name
 // differing only in case is taken for the dataset's). EINVALID when a
-// description or the notes are too long or not valid UTF-8, or when d names
-// tables or columns the datasets lack: the message names all of them, with
-// the names there are.
+// description or the notes are too long or not valid UTF-8, when d names
+// tables or columns the datasets lack, or when a metric, synonym or
+// relationship is not well formed (a relationship's ref_table must be a
+// dataset): the message names all of them, with the names there are. The
+// sources' part is left as it is: [Dictionary.ResolveSources] checks it
+// against the sources' catalogs.
 func (d Dictionary) Resolve(datasets []*Dataset) (Dictionary, error) {
 	var problems []string
 	if d.Notes != nil {
@@ -51,7 +68,7 @@ func (d Dictionary) Resolve(datasets []*Dataset) (Dictionary, error) {
 			problems = append(problems, p)
 		}
 	}
-	out := Dictionary{Notes: d.Notes}
+	out := Dictionary{Notes: d.Notes, Sources: d.Sources}
 	if len(d.Datasets) > 0 {
 		out.Datasets = make(map[string]DatasetDictionary, len(d.Datasets))
 	}
@@ -70,35 +87,8 @@ func (d Dictionary) Resolve(datasets []*Dataset) (Dictionary, error) {
 			}
 			continue
 		}
-		if dd.Description != nil {
-			if p := checkText(fmt.Sprintf("the description of %s", ds.Name), *dd.Description, MaxDescriptionChars); p != "" {
-				problems = append(problems, p)
-			}
-		}
-		res := DatasetDictionary{Description: dd.Description}
-		if len(dd.Columns) > 0 {
-			res.Columns = make(map[string]string, len(dd.Columns))
-		}
-		var unknown []string
-		for _, col := range slices.Sorted(maps.Keys(dd.Columns)) {
-			real, ok := findColumn(ds.Columns, col)
-			if !ok {
-				unknown = append(unknown, fmt.Sprintf("%q", col))
-				continue
-			}
-			if p := checkText(fmt.Sprintf("the description of %s.%s", ds.Name, real), dd.Columns[col], MaxDescriptionChars); p != "" {
-				problems = append(problems, p)
-			}
-			res.Columns[real] = dd.Columns[col]
-		}
-		if len(unknown) > 0 {
-			names := make([]string, len(ds.Columns))
-			for i, c := range ds.Columns {
-				names[i] = c.Name
-			}
-			problems = append(problems, fmt.Sprintf("table %s has no column %s (its columns are %s)",
-				ds.Name, strings.Join(unknown, ", "), strings.Join(names, ", ")))
-		}
+		res, ps := CheckDataset(datasets, ds, dd)
+		problems = append(problems, problemMessages(ps)...)
 		if prev, dup := out.Datasets[ds.Name]; dup {
 			// "Penguins" and "penguins": one table named twice.
 			problems = append(problems, fmt.Sprintf("table %s is named twice", ds.Name))
@@ -110,6 +100,56 @@ func (d Dictionary) Resolve(datasets []*Dataset) (Dictionary, error) {
 		return Dictionary{}, Errorf(EINVALID, "The data dictionary does not fit this conversation: %s.", strings.Join(problems, "; "))
 	}
 	return out, nil
+}
+
+// CheckDataset checks one dataset's part of a dictionary, dd, against ds,
+// one of the conversation's datasets: it returns dd with the columns named
+// as ds names them (and relationships as the datasets name them), and
+// what is wrong, by field ([Problem]).
+func CheckDataset(datasets []*Dataset, ds *Dataset, dd DatasetDictionary) (DatasetDictionary, []Problem) {
+	var problems []Problem
+	if dd.Description != nil {
+		if p := checkText(fmt.Sprintf("the description of %s", ds.Name), *dd.Description, MaxDescriptionChars); p != "" {
+			problems = append(problems, Problem{Field: "description", Message: p})
+		}
+	}
+	res := DatasetDictionary{Description: dd.Description, Metrics: dd.Metrics, Synonyms: dd.Synonyms, Relationships: dd.Relationships}
+	if len(dd.Columns) > 0 {
+		res.Columns = make(map[string]string, len(dd.Columns))
+	}
+	var unknown []string
+	for _, col := range slices.Sorted(maps.Keys(dd.Columns)) {
+		real, ok := findColumn(ds.Columns, col)
+		if !ok {
+			unknown = append(unknown, col)
+			continue
+		}
+		if p := checkText(fmt.Sprintf("the description of %s.%s", ds.Name, real), dd.Columns[col], MaxDescriptionChars); p != "" {
+			problems = append(problems, Problem{Field: "columns." + col, Message: p})
+		}
+		res.Columns[real] = dd.Columns[col]
+	}
+	if len(unknown) > 0 {
+		names := make([]string, len(ds.Columns))
+		for i, c := range ds.Columns {
+			names[i] = c.Name
+		}
+		quoted := make([]string, len(unknown))
+		for i, c := range unknown {
+			quoted[i] = fmt.Sprintf("%q", c)
+		}
+		// One message for all of them, given to the first's field.
+		problems = append(problems, Problem{Field: "columns." + unknown[0], Message: fmt.Sprintf("table %s has no column %s (its columns are %s)",
+			ds.Name, strings.Join(quoted, ", "), strings.Join(names, ", "))})
+	}
+	res, ps := checkSemantics(ds.Name, res, ds.Columns, func(name string) (string, []Column, bool) {
+		o := findDataset(datasets, name)
+		if o == nil {
+			return "", nil, false
+		}
+		return o.Name, o.Columns, true
+	})
+	return res, append(problems, ps...)
 }
 
 // Apply returns a dataset's description and column descriptions with dd's

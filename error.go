@@ -11,6 +11,7 @@ import (
 const (
 	EINVALID      = "invalid_request" // 400
 	EUNAUTHORIZED = "unauthorized"    // 401
+	EFORBIDDEN    = "forbidden"       // 403: signed in, but not allowed
 	ENOTFOUND     = "not_found"       // 404
 	ECONFLICT     = "conflict"        // 409
 	ERATELIMIT    = "rate_limited"    // 429

@@ -61,7 +61,10 @@ type StreamingFlush struct {
 // userID return ENOTFOUND as well when the row belongs to another user, so a
 // user can never tell another user's ids from unknown ones.
 type Store interface {
-	// EnsureUser returns the user with this name, creating it if needed.
+	AccountStore
+
+	// EnsureUser returns the user with this name, creating it, a member, if
+	// needed; EINVALID for a name [CheckUserName] refuses.
 	EnsureUser(ctx context.Context, name string) (*User, error)
 	// CreateAPIKey stores k (Hash and UserID set by the caller).
 	CreateAPIKey(ctx context.Context, k *APIKey) error
@@ -71,9 +74,21 @@ type Store interface {
 	CountAPIKeys(ctx context.Context) (int, error)
 	// RevokeAPIKey revokes a key by id; ENOTFOUND if there is none.
 	RevokeAPIKey(ctx context.Context, id string) error
-	// Authenticate returns the user owning the unrevoked key with this hash and
-	// records its use; EUNAUTHORIZED if there is none.
-	Authenticate(ctx context.Context, hash string) (*User, error)
+	// Authenticate returns the user owning the unrevoked key with this hash,
+	// and the key as the request's Credential, and records its use (and the
+	// user's LastSeenAt); EUNAUTHORIZED if there is none, and
+	// [ErrUserDisabled] when its user is disabled.
+	Authenticate(ctx context.Context, hash string) (*User, Credential, error)
+	// RevokedCredentials returns those of creds that no longer authenticate,
+	// each with why, in no particular order; none when all still do: any
+	// credential whose user (UserID) is disabled or removed
+	// ([ErrUserDisabled]); an API key revoked or deleted, or no longer its
+	// UserID's ([ErrAPIKeyRevoked]); a session deleted — signed out, idled
+	// out, ended by a password change — or not its UserID's
+	// ([ErrSessionEnded]). It only reads (serve calls it twice a second for
+	// the credentials of its open requests), and takes any number of creds.
+	// EINVALID for a credential of a kind the store does not know.
+	RevokedCredentials(ctx context.Context, creds []Credential) ([]Revocation, error)
 
 	// CreateConversation stores c; its Notes are set later, with
 	// UpdateDictionary.
@@ -81,6 +96,12 @@ type Store interface {
 	Conversation(ctx context.Context, userID, id string) (*Conversation, error)
 	// Conversations lists a user's conversations, most recently updated first.
 	Conversations(ctx context.Context, userID string) ([]*Conversation, error)
+	// SearchConversations lists a user's conversations whose title or any
+	// message's text holds term ([SearchTerm]: compared ignoring ASCII
+	// case), most recently updated first, at most limit of them; each with
+	// the Snippet of the first message that holds it ("" when only the
+	// title does). An empty term finds nothing.
+	SearchConversations(ctx context.Context, userID, term string, limit int) ([]*ConversationMatch, error)
 	// RenameConversation sets the title and bumps UpdatedAt.
 	RenameConversation(ctx context.Context, userID, id, title string) (*Conversation, error)
 	// DeleteConversation removes a conversation and everything in it.
@@ -118,6 +139,11 @@ type Store interface {
 	// RecentMessages returns the newest n messages in order, each with its
 	// tool calls: what a turn reads, since it sends at most the newest 50.
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]*Message, error)
+	// TurnStart reads what a turn starts from, in one read transaction: the
+	// user's conversation (ENOTFOUND if it is not theirs), its pending
+	// confirmation (nil when there is none) and its newest n messages, as
+	// RecentMessages returns them.
+	TurnStart(ctx context.Context, userID, conversationID string, n int) (*Conversation, *Confirmation, []*Message, error)
 	// BeginTurn stores the messages that start a turn, in one transaction: user
 	// (nil when there is none) and assistant, whose Status is streaming and which
 	// is leased to lease. It is how "one turn at a time per conversation" holds
@@ -148,6 +174,14 @@ type Store interface {
 	// conversation lacks or a column its table lacks (the message names them
 	// all).
 	UpdateDictionary(ctx context.Context, userID, conversationID string, d Dictionary) error
+	// SemanticLayer returns the semantic layer of a conversation's
+	// dictionary ([SemanticLayer]): an empty one when it has none, or when
+	// the conversation does not exist. UpdateDictionary changes it: a
+	// dataset's metrics, synonyms and relationships (checked against the
+	// datasets as their descriptions are), and d.Sources, which the caller
+	// has checked against the sources' catalogs
+	// ([Dictionary.ResolveSources]) and which is stored as it is given.
+	SemanticLayer(ctx context.Context, conversationID string) (*SemanticLayer, error)
 
 	// SaveExample stores a verified example of e.UserID. An example of the
 	// same user for the same MessageID and CallID (when MessageID is set)
@@ -222,6 +256,25 @@ type Store interface {
 	// ConversationDBSources lists the sources attached to a conversation, in
 	// the order they were attached.
 	ConversationDBSources(ctx context.Context, conversationID string) ([]*DBSource, error)
+
+	// AppendAudit appends e to the audit log ([AuditEvent]), filling in an
+	// empty ID and a zero Time; its text is kept as [AuditEvent.Clean]
+	// leaves it, which e then holds. EINVALID for an unknown kind or
+	// outcome. The log is append-only in the database itself: rows are
+	// never updated, and deleted only by PruneAudit.
+	AppendAudit(ctx context.Context, e *AuditEvent) error
+	// AuditEvents lists the audit events f chooses, newest first (by Time,
+	// then ID), one page of at most f.Limit; the page's Next continues
+	// it, past events with the same Time too. EINVALID for an unknown kind
+	// or outcome, a Since after Until, or a cursor no store made.
+	AuditEvents(ctx context.Context, f AuditFilter) (*AuditPage, error)
+	// PruneAudit deletes the audit events older than before, the only way
+	// one leaves the log, and returns how many; when there were any, it
+	// appends an AuditPruned event saying so in the same transaction.
+	// EINVALID for a before later than now.
+	PruneAudit(ctx context.Context, before time.Time) (int64, error)
+
+	ShareStore
 
 	// Ping checks the database answers.
 	Ping(ctx context.Context) error

@@ -8,8 +8,8 @@ import (
 )
 
 // TableName derives a dataset's table name from its file name:
-// drop the format extension (.parquet, .csv, .tsv, .json, .jsonl, .ndjson,
-// .xlsx, with any compression suffix after it), lower-case, replace each run of characters outside [a-z0-9_] with
+// drop the format extension (one of DatasetFormats', with any compression
+// suffix after it), lower-case, replace each run of characters outside [a-z0-9_] with
 // _, trim _, prefix t_ if it starts with a digit; "dataset" if nothing is left,
 // _data appended to a DuckDB reserved word; then _2, _3… on a clash with taken
 // (compared case-insensitively). Names are cut to 60 characters. A URL's path or a path with directories uses
@@ -58,9 +58,7 @@ func TableName(filename string, taken []string) string {
 const maxTableName = 60
 
 var (
-	// formatSuffix is the format extension with any compression suffixes after it.
-	formatSuffix = regexp.MustCompile(`\.(parquet|csv|tsv|json|jsonl|ndjson|xlsx)(\.(gz|gzip|zst|zstd|bz2|xz|lz4|snappy|br|z|zip))*$`)
-	nonIdent     = regexp.MustCompile(`[^a-z0-9_]+`)
+	nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
 )
 
 // reservedWords are the keywords DuckDB cannot parse as an unquoted table name:

@@ -48,12 +48,16 @@ func (dc Decoder) Message(sc Scanner) (*datachat.Message, error) {
 	return m, nil
 }
 
-// ToolCall decodes a row of a tool call's id, message_id, seq, call_id, tool,
-// args, ok, result, error, started_at and duration_ms.
+// ToolCallColumns are the columns [Decoder.ToolCall] reads, of a table
+// aliased t.
+const ToolCallColumns = `t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error,
+	t.started_at, t.duration_ms, t.columns`
+
+// ToolCall decodes a row of [ToolCallColumns].
 func (dc Decoder) ToolCall(sc Scanner) (datachat.ToolCall, error) {
 	var tc datachat.ToolCall
 	err := sc.Scan(&tc.ID, &tc.MessageID, &tc.Seq, &tc.CallID, &tc.Tool, ScanRawJSON(&tc.Args),
-		&tc.OK, &tc.Result, &tc.Error, dc.Time(&tc.StartedAt), &tc.DurationMS)
+		&tc.OK, &tc.Result, &tc.Error, dc.Time(&tc.StartedAt), &tc.DurationMS, ScanJSON(&tc.Columns))
 	return tc, err
 }
 

@@ -144,3 +144,14 @@ func Wrap(op string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// Also is sc with extra scan destinations after those its caller gives: a
+// row of a decoder's columns followed by more.
+func Also(sc Scanner, extra ...any) Scanner { return also{sc, extra} }
+
+type also struct {
+	sc    Scanner
+	extra []any
+}
+
+func (a also) Scan(dest ...any) error { return a.sc.Scan(append(dest, a.extra...)...) }
