@@ -293,13 +293,65 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int
 	return s.messages(ctx, conversationID, &n, false)
 }
 
+// TurnStart reads what a turn starts from in one read-only transaction
+// (one snapshot): the user's conversation, its pending confirmation (nil
+// when none) and its newest n messages, as RecentMessages returns them.
+func (s *Store) TurnStart(ctx context.Context, userID, conversationID string, n int) (*datachat.Conversation, *datachat.Confirmation, []*datachat.Message, error) {
+	var (
+		conv    *datachat.Conversation
+		pending *datachat.Confirmation
+		msgs    = []*datachat.Message{}
+	)
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		var err error
+		conv, err = decode.Conversation(tx.QueryRow(ctx,
+			`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = $1 AND user_id = $2`, conversationID, userID))
+		if err != nil {
+			return notFoundIfNoRows(err, "get conversation", "conversation not found")
+		}
+		pending, err = decode.Confirmation(tx.QueryRow(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
+			WHERE conversation_id = $1 AND status = 'pending'
+			ORDER BY created_at DESC, row_seq DESC LIMIT 1`, conversationID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			pending, err = nil, nil
+		}
+		if err != nil || n <= 0 {
+			return err
+		}
+		msgs, err = messagesIn(ctx, tx, conversationID, &n, false)
+		return err
+	})
+	if err != nil {
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, fmt.Errorf("start a turn: %w", err)
+	}
+	return conv, pending, msgs, nil
+}
+
 // messages lists the newest limit messages (all when limit is nil) in order,
 // with their sources if withSources is set.
 func (s *Store) messages(ctx context.Context, conversationID string, limit *int, withSources bool) ([]*datachat.Message, error) {
-	msgs := []*datachat.Message{}
-	// One snapshot for both queries.
+	var msgs []*datachat.Message
+	// One snapshot for all the queries.
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	err := pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		var err error
+		msgs, err = messagesIn(ctx, tx, conversationID, limit, withSources)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// messagesIn is messages in tx.
+func messagesIn(ctx context.Context, tx pgx.Tx, conversationID string, limit *int, withSources bool) ([]*datachat.Message, error) {
+	msgs := []*datachat.Message{}
+	err := func() error {
 		rows, err := tx.Query(ctx, `
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN $3 THEN sources END,
@@ -316,7 +368,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		}
 		th := record.NewThread(list)
 		rows, err = tx.Query(ctx, `
-			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
+			SELECT `+record.ToolCallColumns+`
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
 			WHERE m.conversation_id = $1 AND m.created_at >= $2 ORDER BY t.message_id, t.seq, t.row_seq`,
 			conversationID, list[0].CreatedAt)
@@ -349,11 +401,8 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit *int,
 		}
 		msgs = th.Messages()
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list messages: %w", err)
-	}
-	return msgs, nil
+	}()
+	return msgs, err
 }
 
 // BeginTurn stores a turn's user message (if any) and its streaming assistant
@@ -455,10 +504,14 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 	if err := record.FillToolCall(tc); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	cols, err := record.ListJSON(tc.Columns)
+	if err != nil {
+		return fmt.Errorf("create tool call: %w", err)
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms, columns)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, record.RawJSON(tc.Args), tc.OK, tc.Result, tc.Error,
-		tc.StartedAt, tc.DurationMS)
+		tc.StartedAt, tc.DurationMS, cols)
 	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,10 +12,10 @@ import (
 	"datachat/internal/record"
 )
 
-// UpdateDictionary changes the notes of a user's conversation and the
-// descriptions of its datasets in one transaction; ENOTFOUND if the
-// conversation is not the user's, EINVALID (changing nothing) when d names
-// tables or columns it lacks.
+// UpdateDictionary changes the notes of a user's conversation, the
+// descriptions of its datasets and its semantic layer in one transaction;
+// ENOTFOUND if the conversation is not the user's, EINVALID (changing
+// nothing) when d names tables or columns it lacks.
 func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID string, d datachat.Dictionary) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		// FOR UPDATE: two changes of one conversation's dictionary apply one
@@ -25,7 +26,8 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
 		}
 		var datasets []*datachat.Dataset
-		if len(d.Datasets) > 0 {
+		layer := record.ChangesLayer(d)
+		if len(d.Datasets) > 0 || layer {
 			rows, err := tx.Query(ctx, `SELECT `+record.DatasetColumns+` FROM datasets WHERE conversation_id = $1 FOR UPDATE`, conversationID)
 			if err != nil {
 				return err
@@ -35,9 +37,24 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 				return err
 			}
 		}
-		changes, err := record.DescriptionChanges(d, datasets)
+		changes, resolved, err := record.Changes(d, datasets)
 		if err != nil {
 			return err
+		}
+		if layer {
+			var stored string
+			err := tx.QueryRow(ctx, `SELECT layer FROM semantic_layers WHERE conversation_id = $1`, conversationID).Scan(&stored)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			text, err := record.ApplyLayer(stored, resolved, datasets)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO semantic_layers (conversation_id, layer) VALUES ($1, $2)
+				ON CONFLICT (conversation_id) DO UPDATE SET layer = excluded.layer`, conversationID, text); err != nil {
+				return err
+			}
 		}
 		for _, c := range changes {
 			if _, err := tx.Exec(ctx, `UPDATE datasets SET description = $1, column_descriptions = $2 WHERE id = $3`,
@@ -90,4 +107,15 @@ func (s *Store) DeleteExample(ctx context.Context, userID, id string) error {
 		return fmt.Errorf("delete example: %w", err)
 	}
 	return mustAffect(tag, "example not found")
+}
+
+// SemanticLayer returns the semantic layer of a conversation's dictionary:
+// an empty one when it has none.
+func (s *Store) SemanticLayer(ctx context.Context, conversationID string) (*datachat.SemanticLayer, error) {
+	var stored string
+	err := s.pool.QueryRow(ctx, `SELECT layer FROM semantic_layers WHERE conversation_id = $1`, conversationID).Scan(&stored)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, record.Wrap("read semantic layer", err)
+	}
+	return record.Layer(stored)
 }

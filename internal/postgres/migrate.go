@@ -27,22 +27,30 @@ const migrateLockKey = 0x6461746163686174 // "datachat"
 // run concurrently from several processes: each transaction holds an advisory
 // lock and skips a file another process applied first.
 func (s *Store) Migrate(ctx context.Context) error {
-	return s.migrateTo(ctx, "")
+	return s.migrateOnly(ctx, nil)
 }
 
-// migrateTo is [Store.Migrate] stopping after the migration named last (""
-// for none: all of them).
+// migrateTo is [Store.Migrate] stopping after the migration named last.
 func (s *Store) migrateTo(ctx context.Context, last string) error {
 	names, err := migrations()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if last != "" {
-		i := slices.Index(names, last)
-		if i < 0 {
-			return fmt.Errorf("migrate: no migration %s", last)
-		}
-		names = names[:i+1]
+	if !slices.Contains(names, last) {
+		return fmt.Errorf("migrate: no migration %s", last)
+	}
+	return s.migrateOnly(ctx, func(name string) bool { return name <= last })
+}
+
+// migrateOnly is [Store.Migrate] applying only the migrations keep keeps
+// (nil: all of them).
+func (s *Store) migrateOnly(ctx context.Context, keep func(name string) bool) error {
+	names, err := migrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if keep != nil {
+		names = slices.DeleteFunc(names, func(n string) bool { return !keep(n) })
 	}
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLockKey)); err != nil {

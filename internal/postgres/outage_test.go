@@ -60,7 +60,7 @@ func TestOutage(t *testing.T) {
 	down := time.Now()
 	calls := map[string]func() error{
 		"Ping":          func() error { return s.Ping(ctx) },
-		"Authenticate":  func() error { _, err := s.Authenticate(ctx, "h"); return err },
+		"Authenticate":  func() error { _, _, err := s.Authenticate(ctx, "h"); return err },
 		"Conversation":  func() error { _, err := s.Conversation(ctx, u.ID, conv.ID); return err },
 		"Conversations": func() error { _, err := s.Conversations(ctx, u.ID); return err },
 		"CreateConversation": func() error {
@@ -73,6 +73,10 @@ func TestOutage(t *testing.T) {
 		},
 		"TakeRequest": func() error { _, _, err := s.TakeRequest(ctx, u.ID, time.Now(), time.Minute, 10); return err },
 		"Messages":    func() error { _, err := s.Messages(ctx, conv.ID); return err },
+		"RevokedCredentials": func() error {
+			_, err := s.RevokedCredentials(ctx, []datachat.Credential{{Kind: datachat.CredentialAPIKey, ID: "k", UserID: u.ID}})
+			return err
+		},
 	}
 	for name, call := range calls {
 		wantUnavailable(t, name+" with the database stopped", call())
@@ -93,7 +97,7 @@ func TestOutage(t *testing.T) {
 			t.Errorf("%s after the restart: %v", name, err)
 		}
 	}
-	if _, err := s.Authenticate(ctx, "h"); datachat.ErrorCode(err) != datachat.EUNAUTHORIZED {
+	if _, _, err := s.Authenticate(ctx, "h"); datachat.ErrorCode(err) != datachat.EUNAUTHORIZED {
 		t.Errorf("Authenticate of an unknown key after the restart: got %v, want EUNAUTHORIZED", err)
 	}
 }

@@ -108,3 +108,15 @@ func TestOpenError(t *testing.T) {
 		}
 	}
 }
+
+func TestAccountsMigration(t *testing.T) {
+	s, err := postgres.Open(t.Context(), newSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.MigrateWithout(t.Context(), "0012_accounts.sql"); err != nil {
+		t.Fatal(err)
+	}
+	storetest.AccountsMigration(t, s, func() error { return s.Migrate(t.Context()) })
+}

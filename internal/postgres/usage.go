@@ -66,27 +66,13 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 			`DELETE FROM rate_limit_events WHERE user_id = $1 AND at <= $2`, userID, start); err != nil {
 			return err
 		}
-		var n int
-		if err := tx.QueryRow(ctx,
-			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = $1 AND at > $2`,
-			userID, start).Scan(&n); err != nil {
+		var err error
+		ok, retry, err = slidingWindow(ctx, tx, `rate_limit_events WHERE user_id = $1`, userID, now, window, limit)
+		if err != nil || !ok {
 			return err
 		}
-		if n < limit {
-			ok = true
-			_, err := tx.Exec(ctx, `INSERT INTO rate_limit_events (user_id, at) VALUES ($1, $2)`, userID, now)
-			return err
-		}
-		// A slot frees when enough of the oldest counted requests leave the
-		// window for the count to drop below limit.
-		var oldest time.Time
-		if err := tx.QueryRow(ctx, `
-			SELECT at FROM rate_limit_events WHERE user_id = $1 AND at > $2
-			ORDER BY at LIMIT 1 OFFSET $3`, userID, start, n-limit).Scan(&oldest); err != nil {
-			return err
-		}
-		retry = oldest.Add(window).Sub(now)
-		return nil
+		_, err = tx.Exec(ctx, `INSERT INTO rate_limit_events (user_id, at) VALUES ($1, $2)`, userID, now)
+		return err
 	})
 	if err != nil {
 		return false, 0, fmt.Errorf("take request: %w", err)

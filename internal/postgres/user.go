@@ -12,10 +12,11 @@ import (
 	"datachat/internal/record"
 )
 
-// EnsureUser returns the user with this name, creating it if needed.
+// EnsureUser returns the user with this name, creating it, a member, if
+// needed.
 func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, error) {
-	if name == "" {
-		return nil, datachat.Errorf(datachat.EINVALID, "user name is empty")
+	if err := datachat.CheckUserName(name); err != nil {
+		return nil, err
 	}
 	var u datachat.User
 	// The no-op update makes RETURNING give the existing row too.
@@ -70,34 +71,83 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	return mustAffect(tag, "API key not found")
 }
 
-// Authenticate returns the user owning the unrevoked key with this hash and
-// records its use (at most once a minute per key, to spare writes).
-func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, error) {
+// Authenticate returns the user owning the unrevoked key with this hash, and
+// the key as a credential, and records its use and the user's (at most once
+// a minute per key, to spare writes); a disabled user's key is refused.
+func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, datachat.Credential, error) {
 	if hash == "" {
-		return nil, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
+		return nil, datachat.Credential{}, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
 	}
 	var (
 		u        datachat.User
 		keyID    string
 		lastUsed *time.Time
+		disabled bool
 	)
 	err := s.pool.QueryRow(ctx, `
-		SELECT u.id, u.name, u.created_at, k.id, k.last_used_at
+		SELECT u.id, u.name, u.created_at, k.id, k.last_used_at, u.disabled_at IS NOT NULL
 		FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE k.hash = $1 AND k.revoked_at IS NULL`, hash).
-		Scan(&u.ID, &u.Name, &u.CreatedAt, &keyID, &lastUsed)
+		Scan(&u.ID, &u.Name, &u.CreatedAt, &keyID, &lastUsed, &disabled)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
+		return nil, datachat.Credential{}, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("authenticate: %w", err)
+		return nil, datachat.Credential{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if disabled {
+		return nil, datachat.Credential{}, datachat.ErrUserDisabled
 	}
 	t := record.Now()
 	if record.RecordUse(lastUsed, t) {
-		if _, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID); err != nil && !datachat.IsNoSpace(err) {
+		// Two statements, each holding one row's lock only while it runs.
+		err := seen(ctx, s.pool, u.ID, t)
+		if err == nil {
+			_, err = s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID)
+		}
+		if err != nil && !datachat.IsNoSpace(err) {
 			// On a full disk the key still works, its use unrecorded.
-			return nil, fmt.Errorf("authenticate: record use: %w", err)
+			return nil, datachat.Credential{}, fmt.Errorf("authenticate: record use: %w", err)
 		}
 	}
-	return &u, nil
+	return &u, datachat.Credential{Kind: datachat.CredentialAPIKey, ID: keyID, UserID: u.ID}, nil
+}
+
+// RevokedCredentials returns those of creds that no longer authenticate, with
+// why, in one statement (one snapshot) however many there are: the users'
+// state, the keys not revoked and the sessions there are, of those named.
+func (s *Store) RevokedCredentials(ctx context.Context, creds []datachat.Credential) ([]datachat.Revocation, error) {
+	ids, err := record.SplitCredentials(creds)
+	if err != nil || len(creds) == 0 {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT 'user', id, (disabled_at IS NULL)::text FROM users WHERE id = ANY($1)
+		UNION ALL
+		SELECT 'api_key', id, user_id FROM api_keys WHERE id = ANY($2) AND revoked_at IS NULL
+		UNION ALL
+		SELECT 'session', id, user_id FROM sessions WHERE id = ANY($3)`, ids.Users, ids.APIKeys, ids.Sessions)
+	if err != nil {
+		return nil, fmt.Errorf("check credentials: %w", err)
+	}
+	defer rows.Close()
+	live := record.NewLive()
+	for rows.Next() {
+		var kind, id, value string
+		if err := rows.Scan(&kind, &id, &value); err != nil {
+			return nil, fmt.Errorf("check credentials: %w", err)
+		}
+		switch kind {
+		case "user":
+			live.Users[id] = value == "true"
+		case "api_key":
+			live.APIKeys[id] = value
+		default:
+			live.Sessions[id] = value
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check credentials: %w", err)
+	}
+	return record.Revocations(creds, live), nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"datachat"
 )
@@ -16,15 +17,18 @@ import (
 // metadata_filters) against the allow-list (CHAT_ALLOWED_METADATA_KEYS): each
 // key must be in allowed — an empty list allows none — and each value a
 // string or a non-empty list of strings (numbers and booleans are taken as
-// their text). The HTTP layer calls it before [Index.Query].
+// their text), checked before [Index.Query].
 //
 // A filter matches a chunk when the chunk's value for the key is one of the
 // given values; all filters must match. Keys: "document" (file name),
 // "document_id", "page" (a page number), "section" (the full heading path),
 // and any key of the document's own metadata.
 //
-// Errors: EINVALID "metadata filter key %q is not allowed" or a message naming
-// the malformed filter.
+// It is the one rule for filters from outside: /chat/query and the search
+// endpoint both call it.
+//
+// Errors: EINVALID naming the key that is not allowed (and the keys that
+// are, or that none are) or the malformed filter.
 func CheckFilters(filters map[string]any, allowed []string) error {
 	keys := make([]string, 0, len(filters))
 	for k := range filters {
@@ -32,9 +36,13 @@ func CheckFilters(filters map[string]any, allowed []string) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !slices.Contains(allowed, k) {
-			return datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not allowed", k)
+		if slices.Contains(allowed, k) {
+			continue
 		}
+		if len(allowed) == 0 {
+			return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed: no filter keys are enabled (CHAT_ALLOWED_METADATA_KEYS).", k)
+		}
+		return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed; allowed keys: %s.", k, strings.Join(allowed, ", "))
 	}
 	_, err := ParseFilters(filters)
 	return err
@@ -86,7 +94,7 @@ func ParseFilters(m map[string]any) (Filters, error) {
 				}
 			}
 		case MetaChunk:
-			return Filters{}, datachat.Errorf(datachat.EINVALID, "metadata filter key %q is not supported", k)
+			return Filters{}, datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not supported.", k)
 		default:
 			if f.Meta == nil {
 				f.Meta = map[string][]string{}
@@ -98,16 +106,16 @@ func ParseFilters(m map[string]any) (Filters, error) {
 }
 
 func filterValues(key string, v any) ([]string, error) {
-	bad := datachat.Errorf(datachat.EINVALID, "metadata filter %q: want a string or a list of strings", key)
+	bad := datachat.Errorf(datachat.EINVALID, "Metadata filter %q: the value must be a string, a number or a list of them.", key)
 	switch v := v.(type) {
 	case []string:
 		if len(v) == 0 {
-			return nil, datachat.Errorf(datachat.EINVALID, "metadata filter %q: the list of values is empty", key)
+			return nil, datachat.Errorf(datachat.EINVALID, "Metadata filter %q: the list of values is empty; give at least one.", key)
 		}
 		return slices.Clone(v), nil
 	case []any:
 		if len(v) == 0 {
-			return nil, datachat.Errorf(datachat.EINVALID, "metadata filter %q: the list of values is empty", key)
+			return nil, datachat.Errorf(datachat.EINVALID, "Metadata filter %q: the list of values is empty; give at least one.", key)
 		}
 		out := make([]string, 0, len(v))
 		for _, e := range v {

@@ -210,12 +210,15 @@ func TestCheckFilters(t *testing.T) {
 		t.Errorf("no filters: %v", err)
 	}
 	err := CheckFilters(map[string]any{"year": "2023", "secret": "x"}, allowed)
-	if datachat.ErrorCode(err) != datachat.EINVALID || datachat.ErrorMessage(err) != `metadata filter key "secret" is not allowed` {
+	if datachat.ErrorCode(err) != datachat.EINVALID || datachat.ErrorMessage(err) != `Metadata filter key "secret" is not allowed; allowed keys: document, year.` {
 		t.Errorf("got %v", err)
 	}
 	err = CheckFilters(map[string]any{"year": "2023"}, nil)
-	if datachat.ErrorMessage(err) != `metadata filter key "year" is not allowed` {
+	if datachat.ErrorMessage(err) != `Metadata filter key "year" is not allowed: no filter keys are enabled (CHAT_ALLOWED_METADATA_KEYS).` {
 		t.Errorf("empty allow-list: got %v", err)
+	}
+	if err := CheckFilters(map[string]any{"year": 2023.0, "document": []any{"a.pdf", 7.0}}, allowed); err != nil {
+		t.Errorf("numbers are taken as their text: %v", err)
 	}
 	err = CheckFilters(map[string]any{"year": 3.5i}, allowed)
 	if datachat.ErrorCode(err) != datachat.EINVALID {

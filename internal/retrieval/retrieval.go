@@ -146,6 +146,12 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 			return fmt.Errorf("embed chunks of %q: %w", doc.Name, err)
 		}
 	}
+	return ix.add(ctx, conversationID, doc, chunks, vecs)
+}
+
+// add indexes the chunks of doc with their vectors (nil: none), replacing
+// any chunks the document had.
+func (ix *Index) add(ctx context.Context, conversationID string, doc *datachat.Document, chunks []*datachat.Chunk, vecs [][]float32) error {
 	rows := make([]chunkRow, len(chunks))
 	replaced := false
 	err := ix.writeTx(ctx, func(tx *sql.Tx) error {

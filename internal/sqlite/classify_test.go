@@ -72,7 +72,7 @@ func TestFullDatabaseIsNoSpace(t *testing.T) {
 	if _, err := s.Conversations(ctx, u.ID); err != nil {
 		t.Errorf("Conversations on a full database: %v", err)
 	}
-	if got, err := s.Authenticate(ctx, hash); err != nil || got.ID != u.ID {
+	if got, _, err := s.Authenticate(ctx, hash); err != nil || got.ID != u.ID {
 		t.Errorf("Authenticate on a full database: got %v, %v; want alice", got, err)
 	}
 	// Not every failure is a condition.

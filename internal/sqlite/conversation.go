@@ -257,11 +257,62 @@ func (s *Store) RecentMessages(ctx context.Context, conversationID string, n int
 	return s.messages(ctx, conversationID, n, false)
 }
 
+// TurnStart reads what a turn starts from in one read transaction: the
+// user's conversation, its pending confirmation (nil when none) and its
+// newest n messages, as RecentMessages returns them.
+func (s *Store) TurnStart(ctx context.Context, userID, conversationID string, n int) (*datachat.Conversation, *datachat.Confirmation, []*datachat.Message, error) {
+	var (
+		conv    *datachat.Conversation
+		pending *datachat.Confirmation
+		msgs    = []*datachat.Message{}
+	)
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		conv, err = decode.Conversation(tx.QueryRowContext(ctx,
+			`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, conversationID, userID))
+		if err != nil {
+			return notFoundIfNoRows(err, "get conversation", "conversation not found")
+		}
+		pending, err = decode.Confirmation(tx.QueryRowContext(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
+			WHERE conversation_id = ? AND status = 'pending'
+			ORDER BY created_at DESC, rowid DESC LIMIT 1`, conversationID))
+		if errors.Is(err, sql.ErrNoRows) {
+			pending, err = nil, nil
+		}
+		if err != nil || n <= 0 {
+			return err
+		}
+		msgs, err = messagesIn(ctx, tx, conversationID, n, false)
+		return err
+	})
+	if err != nil {
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, fmt.Errorf("start a turn: %w", err)
+	}
+	return conv, pending, msgs, nil
+}
+
 // messages lists the newest limit messages (all when limit < 0) in order,
 // with their sources if withSources is set.
 func (s *Store) messages(ctx context.Context, conversationID string, limit int, withSources bool) ([]*datachat.Message, error) {
-	msgs := []*datachat.Message{}
+	var msgs []*datachat.Message
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		msgs, err = messagesIn(ctx, tx, conversationID, limit, withSources)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return msgs, nil
+}
+
+// messagesIn is messages in tx.
+func messagesIn(ctx context.Context, tx *sql.Tx, conversationID string, limit int, withSources bool) ([]*datachat.Message, error) {
+	msgs := []*datachat.Message{}
+	err := func() error {
 		rows, err := tx.QueryContext(ctx, `
 			SELECT id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 				error_reason, error_suggested_action, created_at, updated_at, CASE WHEN ? THEN sources END,
@@ -279,7 +330,7 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		msgs = list
 		th := record.NewThread(msgs)
 		rows, err = tx.QueryContext(ctx, `
-			SELECT t.id, t.message_id, t.seq, t.call_id, t.tool, t.args, t.ok, t.result, t.error, t.started_at, t.duration_ms
+			SELECT `+record.ToolCallColumns+`
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
 			WHERE m.conversation_id = ? AND m.created_at >= ? ORDER BY t.message_id, t.seq, t.rowid`,
 			conversationID, ts(msgs[0].CreatedAt))
@@ -312,11 +363,8 @@ func (s *Store) messages(ctx context.Context, conversationID string, limit int, 
 		}
 		msgs = th.Messages()
 		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list messages: %w", err)
-	}
-	return msgs, nil
+	}()
+	return msgs, err
 }
 
 // BeginTurn stores a turn's user message (if any) and its streaming assistant
@@ -417,10 +465,14 @@ func (s *Store) CreateToolCall(ctx context.Context, tc *datachat.ToolCall) error
 	if err := record.FillToolCall(tc); err != nil {
 		return err
 	}
-	_, err := s.write.ExecContext(ctx, `
-		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	cols, err := record.ListJSON(tc.Columns)
+	if err != nil {
+		return fmt.Errorf("create tool call: %w", err)
+	}
+	_, err = s.write.ExecContext(ctx, `
+		INSERT INTO tool_calls (id, message_id, seq, call_id, tool, args, ok, result, error, started_at, duration_ms, columns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		tc.ID, tc.MessageID, tc.Seq, tc.CallID, tc.Tool, record.RawJSON(tc.Args), boolInt(tc.OK), tc.Result, tc.Error,
-		ts(tc.StartedAt), tc.DurationMS)
+		ts(tc.StartedAt), tc.DurationMS, cols)
 	return writeError(err, "create tool call", "message not found", "tool call already exists")
 }

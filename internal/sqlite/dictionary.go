@@ -10,10 +10,10 @@ import (
 	"datachat/internal/record"
 )
 
-// UpdateDictionary changes the notes of a user's conversation and the
-// descriptions of its datasets in one transaction; ENOTFOUND if the
-// conversation is not the user's, EINVALID (changing nothing) when d names
-// tables or columns it lacks.
+// UpdateDictionary changes the notes of a user's conversation, the
+// descriptions of its datasets and its semantic layer in one transaction;
+// ENOTFOUND if the conversation is not the user's, EINVALID (changing
+// nothing) when d names tables or columns it lacks.
 func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID string, d datachat.Dictionary) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var one int
@@ -22,7 +22,8 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
 		}
 		var datasets []*datachat.Dataset
-		if len(d.Datasets) > 0 {
+		layer := record.ChangesLayer(d)
+		if len(d.Datasets) > 0 || layer {
 			rows, err := tx.QueryContext(ctx, `SELECT `+record.DatasetColumns+` FROM datasets WHERE conversation_id = ?`, conversationID)
 			if err != nil {
 				return err
@@ -31,9 +32,24 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 				return err
 			}
 		}
-		changes, err := record.DescriptionChanges(d, datasets)
+		changes, resolved, err := record.Changes(d, datasets)
 		if err != nil {
 			return err
+		}
+		if layer {
+			var stored string
+			err := tx.QueryRowContext(ctx, `SELECT layer FROM semantic_layers WHERE conversation_id = ?`, conversationID).Scan(&stored)
+			if err != nil && err != sql.ErrNoRows {
+				return err
+			}
+			text, err := record.ApplyLayer(stored, resolved, datasets)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO semantic_layers (conversation_id, layer) VALUES (?, ?)
+				ON CONFLICT (conversation_id) DO UPDATE SET layer = excluded.layer`, conversationID, text); err != nil {
+				return err
+			}
 		}
 		for _, c := range changes {
 			if _, err := tx.ExecContext(ctx, `UPDATE datasets SET description = ?, column_descriptions = ? WHERE id = ?`,
@@ -86,4 +102,15 @@ func (s *Store) DeleteExample(ctx context.Context, userID, id string) error {
 		return fmt.Errorf("delete example: %w", err)
 	}
 	return mustAffect(res, "delete example", "example not found")
+}
+
+// SemanticLayer returns the semantic layer of a conversation's dictionary:
+// an empty one when it has none.
+func (s *Store) SemanticLayer(ctx context.Context, conversationID string) (*datachat.SemanticLayer, error) {
+	var stored string
+	err := s.read.QueryRowContext(ctx, `SELECT layer FROM semantic_layers WHERE conversation_id = ?`, conversationID).Scan(&stored)
+	if err != nil && err != sql.ErrNoRows {
+		return nil, record.Wrap("read semantic layer", err)
+	}
+	return record.Layer(stored)
 }

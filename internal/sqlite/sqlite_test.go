@@ -50,3 +50,15 @@ func TestOpenRefusesMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestAccountsMigration(t *testing.T) {
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "datachat.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.MigrateWithout(t.Context(), "0009_accounts.sql"); err != nil {
+		t.Fatal(err)
+	}
+	storetest.AccountsMigration(t, s, func() error { return s.Migrate(t.Context()) })
+}

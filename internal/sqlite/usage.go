@@ -57,27 +57,13 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 			`DELETE FROM rate_limit_events WHERE user_id = ? AND at <= ?`, userID, ts(start)); err != nil {
 			return err
 		}
-		var n int
-		if err := tx.QueryRowContext(ctx,
-			`SELECT COUNT(*) FROM rate_limit_events WHERE user_id = ? AND at > ?`,
-			userID, ts(start)).Scan(&n); err != nil {
+		var err error
+		ok, retry, err = slidingWindow(ctx, tx, `rate_limit_events WHERE user_id = ?`, userID, now, window, limit)
+		if err != nil || !ok {
 			return err
 		}
-		if n < limit {
-			ok = true
-			_, err := tx.ExecContext(ctx, `INSERT INTO rate_limit_events (user_id, at) VALUES (?, ?)`, userID, ts(now))
-			return err
-		}
-		// A slot frees when enough of the oldest counted requests leave the
-		// window for the count to drop below limit.
-		var oldest time.Time
-		if err := tx.QueryRowContext(ctx, `
-			SELECT at FROM rate_limit_events WHERE user_id = ? AND at > ?
-			ORDER BY at LIMIT 1 OFFSET ?`, userID, ts(start), n-limit).Scan(scanTime{&oldest}); err != nil {
-			return err
-		}
-		retry = oldest.Add(window).Sub(now)
-		return nil
+		_, err = tx.ExecContext(ctx, `INSERT INTO rate_limit_events (user_id, at) VALUES (?, ?)`, userID, ts(now))
+		return err
 	})
 	if err != nil {
 		return false, 0, fmt.Errorf("take request: %w", err)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -193,4 +194,119 @@ func testExamples(t *testing.T, s datachat.Store) {
 		t.Fatalf("Examples: %v", err)
 	}
 	equal(t, "Examples after a delete and the conversation's", list, []*datachat.Example{again, e3})
+}
+
+func testSemanticLayer(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	bob := mustUser(t, s, "bob")
+	c := mustConversation(t, s, alice.ID)
+	orders := &datachat.Dataset{ConversationID: c.ID, Name: "orders", Columns: []datachat.Column{
+		{Name: "amount", Type: "decimal", SQLType: "DECIMAL(10,2)"}, {Name: "status", Type: "text", SQLType: "VARCHAR"},
+		{Name: "customer", Type: "text", SQLType: "VARCHAR"}, {Name: "region", Type: "text", SQLType: "VARCHAR"}}}
+	customers := &datachat.Dataset{ConversationID: c.ID, Name: "customers", Columns: []datachat.Column{{Name: "code", Type: "text", SQLType: "VARCHAR"}}}
+	for _, d := range []*datachat.Dataset{orders, customers} {
+		if err := s.CreateDataset(ctx, d); err != nil {
+			t.Fatalf("CreateDataset: %v", err)
+		}
+	}
+	if l, err := s.SemanticLayer(ctx, c.ID); err != nil || len(l.Datasets) != 0 || len(l.Sources) != 0 {
+		t.Fatalf("SemanticLayer before any: %+v, %v; want an empty one", l, err)
+	}
+	rels := []datachat.ForeignKey{{Columns: []string{"Customer"}, RefTable: "CUSTOMERS", RefColumns: []string{"code"}}}
+	err := s.UpdateDictionary(ctx, alice.ID, c.ID, datachat.Dictionary{
+		Datasets: map[string]datachat.DatasetDictionary{"orders": {
+			Metrics:       map[string]datachat.Metric{"revenue": {SQL: " sum(amount) ", Filter: "status = 'paid'", Description: "Paid orders only."}, "orders": {SQL: "count(*)"}},
+			Synonyms:      map[string]string{"EMEA": "region IN ('DE', 'FR')", "sales": "revenue"},
+			Relationships: &rels,
+		}},
+		Sources: map[string]map[string]datachat.DatasetDictionary{"warehouse": {"billing.invoices": {
+			Description: ptr("One row per invoice."), Columns: map[string]string{"total_due": "In euros."},
+			Metrics: map[string]datachat.Metric{"overdue": {SQL: "sum(total_due)", Filter: "status = 'overdue'"}},
+		}}},
+	})
+	if err != nil {
+		t.Fatalf("UpdateDictionary(semantic layer): %v", err)
+	}
+	l, err := s.SemanticLayer(ctx, c.ID)
+	if err != nil {
+		t.Fatalf("SemanticLayer: %v", err)
+	}
+	equal(t, "the dataset's semantics", l.Datasets[orders.ID], datachat.TableSemantics{
+		Metrics:       map[string]datachat.Metric{"revenue": {SQL: "sum(amount)", Filter: "status = 'paid'", Description: "Paid orders only."}, "orders": {SQL: "count(*)"}},
+		Synonyms:      map[string]string{"EMEA": "region IN ('DE', 'FR')", "sales": "revenue"},
+		Relationships: []datachat.ForeignKey{{Columns: []string{"customer"}, RefTable: "customers", RefColumns: []string{"code"}}},
+	})
+	equal(t, "the source table's semantics", l.Sources["warehouse"]["billing.invoices"], datachat.TableSemantics{
+		Description: "One row per invoice.", Columns: map[string]string{"total_due": "In euros."},
+		Metrics: map[string]datachat.Metric{"overdue": {SQL: "sum(total_due)", Filter: "status = 'overdue'"}},
+	})
+
+	// Changes merge: a metric replaced, one removed by an empty sql, a
+	// synonym removed, the relationships kept when not given; a source
+	// table emptied is gone.
+	err = s.UpdateDictionary(ctx, alice.ID, c.ID, datachat.Dictionary{
+		Datasets: map[string]datachat.DatasetDictionary{"orders": {
+			Metrics:  map[string]datachat.Metric{"revenue": {SQL: "sum(amount)"}, "orders": {SQL: ""}},
+			Synonyms: map[string]string{"sales": ""},
+		}},
+		Sources: map[string]map[string]datachat.DatasetDictionary{"warehouse": {"billing.invoices": {
+			Description: ptr(""), Columns: map[string]string{"total_due": ""}, Metrics: map[string]datachat.Metric{"overdue": {}},
+		}}},
+	})
+	if err != nil {
+		t.Fatalf("UpdateDictionary(merge): %v", err)
+	}
+	l, _ = s.SemanticLayer(ctx, c.ID)
+	equal(t, "the dataset's semantics after a merge", l.Datasets[orders.ID], datachat.TableSemantics{
+		Metrics:       map[string]datachat.Metric{"revenue": {SQL: "sum(amount)"}},
+		Synonyms:      map[string]string{"EMEA": "region IN ('DE', 'FR')"},
+		Relationships: []datachat.ForeignKey{{Columns: []string{"customer"}, RefTable: "customers", RefColumns: []string{"code"}}},
+	})
+	if len(l.Sources) != 0 {
+		t.Errorf("sources after emptying their table: %+v, want none", l.Sources)
+	}
+
+	// A relationship to what the conversation lacks changes nothing, and
+	// says what.
+	bad := []datachat.ForeignKey{{Columns: []string{"customer"}, RefTable: "clients", RefColumns: []string{"code"}}}
+	err = s.UpdateDictionary(ctx, alice.ID, c.ID, datachat.Dictionary{Datasets: map[string]datachat.DatasetDictionary{"orders": {
+		Relationships: &bad, Metrics: map[string]datachat.Metric{"x; DROP": {SQL: "1"}}}}})
+	wantCode(t, "UpdateDictionary with a bad relationship and metric name", err, datachat.EINVALID)
+	if msg := datachat.ErrorMessage(err); !strings.Contains(msg, `"clients"`) || !strings.Contains(msg, `"x; DROP"`) {
+		t.Errorf("the error %q does not name the relationship's table and the metric", msg)
+	}
+	if l2, _ := s.SemanticLayer(ctx, c.ID); !reflect.DeepEqual(l2, l) {
+		t.Errorf("the layer changed after a refused change: %+v", l2)
+	}
+	wantCode(t, "UpdateDictionary of another user's layer", s.UpdateDictionary(ctx, bob.ID, c.ID, datachat.Dictionary{
+		Datasets: map[string]datachat.DatasetDictionary{"orders": {Synonyms: map[string]string{"x": "y"}}}}), datachat.ENOTFOUND)
+
+	// Relationships given empty remove them; a deleted dataset's semantics
+	// go at the next change; a deleted conversation's layer goes with it.
+	none := []datachat.ForeignKey{}
+	if err := s.UpdateDictionary(ctx, alice.ID, c.ID, datachat.Dictionary{Datasets: map[string]datachat.DatasetDictionary{
+		"customers": {Synonyms: map[string]string{"client": "a customer"}}, "orders": {Relationships: &none}}}); err != nil {
+		t.Fatalf("UpdateDictionary: %v", err)
+	}
+	l, _ = s.SemanticLayer(ctx, c.ID)
+	if len(l.Datasets[orders.ID].Relationships) != 0 || l.Datasets[customers.ID].Synonyms["client"] != "a customer" {
+		t.Errorf("after removing the relationships: %+v", l.Datasets)
+	}
+	if err := s.DeleteDataset(ctx, c.ID, orders.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateDictionary(ctx, alice.ID, c.ID, datachat.Dictionary{Datasets: map[string]datachat.DatasetDictionary{
+		"customers": {Synonyms: map[string]string{"buyer": "a customer"}}}}); err != nil {
+		t.Fatalf("UpdateDictionary: %v", err)
+	}
+	if l, _ = s.SemanticLayer(ctx, c.ID); len(l.Datasets) != 1 {
+		t.Errorf("after deleting orders: %+v, want customers' alone", l.Datasets)
+	}
+	if err := s.DeleteConversation(ctx, alice.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = s.SemanticLayer(ctx, c.ID); err != nil || len(l.Datasets) != 0 {
+		t.Errorf("after deleting the conversation: %+v, %v", l, err)
+	}
 }

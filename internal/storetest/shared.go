@@ -122,4 +122,45 @@ func RunShared(t *testing.T, newDB func(t *testing.T) string, open func(ctx cont
 			t.Errorf("TakeRequest over two stores: got %d admitted, want exactly %d of %d", got, limit, n)
 		}
 	})
+	// Accounts across stores: one invite used through two stores at once
+	// is used once; two admins demoted, disabled or removed through two
+	// stores at once leave one.
+	twoStores := func(t *testing.T) []datachat.Store {
+		db := newDB(t)
+		stores := []datachat.Store{}
+		for range 2 {
+			s := mustOpen(t, db)
+			if err := s.Migrate(t.Context()); err != nil {
+				t.Fatalf("Migrate: %v", err)
+			}
+			stores = append(stores, s)
+		}
+		return stores
+	}
+	t.Run("UseInviteAcrossStores", func(t *testing.T) {
+		UseInviteRace(t, twoStores(t))
+	})
+	t.Run("LastAdminAcrossStores", func(t *testing.T) {
+		stores := twoStores(t)
+		LastAdminRace(t, stores[0], stores[1], 6)
+	})
+	// RevocationAcrossStores: a key one store revokes (`keys revoke`) is
+	// reported revoked by another on the same database (serve's check).
+	t.Run("RevocationAcrossStores", func(t *testing.T) {
+		db := newDB(t)
+		serve, keys := mustOpen(t, db), mustOpen(t, db)
+		for _, s := range []Migrator{serve, keys} {
+			if err := s.Migrate(t.Context()); err != nil {
+				t.Fatalf("Migrate: %v", err)
+			}
+		}
+		alice := mustUser(t, keys, "alice")
+		a1, a2 := mustKey(t, keys, alice, "hash-a1"), mustKey(t, keys, alice, "hash-a2")
+		creds := []datachat.Credential{a1, a2}
+		equal(t, "RevokedCredentials before", revokedIDs(t, serve, creds), []string{})
+		if err := keys.RevokeAPIKey(t.Context(), a2.ID); err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "RevokedCredentials after the other store revoked a key", revokedIDs(t, serve, creds), []string{a2.ID})
+	})
 }

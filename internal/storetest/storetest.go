@@ -27,10 +27,12 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"Users", testUsers},
 		{"UsersConcurrent", testUsersConcurrent},
 		{"APIKeys", testAPIKeys},
+		{"RevokedCredentials", testRevokedCredentials},
 		{"Conversations", testConversations},
 		{"OtherUsersConversation", testOtherUsersConversation},
 		{"Messages", testMessages},
 		{"RecentMessages", testRecentMessages},
+		{"TurnStart", testTurnStart},
 		{"ToolCalls", testToolCalls},
 		{"InterruptStreaming", testInterruptStreaming},
 		{"MessageParts", testMessageParts},
@@ -50,10 +52,11 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"CascadeDelete", testCascadeDelete},
 		{"Dictionary", testDictionary},
+		{"SemanticLayer", testSemanticLayer},
 		{"Examples", testExamples},
 		{"DBSources", testDBSources},
 	}
-	for _, tt := range tests {
+	for _, tt := range append(append(append(tests, accountTests...), shareTests...), searchTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, open(t))
 		})
@@ -151,11 +154,12 @@ func testAPIKeys(t *testing.T, s datachat.Store) {
 	equal(t, "APIKeys", keys, []*datachat.APIKey{k1, k2})
 	wantCount(t, s, 2)
 
-	u, err := s.Authenticate(ctx, "hash-1")
+	u, cred, err := s.Authenticate(ctx, "hash-1")
 	if err != nil {
 		t.Fatalf("Authenticate: %v", err)
 	}
 	equal(t, "Authenticate", u, alice)
+	equal(t, "Authenticate's credential", cred, datachat.Credential{Kind: datachat.CredentialAPIKey, ID: k1.ID, UserID: alice.ID})
 	keys, err = s.APIKeys(ctx)
 	if err != nil {
 		t.Fatalf("APIKeys: %v", err)
@@ -169,15 +173,15 @@ func testAPIKeys(t *testing.T, s datachat.Store) {
 		t.Errorf("LastUsedAt of an unused key: got %v, want nil", keys[1].LastUsedAt)
 	}
 
-	_, err = s.Authenticate(ctx, "no-such-hash")
+	_, _, err = s.Authenticate(ctx, "no-such-hash")
 	wantCode(t, "Authenticate with an unknown hash", err, datachat.EUNAUTHORIZED)
-	_, err = s.Authenticate(ctx, "")
+	_, _, err = s.Authenticate(ctx, "")
 	wantCode(t, "Authenticate with an empty hash", err, datachat.EUNAUTHORIZED)
 
 	if err := s.RevokeAPIKey(ctx, k1.ID); err != nil {
 		t.Fatalf("RevokeAPIKey: %v", err)
 	}
-	_, err = s.Authenticate(ctx, "hash-1")
+	_, _, err = s.Authenticate(ctx, "hash-1")
 	wantCode(t, "Authenticate with a revoked key", err, datachat.EUNAUTHORIZED)
 	wantCount(t, s, 1)
 	keys, err = s.APIKeys(ctx)
@@ -194,7 +198,7 @@ func testAPIKeys(t *testing.T, s datachat.Store) {
 		t.Errorf("RevokeAPIKey of a revoked key: got %v, want nil", err)
 	}
 	wantCode(t, "RevokeAPIKey of an unknown key", s.RevokeAPIKey(ctx, "no-such-key"), datachat.ENOTFOUND)
-	if _, err := s.Authenticate(ctx, "hash-2"); err != nil {
+	if _, _, err := s.Authenticate(ctx, "hash-2"); err != nil {
 		t.Errorf("Authenticate with the other key: got %v, want nil", err)
 	}
 }
@@ -468,7 +472,9 @@ func testToolCalls(t *testing.T, s datachat.Store) {
 			StartedAt: base.Add(2 * time.Second), DurationMS: 7},
 		{MessageID: asst.ID, Seq: 0, CallID: "call_a", Tool: "execute_sql",
 			Args: json.RawMessage(`{"query": "SELECT 1",  "z": 1, "a": [1, 2]}`), OK: true,
-			Result: `{"columns":[],"rows":[[1]]}`, StartedAt: base, DurationMS: 12},
+			Result: "n | avg\n1 | 2\n(1 row)", StartedAt: base, DurationMS: 12,
+			// A float column of whole numbers: the text cannot tell it from an integer.
+			Columns: []datachat.Column{{Name: "n", Type: datachat.TypeInteger, SQLType: "BIGINT"}, {Name: "avg", Type: datachat.TypeFloat, SQLType: "DOUBLE"}}},
 		{MessageID: asst.ID, Seq: 1, CallID: "call_b", Tool: "load_dataset",
 			Args: json.RawMessage(`{"url":"https://example.com/x.csv"}`), OK: true, Result: "loaded"},
 		{MessageID: asst2.ID, Seq: 0, CallID: "call_d", Tool: "execute_sql", Args: json.RawMessage(`{}`), OK: true},

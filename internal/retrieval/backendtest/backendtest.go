@@ -48,6 +48,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("HostileQueries", s.hostileQueries)
 	t.Run("FailedAddLeavesNothing", s.failedAdd)
 	t.Run("Concurrent", s.concurrent)
+	t.Run("CopyDocument", s.copyDocument)
 }
 
 type suite struct {
