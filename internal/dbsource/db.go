@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"slices"
 	"strings"
@@ -62,6 +63,18 @@ type Table struct {
 	// Columns carry the engine's type (SQLType), its friendly name (Type) and
 	// up to 3 distinct sample values of at most 40 characters.
 	Columns []datachat.Column `json:"columns"`
+	// ForeignKeys are the table's foreign keys to other allowed tables, from
+	// the engine's catalog (one to a table not allowed is left out).
+	ForeignKeys []ForeignKey `json:"foreign_keys,omitempty"`
+}
+
+// ForeignKey is a foreign key: Columns of its table reference RefColumns of
+// RefSchema.RefName.
+type ForeignKey struct {
+	Columns    []string `json:"columns"`
+	RefSchema  string   `json:"ref_schema"`
+	RefName    string   `json:"ref_name"`
+	RefColumns []string `json:"ref_columns"`
 }
 
 // QualifiedName is SCHEMA.TABLE as the source's SQL writes it, quoted where
@@ -104,7 +117,11 @@ type engine interface {
 	dialect(ctx context.Context) (string, error)
 	catalog(ctx context.Context) ([]Table, error)
 	tableNames(ctx context.Context) ([]string, error)
-	query(ctx context.Context, sql string) (*datachat.QueryResult, error)
+	// stream runs sql in the sandbox, giving sink its columns then its
+	// rows, at most lim.maxRows (and, when lim.maxBytes is set, stopping
+	// past that many bytes of values); it returns the columns with their
+	// types as the engine names them, and whether rows or values were cut.
+	stream(ctx context.Context, sql string, lim streamLimits, sink datachat.RowSink) ([]datachat.Column, bool, error)
 	estimate(ctx context.Context, sql string) (int64, error)
 	close()
 }
@@ -186,7 +203,8 @@ func (db *DB) Dialect(ctx context.Context) (string, error) {
 }
 
 // Catalog lists the allowed tables from the engine's catalog, with their
-// columns, row estimates and sample values, for the system prompt. It reads
+// columns, row estimates, sample values and foreign keys (ordered by the
+// table they reference), for the system prompt. It reads
 // at most SampleRows rows of each table, in the sandbox.
 func (db *DB) Catalog(ctx context.Context) ([]Table, error) {
 	if err := db.proveRole(ctx); err != nil {
@@ -195,6 +213,11 @@ func (db *DB) Catalog(ctx context.Context) ([]Table, error) {
 	tables, err := db.eng.catalog(ctx)
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range tables {
+		slices.SortStableFunc(t.ForeignKeys, func(a, b ForeignKey) int {
+			return strings.Compare(a.RefSchema+"."+a.RefName+"("+strings.Join(a.Columns, ",")+")", b.RefSchema+"."+b.RefName+"("+strings.Join(b.Columns, ",")+")")
+		})
 	}
 	names := qualifiedNames(tables)
 	db.mu.Lock()
@@ -222,7 +245,66 @@ func (db *DB) Query(ctx context.Context, sql string) (*datachat.QueryResult, err
 	if err := db.proveRole(ctx); err != nil {
 		return nil, err
 	}
-	return db.eng.query(ctx, sql)
+	start := time.Now()
+	c := &collector{res: &datachat.QueryResult{Rows: [][]any{}}}
+	cols, truncated, err := db.eng.stream(ctx, sql, streamLimits{maxRows: db.opts.MaxRows, maxBytes: db.opts.MaxResultBytes}, c)
+	if err != nil {
+		return nil, err
+	}
+	r := c.res
+	r.Columns, r.Truncated, r.RowCount = cols, truncated, len(r.Rows)
+	r.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
+	return r, nil
+}
+
+// Stream runs one statement in the sandbox as Query does — the same checks
+// and the same read-only transaction — and hands its rows to sink as they
+// arrive instead of holding them: at most maxRows rows, cut on the server
+// (maxRows ≤ 0: MaxRows), with no cap on their bytes (the sink keeps its
+// own). Query's errors, and a sink's error as is.
+func (db *DB) Stream(ctx context.Context, sql string, maxRows int, sink datachat.RowSink) (datachat.StreamResult, error) {
+	if err := db.proveRole(ctx); err != nil {
+		return datachat.StreamResult{}, err
+	}
+	if maxRows <= 0 {
+		maxRows = db.opts.MaxRows
+	}
+	start := time.Now()
+	c := &counter{sink: sink}
+	_, truncated, err := db.eng.stream(ctx, sql, streamLimits{maxRows: maxRows}, c)
+	if err != nil {
+		return datachat.StreamResult{}, err
+	}
+	return datachat.StreamResult{Rows: c.rows, Truncated: truncated, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000}, nil
+}
+
+// streamLimits bound what an engine's stream reads.
+type streamLimits struct {
+	maxRows  int
+	maxBytes int // 0: no cap
+}
+
+// collector is the sink of Query: the rows, held.
+type collector struct{ res *datachat.QueryResult }
+
+func (c *collector) Columns([]datachat.Column) error { return nil }
+
+func (c *collector) Row(values []any) error {
+	c.res.Rows = append(c.res.Rows, slices.Clone(values))
+	return nil
+}
+
+// counter passes rows on and counts them.
+type counter struct {
+	sink datachat.RowSink
+	rows int64
+}
+
+func (c *counter) Columns(cols []datachat.Column) error { return c.sink.Columns(cols) }
+
+func (c *counter) Row(values []any) error {
+	c.rows++
+	return c.sink.Row(values)
 }
 
 // EstimateRows returns the engine's EXPLAIN estimate of the rows a statement
@@ -264,6 +346,40 @@ func (db *DB) proveLocked(ctx context.Context) error {
 		db.provedAt, db.proofErr = time.Time{}, nil
 	}
 	return err
+}
+
+// Watch proves the source's role again at each tick, until ctx ends or
+// ticks is closed, so that a privilege granted to the role is found while no
+// query runs: a refusal (a *RoleError) is logged at level Error, naming
+// the privilege and the statement that takes it away, and stands for the
+// queries until a later proof passes; a source that does not answer is
+// logged at level Warn. The caller owns the ticks (a time.Ticker's channel,
+// e.g. every minute) and runs Watch in its own goroutine.
+func (db *DB) Watch(ctx context.Context, ticks <-chan time.Time, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ticks:
+			if !ok {
+				return
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, db.opts.ConnectTimeout+db.opts.Timeout)
+		err := db.prove(pctx)
+		cancel()
+		var re *RoleError
+		switch {
+		case err == nil, ctx.Err() != nil:
+		case errors.As(err, &re):
+			log.Error("database source refused: its role may do more than read the tables of --tables",
+				slog.String("source", db.src.Name), slog.String("role", re.Role),
+				slog.String("privilege", re.Privilege), slog.String("fix", re.Fix))
+		default:
+			log.Warn("database source: the periodic proof of its role failed",
+				slog.String("source", db.src.Name), slog.String("error", err.Error()))
+		}
+	}
 }
 
 // Close closes the pool.
@@ -344,4 +460,19 @@ func addSample(samples *[]string, v *string) {
 		return
 	}
 	*samples = append(*samples, s)
+}
+
+// isIdentStart and isIdentPart classify the bytes of an unquoted
+// identifier (mycheck.go reads MySQL names with them).
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+func isIdentPart(c byte) bool {
+	return isIdentStart(c) || c >= '0' && c <= '9' || c == '$'
+}
+
+// trimStatement drops trailing semicolons and white space.
+func trimStatement(sql string) string {
+	return strings.TrimRight(sql, "; \t\r\n\f")
 }

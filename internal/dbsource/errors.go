@@ -12,9 +12,11 @@ func refusedf(format string, args ...any) *datachat.QueryError {
 	return &datachat.QueryError{Kind: datachat.KindRefused, Message: fmt.Sprintf(format, args...)}
 }
 
-// RoleError is a source whose role could escape the sandbox: it is refused
-// when the source is added and on every connect. Privilege names what to take
-// away, Fix how.
+// RoleError is a source whose role may do more than read the tables of
+// --tables: read beyond them, or escape read-only. It is refused when the
+// source is added, on every connect, before queries and periodically
+// ([DB.Watch]). Privilege names what to take away, Fix how: the statement
+// to run.
 type RoleError struct {
 	Source    string
 	Role      string
@@ -23,7 +25,7 @@ type RoleError struct {
 }
 
 func (e *RoleError) Error() string {
-	return fmt.Sprintf("source %s: role %s has %s, which lets a query escape read-only; %s", e.Source, e.Role, e.Privilege, e.Fix)
+	return fmt.Sprintf("source %s: role %s has %s, which lets a query read beyond --tables or escape read-only; the source is refused until it is fixed: %s", e.Source, e.Role, e.Privilege, e.Fix)
 }
 
 // As shows a RoleError as an EINVALID *datachat.Error: the operator fixes it.

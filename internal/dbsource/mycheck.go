@@ -1,563 +1,570 @@
 package dbsource
 
 import (
-	"context"
-	"database/sql"
-	"datachat"
 	"fmt"
-	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/pingcap/tidb/pkg/parser/test_driver" // the parser's literal values
+
+	"datachat"
 )
 
-// The sandbox's check of a MySQL/MariaDB statement reads the server's own
-// resolution of it, made in the read-only transaction it then runs in:
-// EXPLAIN (EXPLAIN EXTENDED on MariaDB) and the rewritten query the server
-// prints after it (SHOW WARNINGS, note 1003), where every table is written
-// fully qualified, `db`.`table` `alias`, views the optimizer merged are
-// replaced by their tables, and literals are quoted by the server:
+// The sandbox's check of a MySQL/MariaDB statement reads the statement's
+// parse tree, made by TiDB's MySQL parser in our process, before anything of
+// it reaches the server; then the server runs only SQL our code built: the
+// checked tree written back out (restored). Nothing the server prints about
+// the statement (EXPLAIN, its rewritten query) is read to decide anything.
 //
-//   - the rewritten query must be a query (select, with, values);
-//   - every `db`.`name` it prints that the catalog (information_schema.TABLES)
-//     knows must be an allowed table; a view still printed (one MariaDB
-//     computes apart, ALGORITHM=TEMPTABLE or with GROUP BY…) is refused, since
-//     its tables are not shown; the catalogs (information_schema, mysql,
-//     performance_schema, sys) are not allowed tables;
-//   - every table EXPLAIN lists must be accounted for by a table or name of
-//     the rewritten query, so that nothing it reads escapes the reading;
-//   - stored functions (`db`.`f`(…)) and the built-ins that read files or
-//     take locks (LOAD_FILE, GET_LOCK…) are refused, and so are server
-//     variables (@@…);
-//   - locking reads are refused: the server refuses FOR UPDATE in a read-only
-//     transaction but not LOCK IN SHARE MODE, and it drops lock clauses of
-//     subqueries from the rewritten query, so the statement's own words are
-//     read for them (and for INTO OUTFILE/DUMPFILE), by MySQL's lexical rules.
-
-// myDeniedFunctions are built-ins a query may not call, and why.
-var myDeniedFunctions = map[string]string{
-	"load_file":                         "it reads the server's files",
-	"get_lock":                          "it takes a lock that outlives the query",
-	"release_lock":                      "it handles the session's locks",
-	"release_all_locks":                 "it handles the session's locks",
-	"is_free_lock":                      "it handles the session's locks",
-	"is_used_lock":                      "it handles the session's locks",
-	"master_pos_wait":                   "it waits on replication",
-	"master_gtid_wait":                  "it waits on replication",
-	"source_pos_wait":                   "it waits on replication",
-	"wait_for_executed_gtid_set":        "it waits on replication",
-	"wait_until_sql_thread_after_gtids": "it waits on replication",
-	"nextval":                           "it changes a sequence",
-	"setval":                            "it changes a sequence",
-	"lastval":                           "it reads the session's sequence state",
-	"sys_exec":                          "it runs programs on the server",
-	"sys_eval":                          "it runs programs on the server",
-}
-
-var myCatalogSchemas = map[string]bool{"information_schema": true, "mysql": true, "performance_schema": true, "sys": true}
-
-type myTokKind int
+//   - exactly one statement, a query: SELECT, UNION/INTERSECT/EXCEPT of them,
+//     WITH … SELECT, and on MySQL also TABLE t and VALUES ROW(…);
+//   - every node of the tree is one the checker knows (default-deny: a node
+//     type it does not know refuses the statement), and on the way:
+//   - no INTO (OUTFILE, DUMPFILE, variables), no locking clause (FOR UPDATE,
+//     FOR SHARE, LOCK IN SHARE MODE) at any level, no optimizer hints (they
+//     can lift the statement timeout), no user or system variables, no
+//     placeholders;
+//   - every table an allowed table of the source (a name without a database
+//     is in the URL's database, and is written out qualified, so that the
+//     server cannot read it as anything else); a CTE name counts only where
+//     both MySQL and MariaDB see it (inside a CTE's definition, only the
+//     CTEs of its own WITH: MariaDB reads an outer one's name as a table
+//     there), and a name the checker is not sure is a CTE is treated as a
+//     table; the catalogs (information_schema, mysql,
+//     performance_schema, sys) are never allowed; a view that reads with its
+//     definer's rights must be named in --tables, not only matched by a
+//     wildcard;
+//   - every function an allowed built-in (myfuncs.go), written out under its
+//     built-in spelling, never as a quoted name a server could resolve to a
+//     stored function.
+//
+// Versioned comments cannot give the server a second reading: comments are
+// not part of the tree, so the restored text has none; /*! … */ is read as
+// code by the parser whatever its version (and so is checked), MariaDB's
+// /*M! … */ is a plain comment to it and is dropped.
+//
+// The parser runs on hostile text in the server's process: the statement is
+// capped (myMaxStatementBytes: at the cap a statement takes at most ~0.1 s
+// and ~30 MB to refuse), the tree's depth is capped while it is walked
+// (myMaxDepth, before the recursive restore runs), and a panic in the parser
+// is recovered, refuses the statement, and drops that parser.
 
 const (
-	tWord   myTokKind = iota // a bare word, lower-cased
-	tQIdent                  // a `quoted` identifier
-	tString                  // a '…' or "…" literal
-	tPunct                   // one other character
-	tSysVar                  // @@name
-	tHint                    // the text of an optimizer hint, /*+ … */
+	myMaxStatementBytes = 64 << 10
+	myMaxDepth          = 1000
 )
 
-type myTok struct {
-	kind myTokKind
-	text string
+// myCatalogSchemas are the server's catalogs, never allowed.
+var myCatalogSchemas = map[string]bool{"information_schema": true, "mysql": true, "performance_schema": true, "sys": true}
+
+// myChecker checks statements for one source.
+type myChecker struct {
+	defaultDB string // the URL's database: where a name without a database is
+	allow     allowList
+	mariadb   bool
+	foldNames bool                     // lower_case_table_names ≠ 0: the server compares table names in lower case
+	definer   map[[2]string]bool       // views that read with their definer's rights (SQL SECURITY DEFINER)
+	exact     func(s, t string) bool   // whether --tables names s.t without a wildcard
+	hint      func(name string) string // the closest allowed tables, for a refused name
 }
 
-// myTokens splits MySQL text by the server's lexical rules (with backslash
-// escapes and without ANSI_QUOTES, as every session is set up): comments are
-// skipped, except that the content of /*! … */ and /*M! … */ is read as code,
-// as the server runs it.
-func myTokens(s string) ([]myTok, error) {
-	var out []myTok
-	i := 0
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-			i++
-		case c == '#':
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case c == '-' && i+2 < len(s) && s[i+1] == '-' && (s[i+2] <= ' '):
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		case c == '-' && i+2 == len(s) && s[i+1] == '-':
-			i = len(s)
-		case c == '/' && i+1 < len(s) && s[i+1] == '*':
-			if i+2 < len(s) && s[i+2] == '!' || i+3 < len(s) && s[i+2] == 'M' && s[i+3] == '!' {
-				i += 3
-				if s[i-1] == 'M' {
-					i++
-				}
-				for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-					i++
-				}
-				continue // the content is code; its "*/" is skipped below
-			}
-			end := strings.Index(s[i+2:], "*/")
-			if end < 0 {
-				return nil, fmt.Errorf("an unterminated comment")
-			}
-			if i+2 < len(s) && s[i+2] == '+' {
-				out = append(out, myTok{tHint, strings.ToLower(s[i+3 : i+2+end])})
-			}
-			i += 2 + end + 2
-		case c == '*' && i+1 < len(s) && s[i+1] == '/':
-			i += 2
-		case c == '\'' || c == '"':
-			j := i + 1
-			closed := false
-			for j < len(s) {
-				if s[j] == '\\' {
-					j += 2
-					continue
-				}
-				if s[j] == c {
-					if j+1 < len(s) && s[j+1] == c {
-						j += 2
-						continue
-					}
-					closed = true
-					j++
-					break
-				}
-				j++
-			}
-			if !closed {
-				return nil, fmt.Errorf("an unterminated string")
-			}
-			out = append(out, myTok{tString, s[i:j]})
-			i = j
-		case c == '`':
-			j := i + 1
-			var b strings.Builder
-			closed := false
-			for j < len(s) {
-				if s[j] == '`' {
-					if j+1 < len(s) && s[j+1] == '`' {
-						b.WriteByte('`')
-						j += 2
-						continue
-					}
-					closed = true
-					j++
-					break
-				}
-				b.WriteByte(s[j])
-				j++
-			}
-			if !closed {
-				return nil, fmt.Errorf("an unterminated quoted name")
-			}
-			out = append(out, myTok{tQIdent, b.String()})
-			i = j
-		case c == '@' && i+1 < len(s) && s[i+1] == '@':
-			j := i + 2
-			for j < len(s) && (isIdentPart(s[j]) || s[j] == '.' || s[j] == '`') {
-				j++
-			}
-			out = append(out, myTok{tSysVar, s[i:j]})
-			i = j
-		case isIdentPart(c):
-			j := i
-			for j < len(s) && isIdentPart(s[j]) {
-				j++
-			}
-			out = append(out, myTok{tWord, strings.ToLower(s[i:j])})
-			i = j
-		default:
-			out = append(out, myTok{tPunct, string(c)})
-			i++
-		}
-	}
-	return out, nil
-}
+// myRestoreFlags write the tree back as the session reads it: keywords
+// upper case, names in backquotes, strings in single quotes with
+// backslashes escaped (the session has neither ANSI_QUOTES nor
+// NO_BACKSLASH_ESCAPES), utf8mb4 literals without an introducer (the
+// connection's character set).
+const myRestoreFlags = format.RestoreStringSingleQuotes | format.RestoreStringEscapeBackslash |
+	format.RestoreKeyWordUppercase | format.RestoreNameBackQuotes | format.RestoreStringWithoutDefaultCharset
 
-// lockingWords finds a locking clause (or INTO OUTFILE/DUMPFILE) among the
-// words of a token stream.
-func lockingWords(toks []myTok) string {
-	var words []string
-	for _, t := range toks {
-		if t.kind == tWord {
-			words = append(words, t.text)
-		} else {
-			words = append(words, "")
-		}
-	}
-	for i := range words {
-		next := func(k int) string {
-			if i+k < len(words) {
-				return words[i+k]
-			}
-			return ""
-		}
-		switch {
-		case words[i] == "for" && (next(1) == "update" || next(1) == "share"):
-			return "for " + next(1)
-		case words[i] == "lock" && next(1) == "in" && next(2) == "share" && next(3) == "mode":
-			return "lock in share mode"
-		case words[i] == "into" && (next(1) == "outfile" || next(1) == "dumpfile"):
-			return "into " + next(1)
-		}
-	}
-	return ""
-}
+var myParsers = sync.Pool{New: func() any { return parser.New() }}
 
-// myLexicalCheck refuses, before anything runs, what the server's rewritten
-// query does not show: locking clauses and INTO OUTFILE/DUMPFILE.
-func myLexicalCheck(stmt string) error {
-	toks, err := myTokens(stmt)
-	if err != nil {
-		return &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the statement has " + err.Error()}
+// check parses stmt, checks it and returns the SQL to run: the checked tree
+// restored. Errors are *datachat.QueryError: KindSyntax when the parser
+// cannot read the statement, KindRefused when the sandbox refuses it.
+func (c *myChecker) check(stmt string) (sql string, err error) {
+	if len(stmt) > myMaxStatementBytes {
+		return "", refusedf("the statement is %d bytes long; a source query may have at most %d", len(stmt), myMaxStatementBytes)
 	}
-	for _, t := range toks {
-		if t.kind == tHint && (strings.Contains(t.text, "max_execution_time") || strings.Contains(t.text, "set_var")) {
-			return refusedf("optimizer hints that change the statement timeout or settings (MAX_EXECUTION_TIME, SET_VAR) are refused")
+	if !utf8.ValidString(stmt) {
+		return "", &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the statement is not valid UTF-8 text"}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			sql, err = "", refusedf("the sandbox's MySQL parser failed on this statement (%v); write it more simply", r)
 		}
-	}
-	switch w := lockingWords(toks); {
-	case w == "":
-		return nil
-	case strings.HasPrefix(w, "into"):
-		return refusedf("SELECT … %s writes a file on the server: refused; return the rows instead", strings.ToUpper(w))
-	default:
-		return refusedf("locking reads (%s) are refused: sources are read-only; drop the locking clause", strings.ToUpper(w))
-	}
-}
-
-type explainRow struct {
-	id, table string
-	rows      float64
-	filtered  float64
-}
-
-// check runs the sandbox's check of stmt in t and returns EXPLAIN's estimate
-// of the rows it returns.
-func (e *myEngine) check(ctx context.Context, t *myTx, stmt string) (int64, error) {
-	explain := "EXPLAIN "
-	if e.isMariaDB() {
-		explain = "EXPLAIN EXTENDED "
-	}
-	rows, err := t.c.QueryContext(ctx, explain+stmt)
-	if err != nil {
-		return 0, e.explainFailed(ctx, t, err, stmt)
-	}
-	plan, err := readExplain(rows)
-	if err != nil {
-		return 0, e.classify(ctx, err, stmt)
-	}
-	rewritten, err := e.rewritten(ctx, t)
-	if err != nil {
-		return 0, err
-	}
-	if rewritten == "" {
-		return 0, refusedf("only a query can run (SELECT, WITH … SELECT or VALUES): the server did not show this statement as one")
-	}
-	if err := e.checkRewritten(ctx, t, rewritten, plan); err != nil {
-		return 0, err
-	}
-	est := 1.0
-	for _, r := range plan {
-		if r.id == "1" && r.rows > 0 {
-			est *= r.rows * r.filtered / 100
-		}
-	}
-	return int64(est + 0.5), nil
-}
-
-// explainFailed says why EXPLAIN did not take stmt. Writes are refused by
-// the read-only transaction; for the rest, preparing the statement (the
-// server parses it and runs nothing) tells a statement of another kind (SET,
-// CALL, SHOW, LOAD DATA, COMMIT…) from one that is wrong, and gives the
-// server's message about the statement as written.
-func (e *myEngine) explainFailed(ctx context.Context, t *myTx, err error, stmt string) error {
-	switch myNumber(err) {
-	case 1792, 1969, 3024, 1317, 1028, 1044, 1045, 1142, 1143:
-		return e.classify(ctx, err, stmt)
-	}
-	st, perr := t.c.PrepareContext(ctx, stmt)
+	}()
+	p := myParsers.Get().(*parser.Parser)
+	stmts, _, perr := p.Parse(stmt, "", "")
+	myParsers.Put(p)
 	if perr != nil {
-		if myNumber(perr) == 1295 { // valid, but not even preparable
-			return refusedf("only a query can run (SELECT, WITH … SELECT or VALUES); this statement is of another kind")
-		}
-		return e.classify(ctx, perr, stmt)
+		return "", &datachat.QueryError{Kind: datachat.KindSyntax, Message: fmt.Sprintf(
+			"the sandbox's MySQL parser cannot read the statement: %s; write one SELECT in standard MySQL syntax (MariaDB-only syntax such as VALUES (…) without ROW, JSON_TABLE, SOUNDS LIKE or a MariaDB-only collation is not read)",
+			strings.TrimSpace(perr.Error()))}
 	}
-	st.Close()
-	if n := myNumber(err); n == 1064 || n == 1146 && strings.Contains(err.Error(), "EXTENDED") {
-		return refusedf("only a query can run (SELECT, WITH … SELECT or VALUES); this statement is of another kind")
-	}
-	return e.classify(ctx, err, stmt)
-}
-
-func readExplain(rows *sql.Rows) ([]explainRow, error) {
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var out []explainRow
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		r := explainRow{filtered: 100}
-		for i, c := range cols {
-			switch strings.ToLower(c) {
-			case "id":
-				r.id = vals[i].String
-			case "table":
-				r.table = vals[i].String
-			case "rows":
-				r.rows, _ = strconv.ParseFloat(vals[i].String, 64)
-			case "filtered":
-				if f, err := strconv.ParseFloat(vals[i].String, 64); err == nil {
-					r.filtered = f
-				}
-			}
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// rewritten returns the query the server printed after EXPLAIN (note 1003).
-func (e *myEngine) rewritten(ctx context.Context, t *myTx) (string, error) {
-	rows, err := t.c.QueryContext(ctx, "SHOW WARNINGS")
-	if err != nil {
-		return "", e.classify(ctx, err, "")
-	}
-	defer rows.Close()
-	var note string
-	for rows.Next() {
-		var level, msg string
-		var code int
-		if err := rows.Scan(&level, &code, &msg); err != nil {
-			return "", err
-		}
-		if code == 1003 {
-			note = msg
-		}
-	}
-	return note, rows.Err()
-}
-
-func (e *myEngine) checkRewritten(ctx context.Context, t *myTx, text string, plan []explainRow) error {
-	toks, err := myTokens(text)
-	if err != nil || len(toks) == 0 {
-		return refusedf("the sandbox could not read the server's rewriting of the query (%v)", err)
-	}
-	switch first := toks[0]; {
-	case first.kind == tWord && (first.text == "select" || first.text == "with" || first.text == "values"):
-	case first.kind == tPunct && first.text == "(":
-	case first.kind == tWord && (first.text == "insert" || first.text == "update" || first.text == "delete" || first.text == "replace"):
-		return refusedf("the statement writes (%s): sources are read-only", strings.ToUpper(first.text))
+	switch len(stmts) {
+	case 0:
+		return "", &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the statement is empty"}
+	case 1:
 	default:
-		return refusedf("only a query can run (SELECT, WITH … SELECT or VALUES)")
+		return "", refusedf("one statement at a time: this text holds %d", len(stmts))
 	}
-	if w := lockingWords(toks); w != "" {
-		return refusedf("locking reads (%s) are refused: sources are read-only", strings.ToUpper(w))
+	switch s := stmts[0].(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.LoadDataStmt:
+		return "", refusedf("the statement writes (%s): sources are read-only; only a query can run (SELECT, WITH … SELECT, UNION …)", myStmtKind(s))
+	default:
+		return "", refusedf("only a query can run (SELECT, WITH … SELECT, UNION …); this statement is of another kind (%s)", myStmtKind(s))
 	}
-	names := map[string]bool{} // every single name printed: aliases, CTEs, derived tables
-	var pairs [][2]string
-	for i := 0; i < len(toks); i++ {
-		tk := toks[i]
-		switch tk.kind {
-		case tSysVar:
-			return refusedf("server variables (%s) may not be read", tk.text)
-		case tWord:
-			if i+1 < len(toks) && toks[i+1].text == "(" && toks[i+1].kind == tPunct {
-				if why, ok := myDeniedFunctions[tk.text]; ok {
-					return refusedf("function %s is not allowed: %s", strings.ToUpper(tk.text), why)
-				}
-			}
-			names[tk.text] = true
-		case tQIdent:
-			chain := []string{tk.text}
-			for i+2 < len(toks) && toks[i+1].kind == tPunct && toks[i+1].text == "." && toks[i+2].kind == tQIdent {
-				chain = append(chain, toks[i+2].text)
-				i += 2
-			}
-			if i+1 < len(toks) && toks[i+1].kind == tPunct && toks[i+1].text == "(" {
-				return refusedf("stored function %s is not allowed: queries may call only the server's built-in functions", strings.Join(chain, "."))
-			}
-			switch len(chain) {
-			case 1:
-				names[chain[0]] = true
-			case 2:
-				pairs = append(pairs, [2]string{chain[0], chain[1]})
-				names[chain[1]] = true
-			}
+	v := &myVisitor{c: c, src: stmt}
+	stmts[0].Accept(v)
+	if v.err != nil {
+		return "", v.err
+	}
+	var b strings.Builder
+	if err := stmts[0].Restore(format.NewRestoreCtx(myRestoreFlags, &b)); err != nil {
+		return "", refusedf("the sandbox cannot write this statement back as SQL (%v); write it more simply", err)
+	}
+	return b.String(), nil
+}
+
+// myStmtKind names a statement's kind for messages: SelectStmt → SELECT.
+func myStmtKind(n ast.Node) string {
+	k := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", n), "*ast."), "Stmt")
+	return strings.ToUpper(k)
+}
+
+// myVisitor walks a statement's tree once: it refuses what the sandbox does
+// not run, qualifies table names and rewrites function names to their
+// built-in spelling.
+type myVisitor struct {
+	c     *myChecker
+	src   string // the statement's text, for how its literals were spelt
+	err   error
+	depth int
+	// scopes are the WITHs around the node walked, innermost last; owners
+	// the statements that hold them.
+	scopes []myScope
+	owners []ast.Node
+}
+
+// myScope is a WITH being walked: the CTE names visible so far, and
+// whether the walk is inside the definition of one of its CTEs.
+type myScope struct {
+	names    []string
+	defining bool
+}
+
+// refuse records why the statement is refused and stops the walk.
+func (v *myVisitor) refuse(n ast.Node, format string, args ...any) (ast.Node, bool) {
+	if v.err == nil {
+		v.err = refusedf(format, args...)
+	}
+	return n, true
+}
+
+func (v *myVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	if v.err != nil {
+		return n, true
+	}
+	v.depth++
+	if v.depth > myMaxDepth {
+		return v.refuse(n, "the statement nests deeper than %d levels; write it more simply", myMaxDepth)
+	}
+	switch n := n.(type) {
+	case *ast.SelectStmt:
+		if err := v.selectStmt(n); err != nil {
+			v.err = err
+			return n, true
+		}
+		if n.With != nil {
+			v.openScope(n)
+		}
+	case *ast.SetOprStmt:
+		if n.With != nil {
+			v.openScope(n)
+		}
+	case *ast.SetOprSelectList:
+		if n.With != nil {
+			v.openScope(n)
+		}
+	case *ast.WithClause:
+		// Its CTEs are declared in the scope of the statement holding it:
+		// a WITH held by anything else would put them in a wider scope.
+		if len(v.owners) == 0 || myWithOf(v.owners[len(v.owners)-1]) != n {
+			return v.refuse(n, "this statement uses a WITH the sandbox cannot scope; move the WITH to the start of the statement")
+		}
+	case *ast.FieldList, *ast.WildCardField, *ast.TableRefsClause, *ast.Join,
+		*ast.OnCondition, *ast.GroupByClause, *ast.HavingClause, *ast.OrderByClause, *ast.ByItem, *ast.Limit,
+		*ast.WindowSpec, *ast.PartitionByClause, *ast.FrameClause, *ast.FrameBound,
+		*ast.SubqueryExpr, *ast.CompareSubqueryExpr, *ast.ExistsSubqueryExpr, *ast.BetweenExpr,
+		*ast.BinaryOperationExpr, *ast.CaseExpr, *ast.WhenClause, *ast.ColumnNameExpr, *ast.ColumnName,
+		*ast.PatternInExpr, *ast.IsNullExpr, *ast.IsTruthExpr, *ast.ParenthesesExpr, *ast.PatternRegexpExpr,
+		*ast.RowExpr, *ast.TimeUnitExpr, *ast.GetFormatSelectorExpr, *ast.TrimDirectionExpr, *ast.MatchAgainst,
+		*ast.SelectField: // its column name is kept on Leave
+	case *ast.CommonTableExpression:
+		if len(v.scopes) > 0 {
+			v.scopes[len(v.scopes)-1].defining = true
+		}
+		if n.IsRecursive { // visible in its own definition
+			v.declare(n.Name.O)
+		}
+	case *ast.TableSource:
+		if n.Lateral && v.c.mariadb {
+			return v.refuse(n, "MariaDB has no LATERAL derived tables; join the table and filter instead")
+		}
+	case *ast.TableName:
+		if err := v.table(n); err != nil {
+			v.err = err
+			return n, true
+		}
+	case *ast.UnaryOperationExpr:
+		switch n.Op {
+		case opcode.Not, opcode.Not2, opcode.BitNeg, opcode.Minus, opcode.Plus:
+		default:
+			return v.refuse(n, "the operator %s is not accepted", n.Op)
+		}
+	case *ast.PatternLikeOrIlikeExpr:
+		if !n.IsLike {
+			return v.refuse(n, "ILIKE is not MySQL: compare LOWER(x) LIKE LOWER(pattern)")
+		}
+	case *ast.PositionExpr:
+		if n.P != nil {
+			return v.refuse(n, "placeholders (?) are not accepted: write the value")
+		}
+	case *ast.SetCollationExpr:
+		if !myWord(n.Collate) {
+			return v.refuse(n, "collation %q is not accepted", n.Collate)
+		}
+	case *ast.FuncCastExpr:
+		if n.Tp == nil || n.Tp.IsArray() {
+			return v.refuse(n, "CAST … ARRAY is not accepted")
+		}
+	case *ast.FuncCallExpr:
+		if err := v.call(n); err != nil {
+			v.err = err
+			return n, true
+		}
+	case *ast.AggregateFuncExpr:
+		f, ok := myAggregates[strings.ToLower(n.F)]
+		if !ok || f.servers&v.server() == 0 {
+			return v.refuse(n, "aggregate function %s is not one a source query may call on %s", strings.ToUpper(n.F), myServerName(v.c.mariadb))
+		}
+		n.F = f.name
+	case *ast.WindowFuncExpr:
+		f, ok := myWindowFuncs[strings.ToLower(n.Name)]
+		if !ok || f.servers&v.server() == 0 {
+			return v.refuse(n, "window function %s is not one a source query may call on %s", strings.ToUpper(n.Name), myServerName(v.c.mariadb))
+		}
+		n.Name = f.name
+	case ast.ParamMarkerExpr:
+		return v.refuse(n, "placeholders (?) are not accepted: write the value")
+	case ast.ValueExpr:
+	case *ast.VariableExpr:
+		if n.IsSystem {
+			return v.refuse(n, "server variables (@@%s) may not be read or set", n.Name)
+		}
+		return v.refuse(n, "user variables (@%s) are not accepted: nothing may outlive the query", n.Name)
+	case *ast.DefaultExpr:
+		return v.refuse(n, "DEFAULT(…) is not accepted in a source query")
+	case *ast.ValuesExpr:
+		return v.refuse(n, "VALUES(column) is not accepted in a source query")
+	default:
+		return v.refuse(n, "this statement uses a construct the sandbox does not accept (%s)", strings.TrimPrefix(fmt.Sprintf("%T", n), "*ast."))
+	}
+	return n, false
+}
+
+func (v *myVisitor) Leave(n ast.Node) (ast.Node, bool) {
+	if v.err != nil {
+		return n, false
+	}
+	v.depth--
+	switch n := n.(type) {
+	case *ast.CommonTableExpression:
+		if len(v.scopes) > 0 {
+			v.scopes[len(v.scopes)-1].defining = false
+		}
+		if !n.IsRecursive { // visible only after its definition
+			v.declare(n.Name.O)
+		}
+	case *ast.FuncCallExpr:
+		if n.FnName.L == "char" {
+			return &myCharFunc{n}, true
+		}
+	case *ast.SelectField:
+		if err := v.nameField(n); err != nil {
+			v.err = err
+			return n, false
+		}
+	case ast.ValueExpr:
+		if hex := v.hexLiteral(n); hex != nil {
+			return hex, true
 		}
 	}
-	if len(pairs) > 0 {
-		if err := e.checkPairs(ctx, t, pairs); err != nil {
-			return err
+	if len(v.owners) > 0 && v.owners[len(v.owners)-1] == n {
+		v.owners = v.owners[:len(v.owners)-1]
+		v.scopes = v.scopes[:len(v.scopes)-1]
+	}
+	return n, true
+}
+
+func (v *myVisitor) server() uint8 {
+	if v.c.mariadb {
+		return myOnMariaDB
+	}
+	return myOnMySQL
+}
+
+// myWithOf is the WITH a statement holds.
+func myWithOf(n ast.Node) *ast.WithClause {
+	switch n := n.(type) {
+	case *ast.SelectStmt:
+		return n.With
+	case *ast.SetOprStmt:
+		return n.With
+	case *ast.SetOprSelectList:
+		return n.With
+	}
+	return nil
+}
+
+func (v *myVisitor) openScope(owner ast.Node) {
+	v.scopes = append(v.scopes, myScope{})
+	v.owners = append(v.owners, owner)
+}
+
+func (v *myVisitor) declare(name string) {
+	if len(v.scopes) > 0 {
+		s := &v.scopes[len(v.scopes)-1]
+		s.names = append(s.names, name)
+	}
+}
+
+// isCTE reports whether an unqualified name is a CTE in scope, looking from
+// the innermost WITH outward. Inside the definition of a CTE, only the CTEs
+// of that same WITH count: MariaDB does not see an outer WITH's CTEs from
+// there (it reads the table of that name), so the checker stops too. Names
+// compare byte for byte. A name the server might read as a CTE but the
+// checker does not is qualified and checked as a table, which is safe; the
+// reverse is what must never happen.
+func (v *myVisitor) isCTE(name string) bool {
+	for i := len(v.scopes) - 1; i >= 0; i-- {
+		for _, n := range v.scopes[i].names {
+			if n == name {
+				return true
+			}
+		}
+		if v.scopes[i].defining {
+			return false
 		}
 	}
-	for _, r := range plan {
-		if r.table == "" || strings.HasPrefix(r.table, "<") {
-			continue
+	return false
+}
+
+// selectStmt refuses what a SELECT's own fields hold beyond its children.
+func (v *myVisitor) selectStmt(n *ast.SelectStmt) error {
+	if n.LockInfo != nil && n.LockInfo.LockType != ast.SelectLockNone {
+		return refusedf("locking reads (%s) are refused: sources are read-only; drop the locking clause", strings.ToUpper(n.LockInfo.LockType.String()))
+	}
+	if n.SelectIntoOpt != nil {
+		return refusedf("SELECT … INTO is refused: return the rows instead (INTO OUTFILE/DUMPFILE would write the server's files)")
+	}
+	if len(n.TableHints) > 0 {
+		return refusedf("optimizer hints (/*+ … */) are refused: they can change the statement timeout and settings; drop the hint")
+	}
+	switch n.Kind {
+	case ast.SelectStmtKindTable:
+		if v.c.mariadb {
+			return refusedf("MariaDB has no TABLE statement: write SELECT * FROM the table")
 		}
-		if !names[r.table] && !names[strings.ToLower(r.table)] {
-			return refusedf("the sandbox cannot tell which table %q of the plan is (a view computed apart?); query the allowed tables directly", r.table)
+	case ast.SelectStmtKindValues:
+		if v.c.mariadb {
+			return refusedf("VALUES as a statement is not accepted on MariaDB (the sandbox's parser reads only MySQL's VALUES ROW(…), which MariaDB does not): write SELECT … UNION ALL SELECT …")
 		}
 	}
 	return nil
 }
 
-// checkPairs looks up the `db`.`name` pairs of the rewritten query in the
-// catalog: those that are tables or views must be allowed tables.
-func (e *myEngine) checkPairs(ctx context.Context, t *myTx, pairs [][2]string) error {
-	var where []string
-	var args []any
-	seen := map[[2]string]bool{}
-	for _, p := range pairs {
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		if myCatalogSchemas[strings.ToLower(p[0])] {
-			return refusedf("%s.%s is the server's catalog, which queries may not read; the allowed tables and their columns are listed in your instructions", p[0], p[1])
-		}
-		where = append(where, "(TABLE_SCHEMA = ? AND TABLE_NAME = ?)")
-		args = append(args, p[0], p[1])
+// table checks a table name and writes its database into it.
+func (v *myVisitor) table(n *ast.TableName) error {
+	if n.AsOf != nil || n.TableSample != nil {
+		return refusedf("AS OF and TABLESAMPLE are TiDB's, not MySQL's: drop them")
 	}
-	rows, err := t.c.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES WHERE "+strings.Join(where, " OR "), args...)
-	if err != nil {
-		return e.classify(ctx, err, "")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var schema, name, typ string
-		if err := rows.Scan(&schema, &name, &typ); err != nil {
-			return err
-		}
-		if !e.allow.allowed(schema, name) {
-			return refusedf("table %s.%s is not one of the source's allowed tables (views count as the tables they read)%s",
-				schema, name, candidates(name, e.db.allowedTables(ctx)))
-		}
-		if typ == "VIEW" {
-			return refusedf("view %s.%s is computed apart by the server (TEMPTABLE, or with GROUP BY, DISTINCT, UNION…), so the tables it reads cannot be checked; query its tables directly", schema, name)
-		}
-	}
-	return rows.Err()
-}
-
-func (e *myEngine) tableNames(ctx context.Context) ([]string, error) {
-	t, err := e.begin(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer t.end()
-	tables, _, err := e.listTables(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	return qualifiedNames(tables), nil
-}
-
-// listTables lists the allowed tables, without columns, and where each is.
-func (e *myEngine) listTables(ctx context.Context, t *myTx) ([]Table, map[[2]string]int, error) {
-	rows, err := t.c.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, TABLE_ROWS FROM information_schema.TABLES
-		WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
-		ORDER BY TABLE_SCHEMA, TABLE_NAME`)
-	if err != nil {
-		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
-	}
-	defer rows.Close()
-	var tables []Table
-	index := map[[2]string]int{}
-	for rows.Next() {
-		var tb Table
-		var typ string
-		var n sql.NullInt64
-		if err := rows.Scan(&tb.Schema, &tb.Name, &typ, &n); err != nil {
-			return nil, nil, err
-		}
-		if !e.allow.allowed(tb.Schema, tb.Name) {
-			continue
-		}
-		tb.View = typ == "VIEW"
-		if n.Valid && !tb.View {
-			tb.Rows = &n.Int64
-		}
-		index[[2]string{tb.Schema, tb.Name}] = len(tables)
-		tables = append(tables, tb)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
-	}
-	return tables, index, nil
-}
-
-// catalog lists the allowed tables from information_schema.
-func (e *myEngine) catalog(ctx context.Context) ([]Table, error) {
-	t, err := e.begin(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer t.end()
-	tables, index, err := e.listTables(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	if len(tables) == 0 {
-		return tables, nil
-	}
-	rows, err := t.c.QueryContext(ctx, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, DATA_TYPE FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
-		ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`)
-	if err != nil {
-		return nil, fmt.Errorf("source %s: list columns: %w", e.db.src.Name, err)
-	}
-	for rows.Next() {
-		var schema, table, name, colType, dataType string
-		if err := rows.Scan(&schema, &table, &name, &colType, &dataType); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		i, ok := index[[2]string{schema, table}]
-		if !ok {
-			continue
-		}
-		tables[i].Columns = append(tables[i].Columns, dcColumn(name, myFriendly(dataType), colType))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("source %s: list columns: %w", e.db.src.Name, err)
-	}
-	sortTables(tables)
-	for i := range tables {
-		if err := e.samples(ctx, t, &tables[i]); err != nil {
-			return nil, err
-		}
-	}
-	return tables, nil
-}
-
-func (e *myEngine) samples(ctx context.Context, t *myTx, tb *Table) error {
-	if len(tb.Columns) == 0 {
+	if n.Schema.O == "" && v.isCTE(n.Name.O) {
 		return nil
 	}
-	q := e.db.sampleQuery(tb, "NULL", func(col string) string { return fmt.Sprintf("LEFT(CAST(%s AS CHAR), 200)", myIdent(col)) })
-	rows, err := t.c.QueryContext(ctx, q)
-	if err != nil {
-		return fmt.Errorf("source %s: sample %s.%s: %w", e.db.src.Name, tb.Schema, tb.Name, err)
+	schema, name := n.Schema.O, n.Name.O
+	if schema == "" {
+		schema = v.c.defaultDB
 	}
-	defer rows.Close()
-	return readSamples(rows, tb)
+	if schema == "" {
+		return refusedf("table %s names no database, and the source's URL names none: write DATABASE.%s", name, name)
+	}
+	if v.c.foldNames {
+		schema, name = strings.ToLower(schema), strings.ToLower(name)
+	}
+	if myCatalogSchemas[strings.ToLower(schema)] {
+		return refusedf("%s.%s is the server's catalog, which queries may not read; the allowed tables and their columns are listed in your instructions", schema, name)
+	}
+	if !v.c.allow.allowed(schema, name) {
+		hint := ""
+		if v.c.hint != nil {
+			hint = v.c.hint(name)
+		}
+		return refusedf("table %s.%s is not one of the source's allowed tables%s", schema, name, hint)
+	}
+	if v.c.definer[[2]string{schema, name}] && !v.c.exact(schema, name) {
+		return refusedf("view %s.%s reads with its definer's rights, and the source's --tables matches it only by a wildcard: the operator must name it in --tables to allow it", schema, name)
+	}
+	n.Schema, n.Name = ast.NewCIStr(schema), ast.NewCIStr(name)
+	return nil
+}
+
+// call checks a function call and rewrites its name to the built-in's
+// spelling (never a quoted name, which a server resolves to a stored
+// function of the same name).
+func (v *myVisitor) call(n *ast.FuncCallExpr) error {
+	if n.Schema.O != "" {
+		return refusedf("stored function %s.%s is not allowed: queries may call only the server's built-in functions", n.Schema.O, n.FnName.O)
+	}
+	f, ok := myScalarFuncs[n.FnName.L]
+	if !ok {
+		if why, ok := myDeniedWhy[n.FnName.L]; ok {
+			return refusedf("function %s is not allowed: %s", strings.ToUpper(n.FnName.O), why)
+		}
+		return refusedf("function %s is not one a source query may call: only built-ins that compute a value from their arguments are allowed, never stored or loadable functions", strings.ToUpper(n.FnName.O))
+	}
+	if f.servers&v.server() == 0 {
+		return refusedf("function %s is not a built-in of %s", strings.ToUpper(n.FnName.O), myServerName(v.c.mariadb))
+	}
+	n.FnName = ast.NewCIStr(f.name)
+	n.Tp = ast.FuncCallExprTypeKeyword
+	return nil
+}
+
+// nameField keeps a result column's name as the statement wrote it. The
+// server names an expression's column by its text (a column's by its name,
+// a string's by its value); where the restored text
+// of the expression differs from the statement's (count(*) is restored as
+// COUNT(1)), the statement's text becomes the column's alias. It runs when
+// the field's children were checked and rewritten.
+func (v *myVisitor) nameField(f *ast.SelectField) error {
+	if f.Expr == nil || f.AsName.O != "" {
+		return nil
+	}
+	switch e := f.Expr.(type) {
+	case *ast.ColumnNameExpr:
+		return nil
+	case *test_driver.ValueExpr:
+		if k := e.Kind(); k == test_driver.KindString || k == test_driver.KindBytes {
+			return nil // the server names a string's column by its value, the same restored
+		}
+	}
+	text := strings.TrimSpace(f.OriginalText())
+	if text == "" || utf8.RuneCountInString(text) > 256 || strings.Contains(text, "/*") || strings.Contains(text, "--") || strings.Contains(text, "#") {
+		return nil // a comment in the text: the server's own name is as good
+	}
+	for _, r := range text {
+		if r < ' ' || r > 0xFFFF { // not in a MySQL identifier
+			return nil
+		}
+	}
+	var b strings.Builder
+	if err := f.Expr.Restore(format.NewRestoreCtx(myRestoreFlags, &b)); err != nil {
+		return refusedf("the sandbox cannot write this statement back as SQL (%v); write it more simply", err)
+	}
+	if b.String() != text {
+		f.AsName = ast.NewCIStr(text)
+	}
+	return nil
+}
+
+// hexLiteral keeps a hexadecimal literal written 0x… as 0x…: the parser
+// holds X'…' and 0x… alike and restores X'…', which MariaDB reads as a
+// string where it reads 0x… as a number (0x41 + 0 is 65, X'41' + 0 is 0).
+func (v *myVisitor) hexLiteral(n ast.ValueExpr) ast.Node {
+	ve, ok := n.(*test_driver.ValueExpr)
+	if !ok || ve.Kind() != test_driver.KindBinaryLiteral || ve.Type.GetFlag()&mysql.UnsignedFlag == 0 || len(ve.GetBytes()) == 0 {
+		return nil // not a hexadecimal literal (a bit literal has no unsigned flag)
+	}
+	pos := ve.OriginTextPosition()
+	if pos < 0 || pos+2 > len(v.src) || !strings.EqualFold(v.src[pos:pos+2], "0x") {
+		return nil
+	}
+	return &myZeroXLiteral{ve}
+}
+
+// myZeroXLiteral writes a hexadecimal literal as 0x….
+type myZeroXLiteral struct {
+	*test_driver.ValueExpr
+}
+
+func (n *myZeroXLiteral) Restore(ctx *format.RestoreCtx) error {
+	ctx.WritePlainf("0x%x", n.GetBytes())
+	return nil
+}
+
+// myWord reports whether s is a plain name (a collation, a character set).
+func myWord(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// myCharFunc writes CHAR(n, … [USING charset]) back as MySQL spells it; the
+// parser holds it as char_func(n, …, charset or NULL), which no server reads.
+type myCharFunc struct {
+	*ast.FuncCallExpr
+}
+
+func (n *myCharFunc) Restore(ctx *format.RestoreCtx) error {
+	args := n.Args
+	if len(args) == 0 {
+		return fmt.Errorf("CHAR without arguments")
+	}
+	charset, args := args[len(args)-1], args[:len(args)-1]
+	ctx.WriteKeyWord("CHAR")
+	ctx.WritePlain("(")
+	for i, a := range args {
+		if i > 0 {
+			ctx.WritePlain(", ")
+		}
+		if err := a.Restore(ctx); err != nil {
+			return err
+		}
+	}
+	if cs, ok := charset.(ast.ValueExpr); !ok {
+		return fmt.Errorf("CHAR … USING: an unexpected character set")
+	} else if name, ok := cs.GetValue().(string); ok {
+		if !myWord(name) {
+			return fmt.Errorf("CHAR … USING %q", name)
+		}
+		ctx.WriteKeyWord(" USING ")
+		ctx.WritePlain(name)
+	} else if cs.GetValue() != nil {
+		return fmt.Errorf("CHAR … USING: an unexpected character set")
+	}
+	ctx.WritePlain(")")
+	return nil
+}
+
+func (n *myCharFunc) Accept(v ast.Visitor) (ast.Node, bool) {
+	node, ok := n.FuncCallExpr.Accept(v)
+	if f, isCall := node.(*ast.FuncCallExpr); isCall {
+		return &myCharFunc{f}, ok
+	}
+	return node, ok
 }

@@ -22,13 +22,22 @@ import (
 
 // myEngine is a MySQL or MariaDB source.
 type myEngine struct {
-	db    *DB
-	sqldb *sql.DB
-	allow allowList
+	db     *DB
+	sqldb  *sql.DB
+	allow  allowList
+	dbName string // the URL's database: where a table name without a database is
 
 	mu      sync.Mutex
-	mariadb bool
-	version string // VERSION(), once a connection was made
+	server  *myServer          // what the first connection found; nil before
+	definer map[[2]string]bool // views reading with their definer's rights, as the last role proof listed them
+}
+
+// myServer is what a source's server is, read on its first connection.
+type myServer struct {
+	version   string // VERSION()
+	mariadb   bool
+	sqlMode   string // the session's sql_mode: the server's, less the modes that change how SQL reads
+	foldNames bool   // lower_case_table_names ≠ 0
 }
 
 // myParams are the URL parameters a MySQL source accepts; others (the
@@ -75,15 +84,20 @@ func openMySQL(db *DB, u *url.URL, allow allowList) (*myEngine, error) {
 	cfg.AllowCleartextPasswords = false
 	cfg.ParseTime = false
 	cfg.Logger = quietLogger{}
-	e := &myEngine{db: db, allow: allow}
+	e := &myEngine{db: db, allow: allow, dbName: cfg.DBName}
 	inner, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, datachat.Errorf(datachat.EINVALID, "source %s: the MySQL URL is not usable (%s)", db.src.Name, Redact(db.src.URL))
 	}
-	e.sqldb = sql.OpenDB(&checkedConnector{inner: inner, e: e})
+	e.sqldb = sql.OpenDB(&myConnector{inner: inner, e: e})
 	e.sqldb.SetMaxOpenConns(db.opts.MaxConns)
-	e.sqldb.SetMaxIdleConns(db.opts.MaxConns)
-	e.sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	// No connection is reused: each query, role proof and catalog read gets
+	// a session of its own, closed after it, so that nothing one query left
+	// in a session (a variable, a lock, a temporary table, a setting) can
+	// reach the next. go-sql-driver/mysql v1.10 does not send
+	// COM_RESET_CONNECTION, which would have kept the connection; a new
+	// session costs a connect and login per query (BenchmarkMySQLSession).
+	e.sqldb.SetMaxIdleConns(-1)
 	return e, nil
 }
 
@@ -91,25 +105,90 @@ type quietLogger struct{}
 
 func (quietLogger) Print(...any) {}
 
-// checkedConnector checks the role and sets up each new connection.
-type checkedConnector struct {
+// myConnector opens the pool's connections; the first one reads what the
+// server is.
+type myConnector struct {
 	inner driver.Connector
 	e     *myEngine
 }
 
-func (c *checkedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c *myConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.e.setup(ctx, conn); err != nil {
-		conn.Close()
-		return nil, err
+	if c.e.serverInfo() == nil {
+		if err := c.e.readServer(ctx, conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	return conn, nil
 }
 
-func (c *checkedConnector) Driver() driver.Driver { return c.inner.Driver() }
+func (c *myConnector) Driver() driver.Driver { return c.inner.Driver() }
+
+// mySafeModes are the sql_mode flags a session keeps from the server's: they
+// change what a value becomes or which queries are valid, not how the
+// statement's text reads (ANSI_QUOTES, PIPES_AS_CONCAT, IGNORE_SPACE,
+// HIGH_NOT_PRECEDENCE, NO_BACKSLASH_ESCAPES, ORACLE… would: the checker's
+// parser and the restored text assume none of them).
+var mySafeModes = map[string]bool{
+	"ONLY_FULL_GROUP_BY": true, "STRICT_TRANS_TABLES": true, "STRICT_ALL_TABLES": true, "NO_ZERO_IN_DATE": true,
+	"NO_ZERO_DATE": true, "ERROR_FOR_DIVISION_BY_ZERO": true, "NO_AUTO_CREATE_USER": true, "NO_ENGINE_SUBSTITUTION": true,
+	"ALLOW_INVALID_DATES": true, "NO_UNSIGNED_SUBTRACTION": true, "REAL_AS_FLOAT": true, "PAD_CHAR_TO_FULL_LENGTH": true,
+	"TIME_TRUNCATE_FRACTIONAL": true, "NO_DIR_IN_CREATE": true, "NO_AUTO_VALUE_ON_ZERO": true, "SIMULTANEOUS_ASSIGNMENT": true,
+	"TIME_ROUND_FRACTIONAL": true,
+}
+
+// readServer reads the server's version, flavour, sql_mode and name
+// folding on a new connection.
+func (e *myEngine) readServer(ctx context.Context, conn driver.Conn) error {
+	v, err := dquery(ctx, conn, "SELECT VERSION(), @@SESSION.sql_mode, @@lower_case_table_names")
+	if err != nil || len(v) != 1 {
+		return fmt.Errorf("source %s: read the server's version: %w", e.db.src.Name, err)
+	}
+	var modes []string
+	for _, m := range strings.Split(v[0][1], ",") {
+		if mySafeModes[m] {
+			modes = append(modes, m)
+		}
+	}
+	s := &myServer{
+		version:   v[0][0],
+		mariadb:   strings.Contains(strings.ToLower(v[0][0]), "mariadb"),
+		sqlMode:   strings.Join(modes, ","),
+		foldNames: v[0][2] != "0",
+	}
+	e.mu.Lock()
+	e.server = s
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *myEngine) serverInfo() *myServer {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.server
+}
+
+// connectedServer returns what the server is, connecting once if no
+// connection was made yet.
+func (e *myEngine) connectedServer(ctx context.Context) (*myServer, error) {
+	if s := e.serverInfo(); s != nil {
+		return s, nil
+	}
+	if err := e.sqldb.PingContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, e.connErr(err)
+	}
+	if s := e.serverInfo(); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("source %s: the server's version was not read", e.db.src.Name)
+}
 
 // dquery runs one of our own statements on a driver connection and returns its
 // rows as text.
@@ -146,167 +225,6 @@ func dquery(ctx context.Context, conn driver.Conn, q string) ([][]string, error)
 	return out, nil
 }
 
-// setup runs on every new connection: the role check, the flavour, and the
-// session settings the sandbox's checks rely on (no ANSI_QUOTES or
-// NO_BACKSLASH_ESCAPES, so rewritten queries quote as expected; UTC).
-func (e *myEngine) setup(ctx context.Context, conn driver.Conn) error {
-	v, err := dquery(ctx, conn, "SELECT VERSION(), @@SESSION.sql_mode")
-	if err != nil || len(v) != 1 {
-		return fmt.Errorf("source %s: read the server's version: %w", e.db.src.Name, err)
-	}
-	e.mu.Lock()
-	e.version = v[0][0]
-	e.mariadb = strings.Contains(strings.ToLower(v[0][0]), "mariadb")
-	e.mu.Unlock()
-	if err := e.roleOK(ctx, conn); err != nil {
-		return err
-	}
-	var modes []string
-	for _, m := range strings.Split(v[0][1], ",") {
-		if m != "" && m != "ANSI_QUOTES" && m != "NO_BACKSLASH_ESCAPES" && m != "ANSI" {
-			modes = append(modes, m)
-		}
-	}
-	ec := conn.(driver.ExecerContext)
-	_, err = ec.ExecContext(ctx, fmt.Sprintf("SET SESSION sql_mode = '%s', time_zone = '+00:00', character_set_results = 'utf8mb4'", strings.Join(modes, ",")), nil)
-	return err
-}
-
-// myRefused are global privileges that let a query escape read-only or reach
-// past the source, and why.
-var myRefused = map[string]string{
-	"ALL PRIVILEGES":           "every privilege, FILE and SUPER among them",
-	"FILE":                     "FILE (read and write the server's files: LOAD_FILE, SELECT … INTO OUTFILE, LOAD DATA INFILE)",
-	"SUPER":                    "SUPER (bypass read_only, kill other sessions, change global settings)",
-	"PROCESS":                  "PROCESS (read other sessions' statements)",
-	"SHUTDOWN":                 "SHUTDOWN (stop the server)",
-	"RELOAD":                   "RELOAD (flush and lock the server)",
-	"CREATE USER":              "CREATE USER (create and change accounts)",
-	"CONNECTION ADMIN":         "CONNECTION ADMIN (kill other sessions)",
-	"READ_ONLY ADMIN":          "READ_ONLY ADMIN (write despite read_only)",
-	"FEDERATED ADMIN":          "FEDERATED ADMIN (make connections to other servers)",
-	"SET USER":                 "SET USER (act as another account)",
-	"BINLOG ADMIN":             "BINLOG ADMIN",
-	"REPLICATION MASTER ADMIN": "REPLICATION MASTER ADMIN",
-	"REPLICATION SLAVE ADMIN":  "REPLICATION SLAVE ADMIN",
-	"SYSTEM_VARIABLES_ADMIN":   "SYSTEM_VARIABLES_ADMIN (change global settings)",
-	"CONNECTION_ADMIN":         "CONNECTION_ADMIN (kill other sessions)",
-	"SYSTEM_USER":              "SYSTEM_USER",
-}
-
-// roleOK reads SHOW GRANTS of the account and of every role it holds, and
-// refuses a global privilege of myRefused. The lines are never logged: one
-// may carry a password hash. A role's grants are read with the role enabled
-// (MariaDB shows them only so), then the session's role is put back.
-func (e *myEngine) roleOK(ctx context.Context, conn driver.Conn) error {
-	who, err := dquery(ctx, conn, "SELECT CURRENT_USER(), CURRENT_ROLE()")
-	if err != nil || len(who) != 1 {
-		if e.isMariaDB() || err == nil {
-			return fmt.Errorf("source %s: read the account: %w", e.db.src.Name, err)
-		}
-		if who, err = dquery(ctx, conn, "SELECT CURRENT_USER(), NULL"); err != nil || len(who) != 1 {
-			return fmt.Errorf("source %s: read the account: %w", e.db.src.Name, err)
-		}
-	}
-	account, current := who[0][0], who[0][1]
-	check := func(lines [][]string, via string) (roles []string, err error) {
-		for _, l := range lines {
-			privs, rs := parseGrant(l[0])
-			for _, p := range privs {
-				if why, ok := myRefused[p]; ok {
-					holder := account
-					if via != "" {
-						holder += ", through role " + via
-					}
-					return nil, &RoleError{Source: e.db.src.Name, Role: holder, Privilege: "the global privilege " + why,
-						Fix: fmt.Sprintf("REVOKE %s ON *.* FROM the account or role (or connect as an account granted only SELECT)", p)}
-				}
-			}
-			roles = append(roles, rs...)
-		}
-		return roles, nil
-	}
-	lines, err := dquery(ctx, conn, "SHOW GRANTS")
-	if err != nil {
-		return fmt.Errorf("source %s: read the account's grants: %w", e.db.src.Name, err)
-	}
-	queue, err := check(lines, "")
-	if err != nil {
-		return err
-	}
-	ec := conn.(driver.ExecerContext)
-	seen := map[string]bool{}
-	defer func() {
-		if !e.isMariaDB() {
-			return
-		}
-		restore := "SET ROLE NONE"
-		if current != "" {
-			restore = "SET ROLE " + myIdent(current)
-		}
-		ec.ExecContext(ctx, restore, nil)
-	}()
-	for len(queue) > 0 && len(seen) < 32 {
-		role := queue[0]
-		queue = queue[1:]
-		if seen[role] {
-			continue
-		}
-		seen[role] = true
-		q := "SHOW GRANTS FOR CURRENT_USER() USING " + role
-		if e.isMariaDB() {
-			if _, err := ec.ExecContext(ctx, "SET ROLE "+role, nil); err != nil && len(seen) == 1 {
-				return &RoleError{Source: e.db.src.Name, Role: account, Privilege: "the role " + role + ", whose privileges cannot be read",
-					Fix: "grant the account no roles, or only roles without global privileges"}
-			}
-			q = "SHOW GRANTS FOR " + role
-		}
-		lines, err := dquery(ctx, conn, q)
-		if err != nil {
-			return &RoleError{Source: e.db.src.Name, Role: account, Privilege: "the role " + role + ", whose privileges cannot be read",
-				Fix: "grant the account no roles, or only roles without global privileges"}
-		}
-		more, err := check(lines, role)
-		if err != nil {
-			return err
-		}
-		queue = append(queue, more...)
-	}
-	return nil
-}
-
-// parseGrant reads one line of SHOW GRANTS: the global privileges of
-// "GRANT p, q ON *.* TO …", or the roles of "GRANT `r` TO …".
-func parseGrant(line string) (privs, roles []string) {
-	rest, ok := strings.CutPrefix(line, "GRANT ")
-	if !ok {
-		return nil, nil
-	}
-	if what, on, ok := strings.Cut(rest, " ON "); ok {
-		if !strings.HasPrefix(on, "*.* ") {
-			return nil, nil
-		}
-		for _, p := range strings.Split(what, ",") {
-			p = strings.TrimSpace(p)
-			if i := strings.IndexByte(p, '('); i > 0 { // column privileges: SELECT (a, b)
-				p = strings.TrimSpace(p[:i])
-			}
-			privs = append(privs, strings.ToUpper(p))
-		}
-		return privs, nil
-	}
-	what, _, ok := strings.Cut(rest, " TO ")
-	if !ok {
-		return nil, nil
-	}
-	for _, r := range strings.Split(what, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			roles = append(roles, r)
-		}
-	}
-	return nil, roles
-}
-
 func (e *myEngine) close() { e.sqldb.Close() }
 
 func (e *myEngine) connErr(err error) error {
@@ -323,49 +241,28 @@ func (e *myEngine) connErr(err error) error {
 	return fmt.Errorf("source %s: connect to MySQL: %w", e.db.src.Name, err)
 }
 
-func (e *myEngine) checkRole(ctx context.Context) error {
-	c, err := e.sqldb.Conn(ctx)
-	if err != nil {
-		return e.connErr(err)
-	}
-	defer c.Close()
-	return c.Raw(func(dc any) error { return e.roleOK(ctx, dc.(driver.Conn)) })
-}
-
 func (e *myEngine) dialect(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	v, maria := e.version, e.mariadb
-	e.mu.Unlock()
-	if v == "" {
-		if err := e.sqldb.PingContext(ctx); err != nil {
-			return "", e.connErr(err)
-		}
-		e.mu.Lock()
-		v, maria = e.version, e.mariadb
-		e.mu.Unlock()
+	s, err := e.connectedServer(ctx)
+	if err != nil {
+		return "", err
 	}
-	num, _, _ := strings.Cut(v, "-")
-	if maria {
+	num, _, _ := strings.Cut(s.version, "-")
+	if s.mariadb {
 		return "MariaDB " + num, nil
 	}
 	return "MySQL " + num, nil
 }
 
-func (e *myEngine) isMariaDB() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.mariadb
-}
-
-// myTx is one sandboxed transaction on a connection of the pool.
+// myTx is one sandboxed transaction on a session of its own.
 type myTx struct {
 	c *sql.Conn
 }
 
-// begin takes a connection, sets the statement timeout (MariaDB's
+// begin opens a session and sets it up: the sql_mode the checker's
+// restored text assumes, UTC, the statement timeout (MariaDB's
 // max_statement_time in seconds for every statement; MySQL's
 // max_execution_time in milliseconds, for SELECT) and the row cap
-// (sql_select_limit), and starts a read-only transaction.
+// (sql_select_limit); then it starts a read-only transaction.
 func (e *myEngine) begin(ctx context.Context, selectLimit int) (*myTx, error) {
 	c, err := e.sqldb.Conn(ctx)
 	if err != nil {
@@ -374,28 +271,33 @@ func (e *myEngine) begin(ctx context.Context, selectLimit int) (*myTx, error) {
 		}
 		return nil, e.connErr(err)
 	}
-	t := &myTx{c: c}
+	s := e.serverInfo() // read by the connector on the first connection
+	if s == nil {
+		c.Close()
+		return nil, fmt.Errorf("source %s: the server's version was not read", e.db.src.Name)
+	}
 	limit := "DEFAULT"
 	if selectLimit > 0 {
 		limit = strconv.Itoa(selectLimit)
 	}
-	set := fmt.Sprintf("SET SESSION max_execution_time = %d, sql_select_limit = %s", max(1, e.db.opts.Timeout.Milliseconds()), limit)
-	if e.isMariaDB() {
-		set = fmt.Sprintf("SET SESSION max_statement_time = %.3f, sql_select_limit = %s", max(0.001, e.db.opts.Timeout.Seconds()), limit)
+	timeout := fmt.Sprintf("max_execution_time = %d", max(1, e.db.opts.Timeout.Milliseconds()))
+	if s.mariadb {
+		timeout = fmt.Sprintf("max_statement_time = %.3f", max(0.001, e.db.opts.Timeout.Seconds()))
 	}
+	set := fmt.Sprintf("SET SESSION sql_mode = '%s', time_zone = '+00:00', character_set_results = 'utf8mb4', %s, sql_select_limit = %s",
+		s.sqlMode, timeout, limit)
 	if _, err := c.ExecContext(ctx, set); err != nil {
 		c.Close()
-		return nil, e.classify(ctx, err, "")
+		return nil, e.classify(ctx, err)
 	}
 	if _, err := c.ExecContext(ctx, "START TRANSACTION READ ONLY"); err != nil {
 		c.Close()
-		return nil, e.classify(ctx, err, "")
+		return nil, e.classify(ctx, err)
 	}
-	return t, nil
+	return &myTx{c: c}, nil
 }
 
-// end rolls back and returns the connection; a connection whose rollback
-// fails is closed, not reused.
+// end rolls back and closes the session.
 func (t *myTx) end() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -405,41 +307,70 @@ func (t *myTx) end() {
 	t.c.Close()
 }
 
-func (e *myEngine) query(ctx context.Context, stmt string) (*datachat.QueryResult, error) {
-	start := time.Now()
-	stmt = trimStatement(stmt)
-	if err := myLexicalCheck(stmt); err != nil {
-		return nil, err
-	}
-	t, err := e.begin(ctx, e.db.opts.MaxRows+1)
+// checked checks a statement of the user's and returns the SQL to run in
+// its place: the checked parse tree written back by our code.
+func (e *myEngine) checked(ctx context.Context, stmt string) (string, error) {
+	s, err := e.connectedServer(ctx)
 	if err != nil {
-		return nil, err
+		return "", err
+	}
+	e.mu.Lock()
+	definer := e.definer
+	e.mu.Unlock()
+	c := &myChecker{
+		defaultDB: e.dbName,
+		allow:     e.allow,
+		mariadb:   s.mariadb,
+		foldNames: s.foldNames,
+		definer:   definer,
+		exact:     e.namedExactly,
+		hint:      func(name string) string { return candidates(name, e.db.allowedTables(ctx)) },
+	}
+	return c.check(stmt)
+}
+
+// namedExactly reports whether a pattern of --tables names schema.table
+// without a wildcard.
+func (e *myEngine) namedExactly(schema, table string) bool {
+	for _, p := range e.allow.patterns {
+		if p[0] == schema && p[1] == table && !strings.ContainsAny(p[0]+p[1], "*?[") {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *myEngine) stream(ctx context.Context, stmt string, lim streamLimits, sink datachat.RowSink) ([]datachat.Column, bool, error) {
+	q, err := e.checked(ctx, stmt)
+	if err != nil {
+		return nil, false, err
+	}
+	t, err := e.begin(ctx, lim.maxRows+1)
+	if err != nil {
+		return nil, false, err
 	}
 	defer t.end()
-	if _, err := e.check(ctx, t, stmt); err != nil {
-		return nil, err
-	}
 	// The statement's own context: cancelled to stop a result that runs past
 	// the cap despite sql_select_limit (a LIMIT of its own), which closes the
 	// connection rather than reading the rest.
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rows, err := t.c.QueryContext(qctx, stmt)
+	rows, err := t.c.QueryContext(qctx, q)
 	if err != nil {
-		return nil, e.classify(ctx, err, stmt)
+		return nil, false, e.classify(ctx, err)
 	}
 	defer rows.Close()
 	types, err := rows.ColumnTypes()
 	if err != nil {
-		return nil, e.classify(ctx, err, stmt)
+		return nil, false, e.classify(ctx, err)
 	}
-	if len(types) == 0 {
-		return nil, refusedf("the statement returned no rows (SELECT … INTO?); only a query that returns rows can run")
-	}
-	res := &datachat.QueryResult{Rows: [][]any{}, Columns: make([]datachat.Column, len(types))}
+	cols := make([]datachat.Column, len(types))
 	for i, ct := range types {
 		name := ct.DatabaseTypeName()
-		res.Columns[i] = datachat.Column{Name: ct.Name(), SQLType: name, Type: myFriendly(name)}
+		cols[i] = datachat.Column{Name: ct.Name(), SQLType: name, Type: myFriendly(name)}
+	}
+	if err := sink.Columns(cols); err != nil {
+		return nil, false, err
 	}
 	cl := &cells{maxCell: e.db.opts.MaxCellBytes}
 	raw := make([]sql.RawBytes, len(types))
@@ -447,37 +378,43 @@ func (e *myEngine) query(ctx context.Context, stmt string) (*datachat.QueryResul
 	for i := range raw {
 		ptrs[i] = &raw[i]
 	}
-	size := 0
+	var (
+		size, n   int
+		truncated bool
+		row       = make([]any, len(raw))
+	)
 	for rows.Next() {
-		if len(res.Rows) == e.db.opts.MaxRows || size > e.db.opts.MaxResultBytes {
-			res.Truncated = true
+		if n == lim.maxRows || lim.maxBytes > 0 && size > lim.maxBytes {
+			truncated = true
 			if rows.Next() { // more than sql_select_limit: stop the server
 				cancel()
 			}
 			break
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, e.classify(ctx, err, stmt)
+			return nil, false, e.classify(ctx, err)
 		}
-		row := make([]any, len(raw))
 		for i, b := range raw {
-			row[i] = myValue(b, res.Columns[i].SQLType, cl)
+			row[i] = myValue(b, cols[i].SQLType, cl)
 			size += len(b) + 8
 		}
-		res.Rows = append(res.Rows, row)
+		if err := sink.Row(row); err != nil {
+			return nil, false, err
+		}
+		n++
 	}
-	if err := rows.Err(); err != nil && !res.Truncated {
-		return nil, e.classify(ctx, err, stmt)
+	if err := rows.Err(); err != nil && !truncated {
+		return nil, false, e.classify(ctx, err)
 	}
-	res.Truncated = res.Truncated || cl.cut
-	res.RowCount = len(res.Rows)
-	res.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
-	return res, nil
+	return cols, truncated || cl.cut, nil
 }
 
+// estimate returns EXPLAIN's estimate of the rows the checked statement
+// returns: EXPLAIN runs on the restored text, after the same checks as a
+// query (MariaDB evaluates constant subqueries while it explains).
 func (e *myEngine) estimate(ctx context.Context, stmt string) (int64, error) {
-	stmt = trimStatement(stmt)
-	if err := myLexicalCheck(stmt); err != nil {
+	q, err := e.checked(ctx, stmt)
+	if err != nil {
 		return 0, err
 	}
 	t, err := e.begin(ctx, 0)
@@ -485,69 +422,61 @@ func (e *myEngine) estimate(ctx context.Context, stmt string) (int64, error) {
 		return 0, err
 	}
 	defer t.end()
-	return e.check(ctx, t, stmt)
+	rows, err := t.c.QueryContext(ctx, "EXPLAIN "+q)
+	if err != nil {
+		return 0, e.classify(ctx, err)
+	}
+	plan, err := readExplain(rows)
+	if err != nil {
+		return 0, e.classify(ctx, err)
+	}
+	est := 1.0
+	for _, r := range plan {
+		if r.id == "1" && r.rows > 0 {
+			est *= r.rows * r.filtered / 100
+		}
+	}
+	return int64(est + 0.5), nil
 }
 
-// classify turns a MySQL error into a datachat.QueryError with the server's message.
-// stmt is the statement as given, for "near '…'" messages.
-func (e *myEngine) classify(ctx context.Context, err error, stmt string) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+type explainRow struct {
+	id       string
+	rows     float64
+	filtered float64
+}
+
+func readExplain(rows *sql.Rows) ([]explainRow, error) {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
 	}
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) {
-		return fmt.Errorf("source %s: %w", e.db.src.Name, err)
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
 	}
-	msg := me.Message
-	kind := datachat.KindOther
-	switch me.Number {
-	case 1064, 1149:
-		kind = datachat.KindSyntax
-		if near := nearText(msg); stmt != "" && near != "" {
-			if i := strings.Index(stmt, near); i > 0 && strings.HasSuffix(strings.TrimSpace(stmt[:i]), ";") {
-				return refusedf("one statement at a time (%s)", msg)
+	var out []explainRow
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		r := explainRow{filtered: 100}
+		for i, c := range cols {
+			switch strings.ToLower(c) {
+			case "id":
+				r.id = vals[i].String
+			case "rows":
+				r.rows, _ = strconv.ParseFloat(vals[i].String, 64)
+			case "filtered":
+				if f, err := strconv.ParseFloat(vals[i].String, 64); err == nil {
+					r.filtered = f
+				}
 			}
 		}
-	case 1146, 1109, 1051, 1049:
-		kind = datachat.KindUnknownTable
-		msg += candidates(quotedIn(msg, "'"), e.db.allowedTables(ctx))
-	case 1054, 1052, 1247:
-		kind = datachat.KindUnknownColumn
-	case 1366, 1292, 1265, 1267, 1270, 1271, 1690, 1582, 1583, 1584, 1241, 1222:
-		kind = datachat.KindTypeMismatch
-	case 1969, 3024, 1317, 1028:
-		kind = datachat.KindTimeout
-		msg = fmt.Sprintf("the query ran past the source's %v statement timeout (%s); make it lighter: filter or aggregate on indexed columns, or add LIMIT", e.db.opts.Timeout, msg)
-	case 1038, 1041, 1114, 5, 1037, 3015:
-		kind = datachat.KindMemory
-	case 1792:
-		kind = datachat.KindRefused
-		msg += " (sources are read-only)"
-	case 1044, 1045, 1142, 1143, 1227, 1370, 1290, 1148, 3948, 1235, 1295, 1314, 1336, 1418:
-		kind = datachat.KindRefused
+		out = append(out, r)
 	}
-	return &datachat.QueryError{Kind: kind, Message: msg}
-}
-
-// nearText returns the … of a MySQL syntax error's "near '…' at line".
-func myNumber(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-func nearText(msg string) string {
-	_, rest, ok := strings.Cut(msg, "near '")
-	if !ok {
-		return ""
-	}
-	i := strings.LastIndex(rest, "' at line")
-	if i < 0 {
-		return ""
-	}
-	return rest[:i]
+	return out, rows.Err()
 }
 
 // myFriendly maps a MySQL type (the driver's DatabaseTypeName or
@@ -615,4 +544,4 @@ func myValue(b sql.RawBytes, typ string, cl *cells) any {
 }
 
 // myIdent quotes a MySQL identifier.
-func myIdent(s string) string { return quote("`", s) }
+func myIdent(s string) string { return datachat.QuoteMySQLIdent(s) }

@@ -16,15 +16,18 @@ import (
 )
 
 // myFixture is a database of the test server with the CSVs loaded, a second
-// database of secrets, and a reader that may SELECT both: what keeps a query
-// from the secrets is the source's allow list.
+// database of secrets, and a reader granted SELECT on the allowed tables only
+// (and writes and EXECUTE on its database, which the sandbox must keep
+// from use): the database decides what a source may read, and the checker
+// refuses the rest before the server sees it.
 type myFixture struct {
-	adminDSN string
-	base     *url.URL
-	db       string
-	reader   string // the reader's URL
-	password string
-	suffix   string
+	adminDSN   string
+	base       *url.URL
+	db         string
+	reader     string // the reader's URL
+	readerName string // its user name, at 127.0.0.1
+	password   string
+	suffix     string
 }
 
 var myShared shared[myFixture]
@@ -35,7 +38,7 @@ func mySetup(t *testing.T) *myFixture {
 	return myShared.get(t, "MariaDB", func() (*myFixture, error) { return newMyFixture(t, raw) })
 }
 
-func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
+func newMyFixture(t testing.TB, raw string) (*myFixture, error) {
 	ctx := context.Background()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -98,18 +101,29 @@ func newMyFixture(t *testing.T, raw string) (*myFixture, error) {
 		`INSERT INTO ` + d + `.alltypes VALUES (-8, 9007199254740993, 18446744073709551615, 12345.6789, 1.5, 0.1,
 			1, 'héllo', 'abc', '2024-02-29', '2024-02-29 13:14:15.123456', '2024-02-29 13:14:15.5', '-838:59:59', 2024,
 			X'DEADBEEF', b'101', '{"b": 1, "a": 12345678901234567890}', 'happy', REPEAT('é', 100))`,
+		"ALTER TABLE " + d + ".alltypes ADD FULLTEXT INDEX ft (t)",
 		"CREATE FUNCTION " + d + ".evil() RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
+		// A stored function named like a built-in: a query calling the
+		// built-in must never reach it.
+		"CREATE FUNCTION " + d + ".`substring`(x TEXT, n INT) RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
+		"CREATE FUNCTION " + d + ".regexp_like(x TEXT, y TEXT) RETURNS VARCHAR(50) SQL SECURITY DEFINER RETURN (SELECT password FROM " + s + ".creds LIMIT 1)",
+		"CREATE SQL SECURITY INVOKER VIEW " + d + ".invoker_leak AS SELECT * FROM " + s + ".creds",
+		"CREATE SEQUENCE " + d + ".seq",
 		"CREATE PROCEDURE " + d + ".wipe() DELETE FROM " + d + ".penguins",
 		"ANALYZE TABLE " + d + "." + strings.Join(dbsourcetest.Tables(t, csvNames), ", "+d+"."),
-		fmt.Sprintf("GRANT SELECT, EXECUTE, SHOW VIEW ON %s.* TO '%s'@'127.0.0.1'", d, reader),
-		fmt.Sprintf("GRANT SELECT ON %s.* TO '%s'@'127.0.0.1'", s, reader),
-		// A role that may write two tables: the sandbox keeps it read-only.
-		fmt.Sprintf("GRANT INSERT, UPDATE, DELETE, DROP, CREATE, LOCK TABLES ON %s.* TO '%s'@'127.0.0.1'", d, reader),
+		// The account may write and run routines: the sandbox keeps it read-only.
+		fmt.Sprintf("GRANT EXECUTE, SHOW VIEW, INSERT, UPDATE, DELETE, DROP, CREATE, LOCK TABLES, CREATE TEMPORARY TABLES ON %s.* TO '%s'@'127.0.0.1'", d, reader),
 	} {
 		if err := exec(q); err != nil {
 			return nil, err
 		}
 	}
+	for _, table := range f.allowed(t) {
+		if err := exec(fmt.Sprintf("GRANT SELECT ON %s TO '%s'@'127.0.0.1'", table, reader)); err != nil {
+			return nil, err
+		}
+	}
+	f.readerName = reader
 	f.reader = dbsourcetest.WithDB(raw, d, reader, f.password)
 	return f, nil
 }
@@ -121,6 +135,18 @@ func (f *myFixture) allowed(t testing.TB) []string {
 		out = append(out, f.db+"."+name)
 	}
 	return out
+}
+
+// adminDB is a pool of the server's administrator, for the rest of the
+// test: closed after the test's own cleanups registered later.
+func (f *myFixture) adminDB(t *testing.T) *sql.DB {
+	t.Helper()
+	a, err := sql.Open("mysql", f.adminDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
 }
 
 func openMy(t *testing.T, f *myFixture, opts dbsource.Options) *dbsource.DB {
@@ -192,7 +218,7 @@ func TestMySQLQueries(t *testing.T) {
 
 	t.Run("errors", func(t *testing.T) {
 		_, err := db.Query(ctx, "SELECT * FROM penguin")
-		wantKind(t, err, datachat.KindUnknownTable, "doesn't exist", f.db+".penguins")
+		wantKind(t, err, datachat.KindRefused, "not one of the source's allowed tables", f.db+".penguins")
 		_, err = db.Query(ctx, "SELECT bill_len FROM penguins")
 		wantKind(t, err, datachat.KindUnknownColumn, "bill_len")
 		_, err = db.Query(ctx, "SELECT FROM WHERE")
@@ -201,9 +227,14 @@ func TestMySQLQueries(t *testing.T) {
 		_, err = one.Query(ctx, "SELECT * FROM "+f.db+"_secret.creds")
 		wantKind(t, err, datachat.KindRefused, "creds")
 		_, err = one.Query(ctx, "SELECT * FROM nowhere")
-		wantKind(t, err, datachat.KindUnknownTable, "nowhere")
+		wantKind(t, err, datachat.KindRefused, "nowhere")
 		_, err = db.Query(ctx, "SELEC 1")
-		wantKind(t, err, datachat.KindSyntax, "near 'SELEC 1'")
+		wantKind(t, err, datachat.KindSyntax, `near "SELEC 1"`)
+		// A table the allow list matches but the account may not read (here:
+		// one that does not exist): the server's own refusal.
+		wild := openSource(t, "wild", f.reader, []string{f.db + ".*"}, dbsource.Options{})
+		_, err = wild.Query(ctx, "SELECT * FROM penguin")
+		wantKind(t, err, datachat.KindRefused, "SELECT command denied", "penguin")
 	})
 
 	t.Run("estimate", func(t *testing.T) { checkEstimate(t, db, 300, 400, f.db+"_secret.creds") })
@@ -236,39 +267,41 @@ func TestMySQLAdversarial(t *testing.T) {
 		{"truncate", "TRUNCATE penguins", refused, []string{"only a query"}},
 		{"grant", "GRANT SELECT ON *.* TO PUBLIC", refused, []string{"only a query"}},
 		{"into outfile", "SELECT * FROM penguins INTO OUTFILE '/tmp/stolen.csv'", refused, []string{"OUTFILE"}},
-		{"into outfile first", "SELECT * INTO OUTFILE '/tmp/stolen2.csv' FROM penguins", refused, []string{"OUTFILE"}},
-		{"into dumpfile", "SELECT species FROM penguins LIMIT 1 INTO DUMPFILE '/tmp/stolen.bin'", refused, []string{"DUMPFILE"}},
+		{"into outfile first", "SELECT * INTO OUTFILE '/tmp/stolen2.csv' FROM penguins", datachat.KindSyntax, []string{"cannot read"}},
+		{"into dumpfile", "SELECT species FROM penguins LIMIT 1 INTO DUMPFILE '/tmp/stolen.bin'", datachat.KindSyntax, []string{"cannot read"}},
 		{"into outfile in an executable comment", "SELECT * FROM penguins /*!50000 INTO OUTFILE '/tmp/stolen3.csv' */", refused, []string{"OUTFILE"}},
-		{"into variable", "SELECT species INTO @x FROM penguins LIMIT 1", refused, []string{"no rows"}},
+		{"into variable", "SELECT species INTO @x FROM penguins LIMIT 1", datachat.KindSyntax, []string{"cannot read"}},
+		{"into variable at the end", "SELECT species FROM penguins LIMIT 1 INTO @x", datachat.KindSyntax, []string{"cannot read"}},
 		{"load data", "LOAD DATA INFILE '/etc/passwd' INTO TABLE penguins", refused, nil},
 		{"load data local", "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE penguins", refused, nil},
 		{"load_file", "SELECT LOAD_FILE('/etc/passwd')", refused, []string{"LOAD_FILE"}},
 		{"load_file in a where", "SELECT species FROM penguins WHERE species = load_file('/etc/hostname')", refused, []string{"LOAD_FILE"}},
 		{"get_lock", "SELECT GET_LOCK('x', 0)", refused, []string{"GET_LOCK"}},
 		{"server variable", "SELECT @@datadir", refused, []string{"@@datadir"}},
-		{"stored function", "SELECT evil()", refused, []string{"stored function"}},
+		{"stored function", "SELECT evil()", refused, []string{"EVIL", "never stored"}},
+		{"quoted stored function", "SELECT `evil`()", refused, []string{"EVIL", "never stored"}},
 		{"qualified stored function", "SELECT " + f.db + ".evil()", refused, []string{"stored function"}},
 		{"call", "CALL wipe()", refused, []string{"only a query"}},
-		{"sleep past the timeout", "SELECT SLEEP(5) FROM penguins LIMIT 1", datachat.KindTimeout, []string{"statement timeout"}},
+		{"sleep", "SELECT SLEEP(5) FROM penguins LIMIT 1", refused, []string{"SLEEP"}},
 		{"slow cross join past the timeout", "SELECT count(*) FROM big a, big b, big c", datachat.KindTimeout, []string{"statement timeout"}},
 		{"two statements", "SELECT 1; DROP TABLE penguins", refused, []string{"one statement"}},
 		{"commit then delete", "COMMIT; DELETE FROM penguins", refused, nil},
 		{"commit", "COMMIT", refused, []string{"only a query"}},
 		{"read write", "SET TRANSACTION READ WRITE", refused, []string{"only a query"}},
 		{"set session", "SET SESSION max_statement_time = 0", refused, []string{"only a query"}},
-		{"set statement timeout", "SET STATEMENT max_statement_time = 0 FOR SELECT SLEEP(5)", refused, []string{"only a query"}},
+		{"set statement timeout", "SET STATEMENT max_statement_time = 0 FOR SELECT SLEEP(5)", datachat.KindSyntax, []string{"cannot read"}},
 		{"hint lifting the timeout", "SELECT /*+ MAX_EXECUTION_TIME(0) */ SLEEP(5)", refused, []string{"hints"}},
 		{"hint setting a variable", "SELECT /*+ SET_VAR(sql_select_limit = 100000) */ * FROM big", refused, []string{"hints"}},
 		{"set role", "SET ROLE NONE", refused, []string{"only a query"}},
 		{"prepare", "PREPARE p FROM 'DELETE FROM penguins'", refused, []string{"only a query"}},
 		{"execute", "EXECUTE p", refused, []string{"only a query"}},
 		{"do", "DO SLEEP(1)", refused, []string{"only a query"}},
-		{"handler", "HANDLER penguins OPEN", refused, []string{"only a query"}},
+		{"handler", "HANDLER penguins OPEN", datachat.KindSyntax, []string{"cannot read"}},
 		{"kill", "KILL CONNECTION_ID()", refused, []string{"only a query"}},
 		{"show", "SHOW GRANTS", refused, []string{"only a query"}},
 		{"other database", "SELECT * FROM " + s + ".creds", refused, []string{"creds", "not one of the source's allowed tables"}},
 		{"disallowed table", "SELECT * FROM hidden", refused, []string{"hidden"}},
-		{"merged view over a disallowed table", "SELECT * FROM leaky", refused, []string{"creds"}},
+		{"merged view over a disallowed table", "SELECT * FROM leaky", refused, []string{"leaky", "not one of the source's allowed tables"}},
 		{"temptable view over a disallowed table", "SELECT * FROM leaky_agg", refused, nil},
 		{"subquery", "SELECT species FROM penguins WHERE EXISTS (SELECT 1 FROM " + s + ".creds)", refused, []string{"creds"}},
 		{"constant subquery", "SELECT (SELECT password FROM " + s + ".creds WHERE id = 1)", refused, []string{"creds"}},
@@ -290,11 +323,7 @@ func TestMySQLAdversarial(t *testing.T) {
 	}
 	checkRefusals(t, db, cases, "hunter2", f.password)
 	// Nothing was written, and the file was not made.
-	a, err := sql.Open("mysql", f.adminDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	a := f.adminDB(t)
 	var n int
 	if err := a.QueryRow("SELECT count(*) FROM " + f.db + ".penguins").Scan(&n); err != nil || n != 344 {
 		t.Errorf("penguins after the suite: %d rows, %v", n, err)
@@ -303,11 +332,7 @@ func TestMySQLAdversarial(t *testing.T) {
 
 func TestMySQLRoles(t *testing.T) {
 	f := mySetup(t)
-	a, err := sql.Open("mysql", f.adminDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })                 // after the accounts are dropped
+	a := f.adminDB(t)                               // after the accounts are dropped
 	s := f.suffix + "_" + dbsourcetest.Suffix()[:4] // each run its own accounts
 	t.Cleanup(func() {
 		for _, u := range []string{"dcsrc_file_" + s, "dcsrc_super_" + s, "dcsrc_byrole_" + s} {

@@ -1,447 +1,503 @@
 package dbsource
 
 import (
-	"context"
-	"datachat"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"github.com/pganalyze/pg_query_go/v6/parser"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"datachat"
 )
 
-// The sandbox's check of a PostgreSQL statement reads PostgreSQL's own plan
-// of it, EXPLAIN (FORMAT JSON, VERBOSE), made in the read-only transaction the
-// statement then runs in:
+// The sandbox's check of a PostgreSQL statement reads the statement's parse
+// tree, made by PostgreSQL's own parser (libpg_query), before anything of it
+// reaches the database:
 //
-//   - a ModifyTable node (INSERT, UPDATE, DELETE, MERGE, a data-modifying
-//     WITH) is a write: refused, though read-only would stop it too;
-//   - a LockRows node (FOR UPDATE, FOR SHARE…) is a locking read: refused;
-//   - every relation the plan reads (Relation Name with its Schema) must be
-//     an allowed table, or a partition of one. Views are expanded in plans,
-//     so a view is read through its tables: each must be allowed. The
-//     catalogs (pg_catalog, information_schema) are not allowed tables;
-//   - every function the plan calls (Function Scan nodes, and the calls in
-//     the deparsed expressions VERBOSE prints) must be one of PostgreSQL's
-//     built-ins (schema pg_catalog, not shadowed by a function of another
-//     schema) and not one that reads files, signals other sessions, changes
-//     settings, takes advisory locks or runs SQL of its own (denied below).
+//   - exactly one statement, a query (SELECT, VALUES, TABLE, set operations,
+//     WITH whose every CTE is a query), without INTO or a locking clause;
+//   - every node of the tree is of a kind known to be harmless in a query
+//     (pgNodes); any other kind is refused, so that syntax the check does not
+//     know cannot carry anything past it;
+//   - every relation is an allowed table (or a CTE in scope), named as the
+//     session will resolve it (search_path is pg_catalog, then the default
+//     schema, set by the sandbox); the catalogs are never allowed;
+//   - every function called is one of pgFunctions, every type cast to one of
+//     pgTypes, every TABLESAMPLE method built in, no $n parameter;
+//   - then, in the sandbox's transaction and before the statement runs, the
+//     names the statement uses are resolved against the catalog
+//     ([pgEngine.resolve]): no function, operator or field-style call of the
+//     same name outside pg_catalog that PostgreSQL could pick instead, every
+//     relation existing where the check assumed.
+//
+// What runs is not the text the model wrote but the checked tree printed
+// back by the deparser, parsed and checked again (it must print the same),
+// inside our own fixed text for the row cap.
 
-// pgAllowedAdmin are pg_* functions a query may call: harmless ones.
-var pgAllowedAdmin = []string{
-	"pg_sleep", "pg_sleep_for", "pg_sleep_until", "pg_typeof", "pg_column_size", "pg_column_compression",
-	"pg_size_pretty", "pg_size_bytes", "pg_client_encoding", "pg_backend_pid", "pg_postmaster_start_time",
-	"pg_conf_load_time", "pg_is_in_recovery", "pg_input_is_valid", "pg_input_error_info", "pg_jit_available",
-	"pg_collation_for", "pg_encoding_to_char", "pg_char_to_encoding", "pg_trigger_depth", "pg_has_role",
-	"pg_my_temp_schema", "pg_is_other_temp_schema", "pg_current_xact_id_if_assigned", "pg_xact_status",
-	"pg_visible_in_snapshot", "pg_lsn", "pg_split_walfile_name",
+// pgMaxStatement is the longest statement the parser is given, in bytes,
+// and pgMaxTokens the most tokens (words, numbers, strings, operators,
+// punctuation) as PostgreSQL's own lexer counts them, which it reads first:
+// the parser's time and memory grow with the input, and its C code (the
+// grammar, then the parse tree's serialization) recurses once per level of
+// nesting, up to a level per token, with no stack-depth check of its own:
+// 200 bytes of C stack a level at worst (a subquery nested in a subquery,
+// measured), so 4,000 tokens need less than 1 MiB of the 2 MiB a thread
+// gets at the least (8 MiB usually). TestPgParserStack runs the deepest
+// statements the caps let through on a 2 MiB stack.
+const (
+	pgMaxStatement = 100_000
+	pgMaxTokens    = 4_000
+)
+
+// pgRel is a relation a statement reads, as the session will resolve it:
+// Schema is "" for an unqualified name (the catalog's, if pg_catalog holds
+// it, else the default schema's).
+type pgRel struct {
+	Schema, Name string
 }
 
-// pgDeniedFunction says why a pg_catalog function may not be called, or "".
-func pgDeniedFunction(name string) string {
-	switch {
-	case strings.HasPrefix(name, "pg_read_"), strings.HasPrefix(name, "pg_ls_"), name == "pg_stat_file",
-		strings.HasPrefix(name, "pg_file_"), strings.HasPrefix(name, "lo_"), name == "loread", name == "lowrite",
-		strings.HasPrefix(name, "pg_current_logfile"), name == "pg_logdir_ls":
-		return "it reads or writes the server's files or large objects"
-	case strings.HasPrefix(name, "dblink"), strings.HasPrefix(name, "postgres_fdw"):
-		return "it connects to other servers"
-	case name == "set_config", name == "current_setting", name == "pg_reload_conf":
-		return "it reads or changes the server's settings"
-	case name == "pg_terminate_backend", name == "pg_cancel_backend", strings.HasPrefix(name, "pg_signal"):
-		return "it signals other sessions"
-	case strings.Contains(name, "advisory"):
-		return "it takes advisory locks"
-	case strings.HasSuffix(name, "_to_xml"), strings.HasSuffix(name, "_to_xmlschema"),
-		strings.HasSuffix(name, "_to_xml_and_xmlschema"), name == "ts_stat", name == "ts_rewrite":
-		return "it runs SQL given as text, which the sandbox cannot check"
-	case name == "nextval", name == "setval", name == "currval", name == "lastval", name == "txid_current",
-		strings.HasPrefix(name, "brin_"), name == "gin_clean_pending_list", strings.HasPrefix(name, "binary_upgrade_"):
-		return "it changes the database"
-	case strings.HasPrefix(name, "pg_") && !slices.Contains(pgAllowedAdmin, name):
-		return "it is one of PostgreSQL's administration functions"
+// pgChecked is a statement that passed the parse-tree check: SQL is the
+// deparsed statement (the only text of it that will run), with the names it
+// uses, to resolve against the catalog.
+type pgChecked struct {
+	SQL       string
+	Relations []pgRel
+	Functions []string // called functions (all in pgFunctions)
+	Fields    []string // names a.b or (x).b may call as b(a): field selections
+	Operators []string // operator names, unqualified
+}
+
+// pgCheck checks a statement's parse tree for the sandbox of a source whose
+// allowed tables are allow, unqualified names resolving to defSchema. It
+// returns the deparsed statement and the names to resolve, or a
+// *datachat.QueryError saying what is refused and why.
+func pgCheck(sql string, allow allowList, defSchema string) (*pgChecked, error) {
+	if len(sql) > pgMaxStatement {
+		return nil, refusedf("the statement is %d bytes long; the sandbox takes at most %d: write a shorter query", len(sql), pgMaxStatement)
 	}
-	return ""
+	if !utf8.ValidString(sql) || strings.ContainsRune(sql, 0) {
+		return nil, &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the statement is not valid UTF-8 text (or holds a NUL character); write it again as plain text"}
+	}
+	first, err := pgCheckText(sql, allow, defSchema)
+	if err != nil {
+		return nil, err
+	}
+	// What will run is the deparsed text: check it as PostgreSQL will parse
+	// it, and that printing it again changes nothing.
+	again, err := pgCheckText(first.SQL, allow, defSchema)
+	if err != nil || again.SQL != first.SQL {
+		return nil, refusedf("the sandbox cannot rewrite this statement faithfully; write it more plainly")
+	}
+	return again, nil
 }
 
-// pgCatalogSchemas are PostgreSQL's own schemas: never allowed tables.
-func pgCatalogSchema(s string) bool {
+// pgCheckText parses and checks sql and deparses it.
+func pgCheckText(sql string, allow allowList, defSchema string) (*pgChecked, error) {
+	scan, err := pg_query.Scan(sql)
+	if err != nil {
+		return nil, pgParseError(err, sql)
+	}
+	if n := len(scan.Tokens); n > pgMaxTokens {
+		return nil, refusedf("the statement has %d tokens (words, numbers, strings, operators); the sandbox takes at most %d: write a shorter query (a long IN list can often be a range or a join)", n, pgMaxTokens)
+	}
+	tree, err := pg_query.Parse(sql)
+	if err != nil {
+		return nil, pgParseError(err, sql)
+	}
+	if len(tree.Stmts) == 0 {
+		return nil, &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the statement is empty; write one query (SELECT …)"}
+	}
+	if len(tree.Stmts) > 1 {
+		return nil, refusedf("one statement at a time: the text holds %d statements; send only the query", len(tree.Stmts))
+	}
+	stmt := tree.Stmts[0].GetStmt()
+	sel := stmt.GetSelectStmt()
+	if sel == nil {
+		return nil, pgNotAQuery(stmt)
+	}
+	c := &pgChecker{allow: allow, defSchema: defSchema}
+	if err := c.walk(sel.ProtoReflect(), nil, 0); err != nil {
+		return nil, err
+	}
+	out, err := pg_query.Deparse(tree)
+	if err != nil {
+		return nil, refusedf("the sandbox cannot rewrite this statement (%v); write it more plainly", err)
+	}
+	c.out.SQL = out
+	return &c.out, nil
+}
+
+// pgParseError is a parse error as the model should read it: PostgreSQL's
+// parser's own, with its position in the query, or (the parse tree deeper
+// than its decoding allows) a refusal.
+func pgParseError(err error, sql string) error {
+	var pe *parser.Error
+	if !errors.As(err, &pe) {
+		return refusedf("the statement nests too deeply for the sandbox; write it more plainly")
+	}
+	msg := pe.Message
+	if pe.Cursorpos > 0 && pe.Cursorpos <= utf8.RuneCountInString(sql) {
+		msg += fmt.Sprintf(" (at character %d of the query)", pe.Cursorpos)
+	}
+	return &datachat.QueryError{Kind: datachat.KindSyntax, Message: msg}
+}
+
+// pgNotAQuery refuses a statement that is not a query, saying what it is.
+func pgNotAQuery(stmt *pg_query.Node) error {
+	switch {
+	case stmt.GetInsertStmt() != nil, stmt.GetUpdateStmt() != nil, stmt.GetDeleteStmt() != nil, stmt.GetMergeStmt() != nil:
+		return refusedf("the statement writes (INSERT, UPDATE, DELETE or MERGE): sources are read-only; only a query can run")
+	}
+	kind := "another kind of statement"
+	if stmt != nil && stmt.GetNode() != nil {
+		kind = "a " + pgNodeName(stmt.ProtoReflect())
+	}
+	return refusedf("only a query can run (SELECT, WITH … SELECT, VALUES or TABLE); this statement is %s", kind)
+}
+
+// pgNodeName is the parse node a Node holds, by its message name.
+func pgNodeName(m protoreflect.Message) string {
+	if m.Descriptor().Name() == "Node" {
+		if fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("node")); fd != nil {
+			return string(m.Get(fd).Message().Descriptor().Name())
+		}
+	}
+	return string(m.Descriptor().Name())
+}
+
+// pgNodes are the parse nodes a query may hold. Each is either a name or a
+// constant, or a construct whose calls, operators, types and relations the
+// checker sees (by its own rule in pgChecker.visit, or as child nodes).
+// Anything else — statements, XML, SQL/JSON, $n parameters, DEFAULT,
+// MERGE's functions, nodes the parser makes only for DDL — is refused.
+var pgNodes = setOf(
+	`SelectStmt ResTarget ColumnRef A_Star A_Const A_Indices A_Indirection A_ArrayExpr A_Expr
+	String Integer Float Boolean BitString List Alias RangeVar JoinExpr RangeSubselect RangeFunction
+	RangeTableSample ColumnDef FuncCall NamedArgExpr WindowDef SortBy GroupingSet GroupingFunc
+	BoolExpr NullTest BooleanTest SubLink CaseExpr CaseWhen CoalesceExpr MinMaxExpr RowExpr
+	TypeCast TypeName CollateClause SQLValueFunction WithClause CommonTableExpr CTESearchClause
+	CTECycleClause`,
+)
+
+// pgChecker walks one statement's parse tree.
+type pgChecker struct {
+	allow     allowList
+	defSchema string
+	out       pgChecked
+}
+
+// pgScope is the CTE names visible where a node is: a query's WITH
+// clause's names, within the query and what it nests, over the names of
+// the queries around it.
+type pgScope struct {
+	names []string
+	up    *pgScope
+}
+
+func (s *pgScope) has(name string) bool {
+	for ; s != nil; s = s.up {
+		if slices.Contains(s.names, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// pgMaxDepth is the deepest parse tree the checker lets through, in nodes
+// from the statement down (an operand of a + b + c is a level deeper than
+// the sum): PostgreSQL's deparser, C like its parser, takes about 1 KiB of
+// stack a level, so 1,000 need less than half of a 2 MiB thread stack. No
+// query a person writes comes near it.
+const pgMaxDepth = 1_000
+
+// walk checks m and everything under it.
+func (c *pgChecker) walk(m protoreflect.Message, sc *pgScope, depth int) error {
+	if depth > pgMaxDepth {
+		return refusedf("the statement nests too deeply; write it more plainly")
+	}
+	name := string(m.Descriptor().Name())
+	if name == "Node" {
+		fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("node"))
+		if fd == nil {
+			return nil // an empty node: DISTINCT's marker, a list's NULL
+		}
+		return c.walk(m.Get(fd).Message(), sc, depth+1)
+	}
+	if !pgNodes[name] {
+		return pgNodeRefusal(name)
+	}
+	if sel, ok := m.Interface().(*pg_query.SelectStmt); ok {
+		return c.selectStmt(sel, sc, depth)
+	}
+	if err := c.visit(m.Interface(), sc); err != nil {
+		return err
+	}
+	return c.children(m, sc, depth, "")
+}
+
+// children walks every message field of m but skip.
+func (c *pgChecker) children(m protoreflect.Message, sc *pgScope, depth int, skip protoreflect.Name) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Name() == skip || fd.Kind() != protoreflect.MessageKind {
+			return true
+		}
+		if fd.IsList() {
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = c.walk(l.Get(i).Message(), sc, depth+1)
+			}
+		} else {
+			err = c.walk(v.Message(), sc, depth+1)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// pgNodeRefusal refuses a node kind a query may not hold.
+func pgNodeRefusal(name string) error {
+	switch {
+	case name == "ParamRef":
+		return &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the query has $n parameters; write the values in the query instead"}
+	case strings.HasPrefix(name, "Xml"), name == "RangeTableFunc", name == "RangeTableFuncCol":
+		return refusedf("XML functions and XMLTABLE are not supported in queries of a source")
+	case strings.HasPrefix(name, "Json"):
+		return refusedf("SQL/JSON syntax (JSON_TABLE, JSON_VALUE, JSON_OBJECT, IS JSON …) is not supported; use the json and jsonb functions and operators (->, ->>, jsonb_path_query …)")
+	case name == "SetToDefault":
+		return refusedf("DEFAULT is not a value a query can use")
+	case name == "InsertStmt", name == "UpdateStmt", name == "DeleteStmt", name == "MergeStmt":
+		return refusedf("the statement writes (a data-modifying WITH): sources are read-only; only a query can run")
+	case strings.HasSuffix(name, "Stmt"):
+		return refusedf("only a query can run; a %s cannot be part of one", name)
+	}
+	return refusedf("the query uses syntax the sandbox does not allow (%s); write it with plain SELECT, joins, subqueries, WITH, functions and operators", name)
+}
+
+// selectStmt checks a query: its WITH clause with each CTE seeing the CTEs
+// PostgreSQL lets it see (the ones before it, or all of them under
+// RECURSIVE), then the rest with all of them in scope.
+func (c *pgChecker) selectStmt(s *pg_query.SelectStmt, sc *pgScope, depth int) error {
+	if s.IntoClause != nil {
+		return refusedf("SELECT … INTO creates a table: only a query can run; drop INTO")
+	}
+	if len(s.LockingClause) > 0 {
+		return refusedf("locking reads (FOR UPDATE, FOR NO KEY UPDATE, FOR SHARE, FOR KEY SHARE) are refused: sources are read-only; drop the locking clause")
+	}
+	inner := sc
+	if w := s.WithClause; w != nil {
+		all := &pgScope{up: sc}
+		for _, n := range w.Ctes {
+			if cte := n.GetCommonTableExpr(); cte != nil {
+				all.names = append(all.names, cte.Ctename)
+			}
+		}
+		for i, n := range w.Ctes {
+			cte := n.GetCommonTableExpr()
+			if cte == nil {
+				return pgNodeRefusal(pgNodeName(n.ProtoReflect()))
+			}
+			if q := cte.Ctequery; q == nil || q.GetSelectStmt() == nil {
+				return pgNodeRefusal(pgNodeName(q.ProtoReflect()))
+			}
+			seen := all
+			if !w.Recursive {
+				seen = &pgScope{names: all.names[:i], up: sc}
+			}
+			if err := c.walk(cte.ProtoReflect(), seen, depth+1); err != nil {
+				return err
+			}
+		}
+		inner = all
+	}
+	return c.children(s.ProtoReflect(), inner, depth, "with_clause")
+}
+
+// visit applies a node's own rule.
+func (c *pgChecker) visit(n any, sc *pgScope) error {
+	switch x := n.(type) {
+	case *pg_query.RangeVar:
+		return c.relation(x, sc)
+	case *pg_query.FuncCall:
+		name, err := pgBuiltinName(x.Funcname, "function")
+		if err != nil {
+			return err
+		}
+		if !pgFunctions[name] {
+			return refusedf("function %s is not allowed: %s", name, pgFunctionRefusal(name))
+		}
+		c.addFunction(name)
+	case *pg_query.A_Expr:
+		return c.aExpr(x)
+	case *pg_query.SubLink:
+		switch x.SubLinkType {
+		case pg_query.SubLinkType_EXISTS_SUBLINK, pg_query.SubLinkType_ALL_SUBLINK, pg_query.SubLinkType_ANY_SUBLINK,
+			pg_query.SubLinkType_ROWCOMPARE_SUBLINK, pg_query.SubLinkType_EXPR_SUBLINK, pg_query.SubLinkType_ARRAY_SUBLINK:
+		default:
+			return refusedf("the query uses a kind of subquery the sandbox does not allow (%s)", x.SubLinkType)
+		}
+		if len(x.OperName) > 0 {
+			return c.operator(x.OperName)
+		}
+		if x.SubLinkType == pg_query.SubLinkType_ANY_SUBLINK {
+			c.addOperator("=") // x IN (SELECT …)
+		}
+	case *pg_query.SortBy:
+		if len(x.UseOp) > 0 {
+			return c.operator(x.UseOp)
+		}
+	case *pg_query.TypeName:
+		return c.typeName(x)
+	case *pg_query.RangeTableSample:
+		name, err := pgBuiltinName(x.Method, "TABLESAMPLE method")
+		if err != nil {
+			return err
+		}
+		if name != "bernoulli" && name != "system" {
+			return refusedf("TABLESAMPLE %s is not allowed: only PostgreSQL's BERNOULLI and SYSTEM methods", name)
+		}
+		c.addFunction(name)
+	case *pg_query.ColumnRef:
+		for _, f := range x.Fields[min(1, len(x.Fields)):] {
+			if s := f.GetString_(); s != nil {
+				c.addField(s.Sval)
+			}
+		}
+	case *pg_query.A_Indirection:
+		for _, f := range x.Indirection {
+			if s := f.GetString_(); s != nil {
+				c.addField(s.Sval)
+			}
+		}
+	case *pg_query.CaseExpr:
+		if x.Arg != nil {
+			c.addOperator("=") // CASE x WHEN y: x = y
+		}
+	case *pg_query.JoinExpr:
+		if x.IsNatural || len(x.UsingClause) > 0 {
+			c.addOperator("=")
+		}
+	case *pg_query.CTECycleClause:
+		c.addOperator("=")
+		c.addOperator("<>")
+	}
+	return nil
+}
+
+// relation checks a relation the query reads.
+func (c *pgChecker) relation(r *pg_query.RangeVar, sc *pgScope) error {
+	if r.Catalogname != "" {
+		return refusedf("%s.%s.%s names a database: name tables as SCHEMA.TABLE or TABLE", r.Catalogname, r.Schemaname, r.Relname)
+	}
+	if r.Schemaname == "" && sc.has(r.Relname) {
+		return nil // a CTE of the query
+	}
+	if pgSystemSchema(r.Schemaname) || r.Schemaname == "" && strings.HasPrefix(r.Relname, "pg_") {
+		schema := r.Schemaname
+		if schema == "" {
+			schema = "pg_catalog"
+		}
+		return pgCatalogRefusal(schema, r.Relname)
+	}
+	c.out.Relations = append(c.out.Relations, pgRel{Schema: r.Schemaname, Name: r.Relname})
+	return nil
+}
+
+// pgCatalogRefusal refuses a relation of PostgreSQL's own schemas.
+func pgCatalogRefusal(schema, name string) error {
+	return refusedf("%s.%s is PostgreSQL's catalog, which queries may not read; the allowed tables and their columns are listed in your instructions", schema, name)
+}
+
+// pgSystemSchema reports whether schema is one of PostgreSQL's own.
+func pgSystemSchema(s string) bool {
 	return s == "pg_catalog" || s == "information_schema" || strings.HasPrefix(s, "pg_toast") || strings.HasPrefix(s, "pg_temp")
 }
 
-// pgRawKeys are plan keys whose values are names, not deparsed expressions.
-var pgRawKeys = map[string]bool{
-	"Node Type": true, "Relation Name": true, "Alias": true, "Schema": true, "Index Name": true,
-	"CTE Name": true, "Function Name": true, "Subplan Name": true, "Parent Relationship": true,
-	"Strategy": true, "Partial Mode": true, "Join Type": true, "Scan Direction": true, "Command": true,
-	"Operation": true, "Tuplestore Name": true, "Table Function Name": true,
+// aExpr checks an operator expression: its operator, or the operators
+// PostgreSQL applies for it (BETWEEN's <= and >=).
+func (c *pgChecker) aExpr(x *pg_query.A_Expr) error {
+	switch x.Kind {
+	case pg_query.A_Expr_Kind_AEXPR_BETWEEN, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN,
+		pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
+		c.addOperator("<=")
+		c.addOperator(">=")
+		return nil
+	case pg_query.A_Expr_Kind_AEXPR_OP, pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL,
+		pg_query.A_Expr_Kind_AEXPR_DISTINCT, pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT, pg_query.A_Expr_Kind_AEXPR_NULLIF,
+		pg_query.A_Expr_Kind_AEXPR_IN, pg_query.A_Expr_Kind_AEXPR_LIKE, pg_query.A_Expr_Kind_AEXPR_ILIKE,
+		pg_query.A_Expr_Kind_AEXPR_SIMILAR:
+		return c.operator(x.Name)
+	}
+	return refusedf("the query uses an expression the sandbox does not allow (%s)", x.Kind)
 }
 
-type pgFunc struct {
-	schema, name string // schema "" when printed unqualified
-}
-
-type pgPlanFacts struct {
-	relations [][2]string
-	funcs     []pgFunc
-	modify    bool
-	lock      bool
-	noSchema  string // a relation printed without its schema
-}
-
-func (f *pgPlanFacts) walk(v any, key string) {
-	switch x := v.(type) {
-	case map[string]any:
-		if nt, _ := x["Node Type"].(string); nt != "" {
-			switch nt {
-			case "ModifyTable":
-				f.modify = true
-			case "LockRows":
-				f.lock = true
-			}
-		}
-		if rel, ok := x["Relation Name"].(string); ok {
-			schema, ok := x["Schema"].(string)
-			if !ok {
-				f.noSchema = rel
-			}
-			f.relations = append(f.relations, [2]string{schema, rel})
-		}
-		if fn, ok := x["Function Name"].(string); ok {
-			schema, _ := x["Schema"].(string)
-			f.funcs = append(f.funcs, pgFunc{schema: schema, name: fn})
-		}
-		for k, val := range x {
-			f.walk(val, k)
-		}
-	case []any:
-		for _, el := range x {
-			f.walk(el, key)
-		}
-	case string:
-		if !pgRawKeys[key] {
-			f.funcs = append(f.funcs, pgCalls(x)...)
-		}
-	}
-}
-
-// checkPlan applies the sandbox's rules to a plan.
-func (e *pgEngine) checkPlan(ctx context.Context, t *pgTx, plan any) error {
-	var f pgPlanFacts
-	f.walk(plan, "")
-	if f.modify {
-		return refusedf("the statement writes (INSERT, UPDATE, DELETE, MERGE or a data-modifying WITH): sources are read-only")
-	}
-	if f.lock {
-		return refusedf("locking reads (FOR UPDATE, FOR NO KEY UPDATE, FOR SHARE, FOR KEY SHARE) are refused: sources are read-only; drop the locking clause")
-	}
-	if f.noSchema != "" {
-		return refusedf("the plan reads %s without naming its schema; the sandbox cannot check it", f.noSchema)
-	}
-	if err := e.checkRelations(ctx, t, f.relations); err != nil {
+// operator checks an operator's name: PostgreSQL's own (OPERATOR(pg_catalog.op)
+// or unqualified), resolved later.
+func (c *pgChecker) operator(name []*pg_query.Node) error {
+	op, err := pgBuiltinName(name, "operator")
+	if err != nil {
 		return err
 	}
-	return e.checkFunctions(ctx, t, f.funcs)
+	c.addOperator(op)
+	return nil
 }
 
-func (e *pgEngine) checkRelations(ctx context.Context, t *pgTx, rels [][2]string) error {
-	seen := map[[2]string]bool{}
-	for _, r := range rels {
-		if seen[r] || e.allow.allowed(r[0], r[1]) {
-			continue
-		}
-		seen[r] = true
-		if pgCatalogSchema(r[0]) {
-			return refusedf("%s.%s is PostgreSQL's catalog, which queries may not read; the allowed tables and their columns are listed in your instructions", r[0], r[1])
-		}
-		// A partition of an allowed table is read as that table.
-		rows, err := t.c.Query(ctx, `SELECT n.nspname, c.relname
-			FROM pg_catalog.pg_partition_ancestors(pg_catalog.to_regclass($1)) a
-			JOIN pg_catalog.pg_class c ON c.oid = a.relid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`,
-			pgIdent(r[0])+"."+pgIdent(r[1]))
-		if err != nil {
-			return e.classify(ctx, err, -1, "")
-		}
-		ok := false
-		for rows.Next() {
-			var s, n string
-			if rows.Scan(&s, &n) == nil && e.allow.allowed(s, n) {
-				ok = true
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return e.classify(ctx, err, -1, "")
-		}
-		if !ok {
-			return refusedf("table %s.%s is not one of the source's allowed tables (views count as the tables they read)%s",
-				r[0], r[1], candidates(r[1], e.db.allowedTables(ctx)))
-		}
+// typeName checks a type a value is cast or declared to: one of pgTypes.
+func (c *pgChecker) typeName(t *pg_query.TypeName) error {
+	if t.Setof || t.PctType {
+		return refusedf("SETOF and %%TYPE are not types a query can use")
+	}
+	name, err := pgBuiltinName(t.Names, "type")
+	if err != nil {
+		return err
+	}
+	if !pgTypes[name] {
+		return refusedf("type %s is not allowed: a query may cast only to PostgreSQL's built-in types (numbers, text, dates and times, boolean, uuid, json, jsonb, bytea, network and range types); a domain or a type of the database may run code of its own", name)
 	}
 	return nil
 }
 
-func (e *pgEngine) checkFunctions(ctx context.Context, t *pgTx, funcs []pgFunc) error {
-	if len(funcs) == 0 {
-		return nil
-	}
-	var names []string
-	for _, f := range funcs {
-		if !slices.Contains(names, f.name) {
-			names = append(names, f.name)
+// pgBuiltinName returns the name of a function, operator, type or method as
+// the query names it: unqualified or in pg_catalog, never in another
+// schema or database.
+func pgBuiltinName(parts []*pg_query.Node, what string) (string, error) {
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		s := p.GetString_()
+		if s == nil {
+			return "", refusedf("the query names a %s in a way the sandbox does not allow", what)
 		}
+		names[i] = s.Sval
 	}
-	rows, err := t.c.Query(ctx, `SELECT p.proname, n.nspname FROM pg_catalog.pg_proc p
-		JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = ANY($1)`, names)
-	if err != nil {
-		return e.classify(ctx, err, -1, "")
+	switch {
+	case len(names) == 1:
+		return names[0], nil
+	case len(names) == 2 && names[0] == "pg_catalog":
+		return names[1], nil
+	case len(names) == 0:
+		return "", refusedf("the query names a %s without a name", what)
 	}
-	schemas := map[string][]string{}
-	for rows.Next() {
-		var name, schema string
-		if err := rows.Scan(&name, &schema); err != nil {
-			rows.Close()
-			return err
-		}
-		schemas[name] = append(schemas[name], schema)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return e.classify(ctx, err, -1, "")
-	}
-	for _, f := range funcs {
-		in := schemas[f.name]
-		if len(in) == 0 {
-			continue // a keyword written like a call: ROW(, ARRAY(, COALESCE(…
-		}
-		if f.schema != "" && f.schema != "pg_catalog" {
-			return refusedf("function %s.%s is not allowed: queries may call only PostgreSQL's built-in functions", f.schema, f.name)
-		}
-		if f.schema == "" {
-			for _, s := range in {
-				if s != "pg_catalog" {
-					return refusedf("function %s is not allowed: a function of that name is defined in schema %s, and queries may call only PostgreSQL's built-in functions", f.name, s)
-				}
-			}
-		}
-		if why := pgDeniedFunction(f.name); why != "" {
-			return refusedf("function %s is not allowed: %s", f.name, why)
-		}
-	}
-	return nil
+	return "", refusedf("%s %s is not allowed: queries may use only PostgreSQL's built-in ones (schema pg_catalog)", what, strings.Join(names, "."))
 }
 
-// pgCalls finds the function calls in an expression as PostgreSQL's deparser
-// prints it: a name, possibly schema-qualified, directly followed by "(", not
-// after "::" (a type modifier). Strings ('…' with ” inside) and quoted names
-// ("…" with "" inside) are read as the deparser writes them.
-func pgCalls(s string) []pgFunc {
-	var out []pgFunc
-	var parts []string // the dotted name being read
-	afterCast := false
-	i := 0
-	flush := func() { parts = parts[:0] }
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '\'':
-			flush()
-			i++
-			for i < len(s) {
-				if s[i] == '\'' {
-					if i+1 < len(s) && s[i+1] == '\'' {
-						i += 2
-						continue
-					}
-					i++
-					break
-				}
-				i++
-			}
-			afterCast = false
-		case c == '"' || isIdentStart(c):
-			var name string
-			if c == '"' {
-				j := i + 1
-				var b strings.Builder
-				for j < len(s) {
-					if s[j] == '"' {
-						if j+1 < len(s) && s[j+1] == '"' {
-							b.WriteByte('"')
-							j += 2
-							continue
-						}
-						j++
-						break
-					}
-					b.WriteByte(s[j])
-					j++
-				}
-				name, i = b.String(), j
-			} else {
-				j := i
-				for j < len(s) && isIdentPart(s[j]) {
-					j++
-				}
-				name, i = strings.ToLower(s[i:j]), j
-			}
-			parts = append(parts, name)
-			if i < len(s) && s[i] == '.' {
-				i++
-				continue
-			}
-			if i < len(s) && s[i] == '(' && !afterCast && len(parts) <= 2 {
-				if len(parts) == 2 {
-					out = append(out, pgFunc{schema: parts[0], name: parts[1]})
-				} else {
-					out = append(out, pgFunc{name: parts[0]})
-				}
-			}
-			flush()
-			afterCast = false
-		case c == ':' && i+1 < len(s) && s[i+1] == ':':
-			flush()
-			afterCast = true
-			i += 2
-		case c == ' ':
-			i++
-		default:
-			flush()
-			afterCast = false
-			i++
-		}
+func (c *pgChecker) addFunction(name string) {
+	if !slices.Contains(c.out.Functions, name) {
+		c.out.Functions = append(c.out.Functions, name)
 	}
-	return out
 }
 
-func isIdentStart(c byte) bool {
-	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+func (c *pgChecker) addField(name string) {
+	if !slices.Contains(c.out.Fields, name) {
+		c.out.Fields = append(c.out.Fields, name)
+	}
 }
 
-func isIdentPart(c byte) bool {
-	return isIdentStart(c) || c >= '0' && c <= '9' || c == '$'
-}
-
-const pgTablesQuery = `SELECT c.oid, n.nspname, c.relname, c.relkind IN ('v', 'm'), c.reltuples::float8
-		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
-		  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%'
-		  AND pg_catalog.has_table_privilege(c.oid, 'SELECT')
-		ORDER BY n.nspname, c.relname`
-
-func (e *pgEngine) tableNames(ctx context.Context) ([]string, error) {
-	t, err := e.begin(ctx)
-	if err != nil {
-		return nil, err
+func (c *pgChecker) addOperator(name string) {
+	if !slices.Contains(c.out.Operators, name) {
+		c.out.Operators = append(c.out.Operators, name)
 	}
-	defer t.end()
-	tables, _, err := e.listTables(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	return qualifiedNames(tables), nil
-}
-
-// listTables lists the allowed tables with their OIDs, without columns.
-func (e *pgEngine) listTables(ctx context.Context, t *pgTx) ([]Table, []uint32, error) {
-	rows, err := t.c.Query(ctx, pgTablesQuery)
-	if err != nil {
-		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
-	}
-	defer rows.Close()
-	var tables []Table
-	var oids []uint32
-	for rows.Next() {
-		var (
-			oid      uint32
-			tb       Table
-			reltuple float64
-		)
-		if err := rows.Scan(&oid, &tb.Schema, &tb.Name, &tb.View, &reltuple); err != nil {
-			return nil, nil, err
-		}
-		if !e.allow.allowed(tb.Schema, tb.Name) {
-			continue
-		}
-		if reltuple >= 0 && !tb.View {
-			n := int64(reltuple)
-			tb.Rows = &n
-		}
-		tables = append(tables, tb)
-		oids = append(oids, oid)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("source %s: list tables: %w", e.db.src.Name, err)
-	}
-	return tables, oids, nil
-}
-
-// catalog lists the allowed tables from pg_catalog.
-func (e *pgEngine) catalog(ctx context.Context) ([]Table, error) {
-	t, err := e.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer t.end()
-	tables, oids, err := e.listTables(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	if len(tables) == 0 {
-		return tables, nil
-	}
-	byOID := map[uint32]int{}
-	for i, o := range oids {
-		byOID[o] = i
-	}
-	rows, err := t.c.Query(ctx, `SELECT a.attrelid, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), t.typtype, t.typcategory
-		FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-		WHERE a.attrelid = ANY($1) AND a.attnum > 0 AND NOT a.attisdropped
-		ORDER BY a.attrelid, a.attnum`, oids)
-	if err != nil {
-		return nil, fmt.Errorf("source %s: list columns: %w", e.db.src.Name, err)
-	}
-	for rows.Next() {
-		var (
-			rel                uint32
-			name, typ, tt, cat string
-		)
-		if err := rows.Scan(&rel, &name, &typ, &tt, &cat); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		friendly := pgFriendly(typ)
-		switch {
-		case cat == "A":
-			friendly = datachat.TypeList
-		case tt == "c":
-			friendly = datachat.TypeStruct
-		}
-		i := byOID[rel]
-		tables[i].Columns = append(tables[i].Columns, dcColumn(name, friendly, typ))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("source %s: list columns: %w", e.db.src.Name, err)
-	}
-	sortTables(tables)
-	for i := range tables {
-		if err := e.samples(ctx, t, &tables[i]); err != nil {
-			return nil, err
-		}
-	}
-	return tables, nil
-}
-
-// samples fills up to 3 distinct values per column from the table's first
-// SampleRows rows.
-func (e *pgEngine) samples(ctx context.Context, t *pgTx, tb *Table) error {
-	if len(tb.Columns) == 0 {
-		return nil
-	}
-	q := e.db.sampleQuery(tb, "NULL::text", func(col string) string { return fmt.Sprintf("left(%s::text, 200)", pgIdent(col)) })
-	rows, err := t.c.Query(ctx, q)
-	if err != nil {
-		return fmt.Errorf("source %s: sample %s.%s: %w", e.db.src.Name, tb.Schema, tb.Name, err)
-	}
-	defer rows.Close()
-	return readSamples(rows, tb)
 }

@@ -2,7 +2,6 @@ package dbsource
 
 import (
 	"context"
-	"datachat/internal/sqlvalue"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,13 +17,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"datachat"
+	"datachat/internal/sqlvalue"
 )
 
 // pgEngine is a PostgreSQL source.
 type pgEngine struct {
-	db    *DB
-	pool  *pgxpool.Pool
-	allow allowList
+	db        *DB
+	pool      *pgxpool.Pool
+	allow     allowList
+	defSchema string // where unqualified names resolve after pg_catalog: public
 
 	mu    sync.Mutex
 	types map[uint32]string // format_type of result OIDs not in pgTypeNames
@@ -37,7 +37,7 @@ func openPostgres(db *DB, allow allowList) (*pgEngine, error) {
 		// pgx's message may quote the URL: say only what is wrong.
 		return nil, datachat.Errorf(datachat.EINVALID, "source %s: the PostgreSQL URL does not parse (%s)", db.src.Name, Redact(db.src.URL))
 	}
-	e := &pgEngine{db: db, allow: allow, types: map[uint32]string{}}
+	e := &pgEngine{db: db, allow: allow, defSchema: "public", types: map[uint32]string{}}
 	cfg.MaxConns = int32(db.opts.MaxConns)
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = 5 * time.Minute
@@ -45,9 +45,15 @@ func openPostgres(db *DB, allow allowList) (*pgEngine, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = db.opts.ConnectTimeout
 	}
+	// No named prepared statements, so that DISCARD ALL after each use
+	// (pgTx.end) leaves pgx nothing stale: every statement is parsed as the
+	// unnamed one, described, and run.
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeDescribeExec
+	cfg.ConnConfig.StatementCacheCapacity = 0
+	cfg.ConnConfig.DescriptionCacheCapacity = 0
 	cfg.ConnConfig.RuntimeParams["application_name"] = "datachat"
-	// Fixed GUCs the sandbox's checks rely on: the deparsed plan quotes
-	// strings with '' only, and intervals print in ISO 8601.
+	// The deparser writes strings as '…' with '' inside: that is what they
+	// mean only with standard_conforming_strings on.
 	cfg.ConnConfig.RuntimeParams["standard_conforming_strings"] = "on"
 	cfg.ConnConfig.RuntimeParams["IntervalStyle"] = "iso_8601"
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -78,88 +84,14 @@ func (e *pgEngine) connErr(err error) error {
 	return fmt.Errorf("source %s: connect to PostgreSQL: %w", e.db.src.Name, err)
 }
 
-// The roles whose members read or write the server's files or run programs on
-// it (PostgreSQL's predefined roles).
-var pgDangerousRoles = map[string]string{
-	"pg_read_server_files":      "can read any file on the database server (COPY FROM a file, pg_read_file)",
-	"pg_write_server_files":     "can write any file on the database server (COPY TO a file, lo_export)",
-	"pg_execute_server_program": "can run programs on the database server (COPY … TO PROGRAM)",
-}
-
-// roleOK refuses a role that could escape read-only: a superuser, a member
-// (direct or inherited, or by SET ROLE) of a superuser role or of one of the
-// server-file roles, and a role with CREATEROLE (which can grant itself those
-// roles before PostgreSQL 16).
-func (e *pgEngine) roleOK(ctx context.Context, c *pgx.Conn) error {
-	var (
-		user             string
-		super, createRol bool
-	)
-	err := c.QueryRow(ctx, `SELECT current_user, r.rolsuper, r.rolcreaterole
-		FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &createRol)
-	if err != nil {
-		return fmt.Errorf("source %s: check the role: %w", e.db.src.Name, err)
-	}
-	fail := func(priv, fix string) error {
-		return &RoleError{Source: e.db.src.Name, Role: user, Privilege: priv, Fix: fix}
-	}
-	if super {
-		return fail("SUPERUSER", fmt.Sprintf("connect as a role without it (ALTER ROLE %s NOSUPERUSER, or a new LOGIN role granted only SELECT)", pgIdent(user)))
-	}
-	if createRol {
-		return fail("CREATEROLE", fmt.Sprintf("ALTER ROLE %s NOCREATEROLE", pgIdent(user)))
-	}
-	rows, err := c.Query(ctx, `SELECT b.rolname, b.rolsuper FROM pg_catalog.pg_roles b
-		WHERE b.rolname <> current_user AND pg_catalog.pg_has_role(current_user, b.oid, 'MEMBER')
-		  AND (b.rolsuper OR b.rolname = ANY($1)) ORDER BY b.rolname`, []string{"pg_read_server_files", "pg_write_server_files", "pg_execute_server_program"})
-	if err != nil {
-		return fmt.Errorf("source %s: check the role: %w", e.db.src.Name, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var bsuper bool
-		if err := rows.Scan(&name, &bsuper); err != nil {
-			return err
-		}
-		if bsuper {
-			return fail(fmt.Sprintf("membership in the superuser role %s (SET ROLE)", name), fmt.Sprintf("REVOKE %s FROM %s", pgIdent(name), pgIdent(user)))
-		}
-		return fail(fmt.Sprintf("membership in %s, which %s", name, pgDangerousRoles[name]), fmt.Sprintf("REVOKE %s FROM %s (and from any role %s is a member of)", name, pgIdent(user), pgIdent(user)))
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows.Close()
-	// PostgreSQL runs an IMMUTABLE function with constant arguments while
-	// planning, EXPLAIN included, and prints only its result: the sandbox
-	// would not see it. Such functions in a language that can read tables
-	// (not C or internal, not an extension's) must not be the role's to run.
-	var fn string
-	err = c.QueryRow(ctx, `SELECT n.nspname || '.' || p.proname FROM pg_catalog.pg_proc p
-		JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace JOIN pg_catalog.pg_language l ON l.oid = p.prolang
-		WHERE p.provolatile = 'i' AND l.lanname NOT IN ('internal', 'c')
-		  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-		  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend d
-			WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
-		  AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')
-		ORDER BY 1 LIMIT 1`).Scan(&fn)
-	switch {
-	case err == nil:
-		return fail(fmt.Sprintf("EXECUTE on the IMMUTABLE function %s, which PostgreSQL runs while planning, before the sandbox can check a query", fn),
-			fmt.Sprintf("REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC, %s (or declare it STABLE)", fn, pgIdent(user)))
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil
-	default:
-		return fmt.Errorf("source %s: check the role's functions: %w", e.db.src.Name, err)
-	}
-}
-
 func (e *pgEngine) checkRole(ctx context.Context) error {
-	// A new connection runs roleOK in AfterConnect; a pooled one is checked
-	// again, since grants change.
+	// A new connection is proved in AfterConnect; a pooled one again here,
+	// since grants change.
 	c, err := e.pool.Acquire(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return e.connErr(err)
 	}
 	defer c.Release()
@@ -175,13 +107,15 @@ func (e *pgEngine) dialect(ctx context.Context) (string, error) {
 	return "PostgreSQL " + v, nil
 }
 
-// tx is one sandboxed transaction on a pooled connection.
+// pgTx is one sandboxed transaction on a pooled connection.
 type pgTx struct {
 	c *pgxpool.Conn
 }
 
-// begin starts a read-only transaction with the statement timeout set on the
-// server, on a connection of the pool.
+// begin starts a read-only transaction on a connection of the pool, with
+// the statement timeout set on the server and the search path fixed:
+// pg_catalog, then the default schema, so that an unqualified name
+// resolves as the check assumed.
 func (e *pgEngine) begin(ctx context.Context) (*pgTx, error) {
 	c, err := e.pool.Acquire(ctx)
 	if err != nil {
@@ -191,65 +125,61 @@ func (e *pgEngine) begin(ctx context.Context) (*pgTx, error) {
 		return nil, e.connErr(err)
 	}
 	t := &pgTx{c: c}
-	if err := t.start(ctx, e.db.opts.Timeout); err != nil {
+	ms := max(1, e.db.opts.Timeout.Milliseconds())
+	// Our own fixed text: one round trip (the simple protocol).
+	_, err = c.Conn().PgConn().Exec(ctx, fmt.Sprintf(
+		"BEGIN READ ONLY; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d; SET LOCAL lock_timeout = %d; SET LOCAL search_path = pg_catalog, %s",
+		ms, ms+10_000, ms, pgIdent(e.defSchema))).ReadAll()
+	if err != nil {
 		t.end()
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, e.connErr(err)
 	}
 	return t, nil
 }
 
-func (t *pgTx) start(ctx context.Context, timeout time.Duration) error {
-	ms := max(1, timeout.Milliseconds())
-	// Our own fixed text: one round trip (the simple protocol).
-	_, err := t.c.Conn().PgConn().Exec(ctx, fmt.Sprintf(
-		"BEGIN READ ONLY; SET LOCAL statement_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d; SET LOCAL lock_timeout = %d",
-		ms, ms+10_000, ms)).ReadAll()
-	return err
-}
-
-// restart rolls back and begins again, after a failed statement.
-func (t *pgTx) restart(ctx context.Context, timeout time.Duration) error {
-	if _, err := t.c.Exec(ctx, "ROLLBACK"); err != nil {
-		return err
-	}
-	return t.start(ctx, timeout)
-}
-
-// end rolls back and returns the connection to the pool (closing it if the
-// rollback fails, so no transaction outlives its query).
+// end rolls back, resets the session (DISCARD ALL: settings, prepared
+// statements, cursors, temporary tables, LISTEN, advisory locks) and
+// returns the connection to the pool; a connection that cannot be reset is
+// closed instead, so no state outlives its query.
 func (t *pgTx) end() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if !t.c.Conn().PgConn().IsClosed() && t.c.Conn().PgConn().TxStatus() != 'I' {
-		if _, err := t.c.Exec(ctx, "ROLLBACK"); err != nil {
+	pc := t.c.Conn().PgConn()
+	if !pc.IsClosed() {
+		err := pc.Exec(ctx, "ROLLBACK").Close()
+		if err == nil {
+			err = pc.Exec(ctx, "DISCARD ALL").Close()
+		}
+		if err != nil {
 			t.c.Conn().Close(ctx)
 		}
 	}
 	t.c.Release()
 }
 
+// pgWrapPrefix and pgWrapSuffix are our text around a checked statement:
+// the row cap, applied by the server, which stops after MaxRows+1 rows.
 const (
-	pgExplainPrefix = "EXPLAIN (FORMAT JSON, VERBOSE) "
-	pgWrapPrefix    = "SELECT * FROM (\n"
+	pgWrapPrefix = "SELECT * FROM (\n"
+	pgWrapSuffix = "\n) AS datachat_result LIMIT "
 )
 
-// wrap makes the statement a subquery with the row cap, so the server stops
-// after MaxRows+1 rows and the plan can still be parallel.
-func (e *pgEngine) wrap(sql string) string {
-	return fmt.Sprintf("%s%s\n) AS datachat_result LIMIT %d", pgWrapPrefix, trimStatement(sql), e.db.opts.MaxRows+1)
+// pgWrap puts the checked statement sql inside the row cap, and proves
+// that the result parses as our text around exactly sql.
+func pgWrap(sql string, limit int) (string, error) {
+	wrapped := fmt.Sprintf("%s%s%s%d", pgWrapPrefix, sql, pgWrapSuffix, limit)
+	if err := pgCheckWrap(wrapped, sql, limit); err != nil {
+		return "", refusedf("the sandbox cannot run this statement inside its row cap (%v); write it more plainly", err)
+	}
+	return wrapped, nil
 }
 
-// trimStatement drops trailing semicolons and white space.
-func trimStatement(sql string) string {
-	return strings.TrimRight(sql, "; \t\r\n\f")
-}
-
-// explain returns the plan of stmt, run as EXPLAIN inside t. The extended
-// protocol refuses a text holding more than one statement.
 func (e *pgEngine) explain(ctx context.Context, t *pgTx, stmt string) (any, error) {
 	var out string
-	err := t.c.QueryRow(ctx, pgExplainPrefix+stmt, pgx.QueryExecModeDescribeExec).Scan(&out)
-	if err != nil {
+	if err := t.c.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+stmt).Scan(&out); err != nil {
 		return nil, err
 	}
 	var plan any
@@ -257,47 +187,6 @@ func (e *pgEngine) explain(ctx context.Context, t *pgTx, stmt string) (any, erro
 		return nil, fmt.Errorf("read PostgreSQL's plan: %w", err)
 	}
 	return plan, nil
-}
-
-// plan checks stmt in t: EXPLAIN of the wrapped statement, and on failure of
-// the statement as given, for an error that speaks of what was written. It
-// returns the wrapped statement.
-func (e *pgEngine) plan(ctx context.Context, t *pgTx, sql string) (string, error) {
-	wrapped := e.wrap(sql)
-	plan, err := e.explain(ctx, t, wrapped)
-	if err == nil {
-		if err := e.checkPlan(ctx, t, plan); err != nil {
-			return "", err
-		}
-		return wrapped, nil
-	}
-	if ctx.Err() != nil || !isPgError(err) || pgCode(err) == "57014" {
-		return "", e.classify(ctx, err, -1, sql)
-	}
-	// Why did it fail? Ask about the statement as written.
-	if rerr := t.restart(ctx, e.db.opts.Timeout); rerr != nil {
-		return "", e.classify(ctx, rerr, -1, sql)
-	}
-	rawPlan, rawErr := e.explain(ctx, t, sql)
-	if rawErr == nil {
-		if err := e.checkPlan(ctx, t, rawPlan); err != nil {
-			return "", err
-		}
-		return "", refusedf("only a query can run (SELECT, WITH … SELECT, VALUES or TABLE, with no INTO); PostgreSQL does not take this statement as one: %s", pgMessage(err))
-	}
-	if pgCode(rawErr) != "42601" || strings.Contains(pgMessage(rawErr), "multiple commands") {
-		return "", e.classify(ctx, rawErr, utf8.RuneCountInString(pgExplainPrefix), sql)
-	}
-	// EXPLAIN does not take it: is it a statement of another kind, or no
-	// statement at all? Parsing it (the extended protocol's Parse, which
-	// runs nothing) tells.
-	if rerr := t.restart(ctx, e.db.opts.Timeout); rerr != nil {
-		return "", e.classify(ctx, rerr, -1, sql)
-	}
-	if _, perr := t.c.Conn().PgConn().Prepare(ctx, "", sql, nil); perr != nil {
-		return "", e.classify(ctx, perr, 0, sql)
-	}
-	return "", refusedf("only a query can run (SELECT, WITH … SELECT, VALUES or TABLE); this statement is of another kind")
 }
 
 func pgCode(err error) string {
@@ -316,79 +205,102 @@ func pgMessage(err error) string {
 	return err.Error()
 }
 
-func isPgError(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe)
-}
-
-func (e *pgEngine) query(ctx context.Context, sql string) (*datachat.QueryResult, error) {
-	start := time.Now()
+// prepare checks sql and begins its transaction, with every name the
+// statement uses resolved as the check requires.
+func (e *pgEngine) prepare(ctx context.Context, sql string) (*pgTx, *pgChecked, error) {
+	checked, err := pgCheck(sql, e.allow, e.defSchema)
+	if err != nil {
+		return nil, nil, err
+	}
 	t, err := e.begin(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if err := e.resolve(ctx, t, checked); err != nil {
+		t.end()
+		return nil, nil, err
+	}
+	return t, checked, nil
+}
+
+func (e *pgEngine) stream(ctx context.Context, sql string, lim streamLimits, sink datachat.RowSink) ([]datachat.Column, bool, error) {
+	t, checked, err := e.prepare(ctx, sql)
+	if err != nil {
+		return nil, false, err
 	}
 	defer t.end()
-	wrapped, err := e.plan(ctx, t, sql)
+	wrapped, err := pgWrap(checked.SQL, lim.maxRows+1)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	rows, err := t.c.Query(ctx, wrapped, pgx.QueryExecModeDescribeExec)
+	rows, err := t.c.Query(ctx, wrapped)
 	if err != nil {
-		return nil, e.classify(ctx, err, utf8.RuneCountInString(pgWrapPrefix), sql)
+		return nil, false, e.classify(ctx, err)
 	}
 	fields := rows.FieldDescriptions()
-	res := &datachat.QueryResult{Rows: [][]any{}}
 	cl := &cells{maxCell: e.db.opts.MaxCellBytes}
 	conv := make([]func(any, []byte) any, len(fields))
+	cols := make([]datachat.Column, len(fields))
 	for i, f := range fields {
 		conv[i] = e.converter(f, cl)
+		// The name of a type of the database's own is read once the rows
+		// are (the connection is busy until then): the sink meanwhile gets
+		// what pgx knows of it.
+		name := e.knownType(t, f.DataTypeOID)
+		cols[i] = datachat.Column{Name: f.Name, SQLType: name, Type: pgFriendly(name)}
 	}
-	size := 0
+	if err := sink.Columns(cols); err != nil {
+		rows.Close()
+		return nil, false, err
+	}
+	var (
+		size, n   int
+		truncated bool
+		row       = make([]any, len(fields))
+	)
 	for rows.Next() {
-		if len(res.Rows) == e.db.opts.MaxRows || size > e.db.opts.MaxResultBytes {
-			res.Truncated = true
+		if n == lim.maxRows || lim.maxBytes > 0 && size > lim.maxBytes {
+			truncated = true
 			break
 		}
 		vals, err := rows.Values()
 		if err != nil {
 			rows.Close()
-			return nil, e.classify(ctx, err, utf8.RuneCountInString(pgWrapPrefix), sql)
+			return nil, false, e.classify(ctx, err)
 		}
 		raw := rows.RawValues()
-		row := make([]any, len(vals))
 		for i, v := range vals {
 			row[i] = conv[i](v, raw[i])
 			size += len(raw[i]) + 8
 		}
-		res.Rows = append(res.Rows, row)
+		if err := sink.Row(row); err != nil {
+			rows.Close()
+			return nil, false, err
+		}
+		n++
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, e.classify(ctx, err, utf8.RuneCountInString(pgWrapPrefix), sql)
+		return nil, false, e.classify(ctx, err)
 	}
-	res.Columns = make([]datachat.Column, len(fields))
 	for i, f := range fields {
 		name := e.typeName(ctx, t, f.DataTypeOID)
-		res.Columns[i] = datachat.Column{Name: f.Name, SQLType: name, Type: pgFriendly(name)}
+		cols[i] = datachat.Column{Name: f.Name, SQLType: name, Type: pgFriendly(name)}
 	}
-	res.Truncated = res.Truncated || cl.cut
-	res.RowCount = len(res.Rows)
-	res.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
-	return res, nil
+	return cols, truncated || cl.cut, nil
 }
 
+// estimate is PostgreSQL's estimate of the rows the checked statement
+// returns: EXPLAIN, which plans and runs nothing.
 func (e *pgEngine) estimate(ctx context.Context, sql string) (int64, error) {
-	t, err := e.begin(ctx)
+	t, checked, err := e.prepare(ctx, sql)
 	if err != nil {
 		return 0, err
 	}
 	defer t.end()
-	plan, err := e.explain(ctx, t, trimStatement(sql))
+	plan, err := e.explain(ctx, t, checked.SQL)
 	if err != nil {
-		return 0, e.classify(ctx, err, utf8.RuneCountInString(pgExplainPrefix), sql)
-	}
-	if err := e.checkPlan(ctx, t, plan); err != nil {
-		return 0, err
+		return 0, e.classify(ctx, err)
 	}
 	if top, ok := topPlan(plan); ok {
 		if n, ok := top["Plan Rows"].(float64); ok {
@@ -411,80 +323,35 @@ func topPlan(plan any) (map[string]any, bool) {
 	return top, ok
 }
 
-// classify turns a PostgreSQL error into a datachat.QueryError, with the engine's
-// message, detail and hint. prefix is what we put before the statement in the
-// text PostgreSQL saw, in characters, to give positions in the statement as
-// written (-1: give none).
-func (e *pgEngine) classify(ctx context.Context, err error, offset int, sql string) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+// knownType names a result column's type from what is known without asking
+// the server: the common built-in types, those read before, and pgx's own
+// names for the rest of the built-in ones; "" for a type of the database's
+// own (an enum, a domain…), which reads as text.
+func (e *pgEngine) knownType(t *pgTx, oid uint32) string {
+	if n, ok := e.cachedType(oid); ok {
+		return n
 	}
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		if strings.Contains(err.Error(), "arguments, got 0") {
-			return &datachat.QueryError{Kind: datachat.KindSyntax, Message: "the query has $n parameters; write the values in the query instead"}
-		}
-		return fmt.Errorf("source %s: %w", e.db.src.Name, err)
+	if pt, ok := t.c.Conn().TypeMap().TypeForOID(oid); ok {
+		return pt.Name
 	}
-	msg := pe.Message
-	if pe.Detail != "" {
-		msg += "; " + pe.Detail
+	return ""
+}
+
+// cachedType names a type from the common built-in types or those read
+// before.
+func (e *pgEngine) cachedType(oid uint32) (string, bool) {
+	if n, ok := pgTypeNames[oid]; ok {
+		return n, true
 	}
-	if pe.Hint != "" {
-		msg += "; hint: " + pe.Hint
-	}
-	if pe.Position > 0 && offset >= 0 {
-		if p := int(pe.Position) - offset; p >= 1 && p <= utf8.RuneCountInString(sql) {
-			msg += fmt.Sprintf(" (at character %d of the query)", p)
-		}
-	}
-	kind := datachat.KindOther
-	switch code := pe.Code; {
-	case code == "42601" && strings.Contains(pe.Message, "multiple commands"):
-		return refusedf("one statement at a time: %s", pe.Message)
-	case code == "42601" || code == "42P02":
-		kind = datachat.KindSyntax
-	case code == "42P01":
-		kind = datachat.KindUnknownTable
-		msg += candidates(quotedIn(pe.Message, `"`), e.db.allowedTables(ctx))
-	case code == "3F000":
-		kind = datachat.KindUnknownTable
-		msg += candidates("", e.db.allowedTables(ctx))
-	case code == "42703" || code == "42702":
-		kind = datachat.KindUnknownColumn
-	case code == "42883":
-		if strings.Contains(pe.Hint, "cast") {
-			kind = datachat.KindTypeMismatch
-		}
-	case code == "42804" || code == "42846" || code == "42725" || code == "22P02" || code == "22007" ||
-		code == "22008" || code == "22003" || code == "42P18" || code == "22023":
-		kind = datachat.KindTypeMismatch
-	case code == "57014":
-		if strings.Contains(pe.Message, "statement timeout") {
-			kind = datachat.KindTimeout
-			msg = fmt.Sprintf("the query ran past the source's %v statement timeout (%s); make it lighter: filter or aggregate on indexed columns, or add LIMIT", e.db.opts.Timeout, pe.Message)
-		}
-	case code == "55P03":
-		kind = datachat.KindTimeout
-	case strings.HasPrefix(code, "53") || code == "54000":
-		kind = datachat.KindMemory
-	case code == "42501":
-		kind = datachat.KindRefused
-		msg += " (the source's role may not do this; sources are read-only, and queries read only the allowed tables)"
-	case code == "25006" || code == "0A000" || code == "25001" || code == "2F003" || code == "38002" || code == "38003":
-		kind = datachat.KindRefused
-	}
-	return &datachat.QueryError{Kind: kind, Message: msg}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.types[oid]
+	return n, ok
 }
 
 // typeName names a result column's type as PostgreSQL's format_type does.
 func (e *pgEngine) typeName(ctx context.Context, t *pgTx, oid uint32) string {
-	if n, ok := pgTypeNames[oid]; ok {
-		return n
-	}
-	e.mu.Lock()
-	n, ok := e.types[oid]
-	e.mu.Unlock()
+	n, ok := e.cachedType(oid)
 	if ok {
 		return n
 	}
@@ -656,5 +523,5 @@ func formatUUID(b [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// pgIdent quotes a PostgreSQL identifier.
-func pgIdent(s string) string { return quote(`"`, s) }
+// pgIdent quotes a PostgreSQL identifier: as DuckDB does, datachat.QuoteIdent.
+func pgIdent(s string) string { return datachat.QuoteIdent(s) }

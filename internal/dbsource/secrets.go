@@ -3,7 +3,9 @@ package dbsource
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -31,6 +33,7 @@ var sealAD = []byte("datachat database source url v1")
 // key, AES-256-GCM from the standard library.
 type Secrets struct {
 	aead cipher.AEAD
+	key  []byte
 }
 
 // NewSecrets returns Secrets for a 32-byte key.
@@ -46,7 +49,18 @@ func NewSecrets(key []byte) (*Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Secrets{aead: aead}, nil
+	return &Secrets{aead: aead, key: key}, nil
+}
+
+// DeriveKey returns a 32-byte key for another use of the server's key (the
+// sign-in flow's cookie, say), derived with HKDF-SHA256 and purpose, so
+// that neither key tells anything of the other.
+func (s *Secrets) DeriveKey(purpose string) []byte {
+	k, err := hkdf.Key(sha256.New, s.key, nil, purpose, 32)
+	if err != nil {
+		panic(fmt.Sprintf("dbsource: derive a key: %v", err)) // only for a length HKDF cannot give
+	}
+	return k
 }
 
 // ParseKey decodes DATACHAT_SECRET_KEY's format: 32 random bytes in standard

@@ -2,19 +2,26 @@
 // MySQL/MariaDB database that the server's operator added as a source
 // (`datachat sources add`). It holds a source's definition ([Source]), the
 // encryption of its credentials ([Secrets]), the connection to it ([DB]: a
-// bounded pool whose role is checked on every connect), the catalog of its
-// allowed tables for the system prompt ([DB.Catalog]), and the sandbox every
-// query runs in ([DB.Query]):
+// bounded pool whose role is proved on every connect, before queries and
+// periodically), the catalog of its allowed tables for the system prompt
+// ([DB.Catalog]), and the sandbox every query runs in ([DB.Query]):
 //
+//   - the database decides what a source may read: its role's grants, which
+//     must be the allowed tables and no more, proved from the engine's
+//     catalog (PostgreSQL: pgrole.go; MySQL/MariaDB: mygrants.go), a role
+//     that could escape read-only refused;
+//   - the statement checked on a real parse tree before anything of it
+//     reaches the database (PostgreSQL: PostgreSQL's own parser, pgcheck.go;
+//     MySQL/MariaDB: TiDB's parser, mycheck.go), and only the checked tree,
+//     printed back by our code, runs: one query, only the allowed tables,
+//     only allow-listed side-effect-free functions and operators, no locking
+//     reads, no file, server or session functions;
 //   - one statement, in a read-only transaction that is always rolled back,
 //     with the statement timeout set on the server (PostgreSQL
-//     statement_timeout, MariaDB max_statement_time, MySQL max_execution_time);
-//   - only the allowed tables, checked on the engine's own resolution of the
-//     statement (PostgreSQL: every relation and function of EXPLAIN (VERBOSE);
-//     MySQL/MariaDB: every table of EXPLAIN's rewritten query), never by reading
-//     the statement's text;
-//   - no locking reads, no file or server functions, and a role that could
-//     escape read-only (a superuser, FILE, SUPER…) refused at connect;
+//     statement_timeout, MariaDB max_statement_time, MySQL
+//     max_execution_time), and no session state kept for the next query
+//     (PostgreSQL: DISCARD ALL before the connection is reused;
+//     MySQL/MariaDB: a session of its own, closed after the query);
 //   - at most MaxRows rows, stopped on the server: the rest is never sent.
 //
 // The package is storage-agnostic: the app's store keeps sources, sealed with

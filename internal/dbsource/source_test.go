@@ -118,52 +118,6 @@ func TestAllowList(t *testing.T) {
 	}
 }
 
-func TestPgCalls(t *testing.T) {
-	got := pgCalls(`(pg_read_file('/x'::text) || 'upper(''a'')'::text), "Weird""Name"(1), public.evil(), (x)::numeric(10,2), ROW(1, 2), lower((t.a)::text)`)
-	var names []string
-	for _, f := range got {
-		if f.schema != "" {
-			names = append(names, f.schema+"."+f.name)
-		} else {
-			names = append(names, f.name)
-		}
-	}
-	want := []string{"pg_read_file", `Weird"Name`, "public.evil", "row", "lower"}
-	if !slices.Equal(names, want) {
-		t.Errorf("calls: got %q, want %q", names, want)
-	}
-}
-
-func TestMyLexical(t *testing.T) {
-	for _, c := range []struct {
-		sql, want string
-	}{
-		{"SELECT * FROM t FOR UPDATE", "for update"},
-		{"SELECT * FROM t /* for update */", ""},
-		{"SELECT 'for update' FROM t", ""},
-		{"SELECT \"x\\\" for update\" FROM t", ""},
-		{"SELECT * FROM t /*!50000 lock in share mode */", "lock in share mode"},
-		{"SELECT * FROM t /*M!100000 FOR SHARE */", "for share"},
-		{"SELECT 'it\\'s' FROM t -- '\nLOCK IN SHARE MODE", "lock in share mode"},
-		{"SELECT 'it''s' FROM t # '\nFOR/**/UPDATE", "for update"},
-		{"SELECT 1--1 FROM t FOR UPDATE", "for update"},
-		{"SELECT `for` FROM t", ""},
-		{"SELECT * INTO OUTFILE '/x' FROM t", "into outfile"},
-	} {
-		toks, err := myTokens(c.sql)
-		if err != nil {
-			t.Errorf("%s: %v", c.sql, err)
-			continue
-		}
-		if got := lockingWords(toks); got != c.want {
-			t.Errorf("%s: got %q, want %q", c.sql, got, c.want)
-		}
-	}
-	if _, err := myTokens("SELECT 'open"); err == nil {
-		t.Errorf("an unterminated string: no error")
-	}
-}
-
 func TestValues(t *testing.T) {
 	cl := &cells{maxCell: 1 << 20}
 	for _, c := range []struct {
@@ -200,5 +154,31 @@ func TestQuoteIdent(t *testing.T) {
 	}
 	if got := (Table{Schema: "shop", Name: "cabinet-turnover"}).QualifiedName(KindMySQL); got != "`shop`.`cabinet-turnover`" {
 		t.Errorf("QualifiedName: %s", got)
+	}
+}
+
+// TestDeriveKey: a derived key is the same for the same server key and
+// purpose, and differs for another purpose, another key, and from the key
+// itself.
+func TestDeriveKey(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	s, err := NewSecrets(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := NewSecrets(key)
+	other, _ := NewSecrets(bytes.Repeat([]byte{8}, 32))
+	a, b := s.DeriveKey("datachat sso"), s2.DeriveKey("datachat sso")
+	if len(a) != 32 || !bytes.Equal(a, b) {
+		t.Fatalf("derived twice: %x, %x; want the same 32 bytes", a, b)
+	}
+	for what, k := range map[string][]byte{
+		"another purpose": s.DeriveKey("datachat other"),
+		"another key":     other.DeriveKey("datachat sso"),
+		"the key itself":  key,
+	} {
+		if bytes.Equal(a, k) {
+			t.Errorf("%s gives the same key", what)
+		}
 	}
 }
