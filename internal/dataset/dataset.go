@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -45,6 +46,9 @@ type Options struct {
 	HeaderTimeout  time.Duration // until the response headers, and the longest silence while downloading; 30s
 	FetchTimeout   time.Duration // a whole download; 10m
 	MaxLine        int           // the longest CSV line (bytes), refused while the file spools; 2 MiB
+	// Resolver looks up host names (nil: the system's); tests set one
+	// answering on loopback.
+	Resolver *net.Resolver
 	// Engine checks and converts what was spooled, in its worker processes
 	// (required).
 	Engine *duckdb.Engine
@@ -99,7 +103,7 @@ func New(opts Options) (*Loader, error) {
 		opts.FetchTimeout = 10 * time.Minute
 	}
 	if opts.MaxLine <= 0 {
-		opts.MaxLine = 2 << 20
+		opts.MaxLine = duckdb.DefaultMaxLine
 	}
 	if opts.Engine == nil {
 		return nil, errors.New("dataset: Options.Engine is required")
@@ -127,7 +131,7 @@ func (l *Loader) Dir() string { return l.opts.Dir }
 // CSV or JSON, unreadable); nothing is left behind on error.
 func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) ([]*Stored, error) {
 	name := cleanName(filename)
-	tmp, n, err := l.spool(ctxReader{ctx, r}, name)
+	tmp, n, err := l.spool(duckdb.ContextReader(ctx, r), name)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -169,19 +173,6 @@ func cleanName(filename string) string {
 		name = string(r[:MaxNameLength-1]) + "…"
 	}
 	return name
-}
-
-// ctxReader stops reading when ctx ends.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 func newID() string {
@@ -243,4 +234,58 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 		}
 	}
 	return out, nil
+}
+
+// FormatDatabase is the SourceFormat of a table saved from a query on a
+// database source (execute_sql's save_as).
+const FormatDatabase = "database"
+
+// Save stores rows as a dataset: fill writes them, as they arrive, to a
+// spool in a work directory of their own (at most MaxBytes of them), and
+// the engine stores them as Parquet in a worker ([duckdb.Engine.Save]).
+// name is the table's, source what the dataset says it came from.
+//
+// Errors: fill's, as is; EINVALID when the rows pass MaxBytes or cannot be
+// stored; EBUSY on a full disk. Nothing is left behind on error.
+func (l *Loader) Save(ctx context.Context, name, source string, fill func(sink datachat.RowSink) error) (_ *Stored, err error) {
+	id := newID()
+	work := filepath.Join(l.tmpDir, id)
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, datachat.ClassifyNoSpace(fmt.Errorf("create work directory: %w", err))
+	}
+	defer os.RemoveAll(work)
+	const spool = "dc-spool"
+	f, err := os.OpenFile(filepath.Join(work, spool), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, datachat.ClassifyNoSpace(fmt.Errorf("create spool: %w", err))
+	}
+	sp := duckdb.NewSpool(f, l.opts.MaxBytes)
+	err = fill(sp)
+	if err == nil {
+		err = sp.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = datachat.ClassifyNoSpace(cerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t, err := l.opts.Engine.Save(ctx, duckdb.SaveJob{Dir: work, Spool: spool, Name: name, Columns: sp.SaveColumns()})
+	if err != nil {
+		return nil, err
+	}
+	rel := id + ".parquet"
+	final := filepath.Join(l.opts.Dir, rel)
+	if err := os.Rename(filepath.Join(work, t.Output), final); err != nil {
+		return nil, fmt.Errorf("store dataset: %w", err)
+	}
+	fi, err := os.Stat(final)
+	if err != nil {
+		os.Remove(final)
+		return nil, fmt.Errorf("store dataset: %w", err)
+	}
+	return &Stored{
+		Path: rel, Name: name, Source: source, SourceFormat: FormatDatabase,
+		Columns: t.Columns, RowCount: t.RowCount, Bytes: fi.Size(), Notes: t.Notes,
+	}, nil
 }

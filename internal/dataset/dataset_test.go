@@ -144,7 +144,7 @@ func query(t *testing.T, l *Loader, st *Stored, q string) [][]any {
 	}
 	defer db.Close()
 	p := filepath.Join(l.Dir(), st.Path)
-	q = strings.ReplaceAll(q, "{t}", "read_parquet("+duckdb.QuoteLiteral(p)+")")
+	q = strings.ReplaceAll(q, "{t}", "read_parquet("+datachat.QuoteLiteral(p)+")")
 	rows, err := db.Query(q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
@@ -451,11 +451,11 @@ func TestIngestRefusals(t *testing.T) {
 		want string
 	}{
 		{"empty.csv", nil, "empty"},
-		{"page.csv", []byte("<!DOCTYPE html><html><body>Not found</body></html>"), "HTML"},
+		{"page.csv", []byte("<!DOCTYPE html><html><body>Not found</body></html>"), "link must lead to the data file"},
 		{"data.csv", []byte(`{"a": 1`), "JSON"},
 		{"deep.json", []byte(strings.Repeat("[", 999)), "JSON"},
 		{"lines.json", []byte("[1, 2]\n{\"a\":"), "JSON"},
-		{"bin.csv", []byte("a,b\n\x00\x01\x02\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xfe\x01"), "binary"},
+		{"bin.csv", []byte("a,b\n\x00\x01\x02\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xfe\x01"), "binary data, not text a CSV is made of: a dataset is a CSV, TSV, Parquet, Excel, JSON or NDJSON file"},
 		{"book.xlsx", []byte("PK\x03\x04rest of a zip"), "damaged"},
 		{"archive.zip", []byte("PK\x03\x04rest of a zip"), "ZIP archive"},
 		{"old.xls", append([]byte{0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1}, make([]byte, 600)...), "xls"},

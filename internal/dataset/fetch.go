@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -122,6 +123,7 @@ func (l *Loader) newClient() *http.Client {
 	dialer := &net.Dialer{
 		Timeout:   l.opts.ConnectTimeout,
 		KeepAlive: 30 * time.Second,
+		Resolver:  l.opts.Resolver,
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
@@ -184,7 +186,7 @@ func (l *Loader) Fetch(ctx context.Context, rawURL string) ([]*Stored, error) {
 	req.Header.Set("Accept", "text/csv, application/vnd.apache.parquet, application/octet-stream;q=0.9, */*;q=0.5")
 	resp, err := l.client.Do(req)
 	if err != nil {
-		return nil, fetchError(ctx, u, err, l.opts.FetchTimeout)
+		return nil, l.fetchError(ctx, u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -205,7 +207,7 @@ func (l *Loader) Fetch(ctx context.Context, rawURL string) ([]*Stored, error) {
 		case context.Cause(ctx) == errIdle:
 			return nil, datachat.Errorf(datachat.EINVALID, "could not load %s: the server sent nothing for %s", redact(u), l.opts.HeaderTimeout)
 		case ctx.Err() != nil:
-			return nil, fetchError(ctx, u, ctx.Err(), l.opts.FetchTimeout)
+			return nil, l.fetchError(ctx, u, ctx.Err())
 		}
 		var de *datachat.Error
 		if errors.As(err, &de) {
@@ -238,24 +240,69 @@ func (ir idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func fetchError(ctx context.Context, u *url.URL, err error, timeout time.Duration) error {
-	var ae *addrError
-	var de *datachat.Error
+// fetchError says why a download failed, and what to do, in the user's
+// terms: not a resolver's address or Go's dialer wording.
+func (l *Loader) fetchError(ctx context.Context, u *url.URL, err error) error {
+	var (
+		ae  *addrError
+		de  *datachat.Error
+		dns *net.DNSError
+		cv  *tls.CertificateVerificationError
+		ne  net.Error
+		op  *net.OpError
+	)
+	fail := func(format string, args ...any) error {
+		return datachat.Errorf(datachat.EINVALID, "could not load %s: "+format, append([]any{redact(u)}, args...)...)
+	}
 	switch {
 	case errors.As(err, &ae):
-		return datachat.Errorf(datachat.EINVALID, "could not load %s: %v (private and internal addresses are not allowed)", redact(u), ae)
+		return fail("%s is %s, and private and internal addresses are not loaded unless DATACHAT_ALLOW_PRIVATE_URLS allows them (true, or CIDRs such as %s, where datachat runs)",
+			ae.addr, ae.why, netip.PrefixFrom(ae.addr, ae.addr.BitLen()))
 	case errors.As(err, &de):
 		return de
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		return datachat.WrapError(datachat.EINVALID, fmt.Sprintf("could not load %s: no complete answer within %s", redact(u), timeout), err)
+		return datachat.WrapError(datachat.EINVALID, fmt.Sprintf("could not load %s: no complete answer within %s", redact(u), l.opts.FetchTimeout), err)
 	case errors.Is(err, context.Canceled):
 		return err
+	case errors.As(err, &dns):
+		host := u.Hostname()
+		switch {
+		case dns.IsNotFound:
+			return fail("there is no host named %s; check the address", host)
+		case dns.IsTimeout:
+			return fail("looking up the address of %s took too long; try again later", host)
+		}
+		return fail("the address of %s could not be looked up; try again later", host)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fail("nothing answers at %s (the connection was refused); check the address and port", hostPort(u))
+	case errors.Is(err, syscall.ECONNRESET):
+		return fail("the server at %s closed the connection; try again later", hostPort(u))
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fail("%s cannot be reached from the server; check the address", hostPort(u))
+	case errors.As(err, &cv):
+		return fail("the server's TLS certificate is not valid (%v); check the address, or load the file from a server with a valid certificate", cv.Err)
+	case errors.As(err, &op) && op.Op == "dial" && op.Timeout():
+		return fail("no connection to %s within %s; check the address, or try again later", hostPort(u), l.opts.ConnectTimeout)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fail("the server sent no answer within %s; try again later", l.opts.HeaderTimeout)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return datachat.Errorf(datachat.EINVALID, "could not load %s: %v", redact(u), err)
+	return fail("%v", err)
+}
+
+// hostPort is a URL's host and port, the port its scheme's when it has none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // redact drops a URL's password.

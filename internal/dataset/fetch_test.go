@@ -131,8 +131,8 @@ func TestFetch(t *testing.T) {
 	for _, c := range []struct {
 		url, want string
 	}{
-		{other.URL + "/tips.csv", "refused to connect to 127.0.0.2: a loopback address"},
-		{srv.URL + "/to-other", "refused to connect to 127.0.0.2"},
+		{other.URL + "/tips.csv", "127.0.0.2 is a loopback address"},
+		{srv.URL + "/to-other", "127.0.0.2 is a loopback address"},
 		{srv.URL + "/hop/5", "too many redirects"},
 		{srv.URL + "/nothing-here.csv", "404"},
 		{srv.URL + "/big.csv", "over the 200 KiB limit"},
@@ -152,7 +152,7 @@ func TestFetch(t *testing.T) {
 	impatient := mustLoader(t, Options{AllowNets: allow, HeaderTimeout: 300 * time.Millisecond})
 	for _, c := range []struct{ path, want string }{
 		{"/stall.csv", "sent nothing for 300ms"},
-		{"/slow-headers.csv", "timeout awaiting response headers"},
+		{"/slow-headers.csv", "the server sent no answer within 300ms"},
 	} {
 		start := time.Now()
 		_, err := impatient.Fetch(ctx, srv.URL+c.path)
@@ -174,4 +174,89 @@ func TestFetch(t *testing.T) {
 		t.Errorf("AllowPrivate: %v", err)
 	}
 	mustBeClean(t, l)
+}
+
+// fakeDNS answers every query on a loopback UDP port with rcode (3:
+// NXDOMAIN, 2: SERVFAIL), and returns a resolver that asks it.
+func fakeDNS(t *testing.T, rcode byte) *net.Resolver {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n < 12 {
+				continue
+			}
+			resp := append([]byte(nil), buf[:n]...)
+			resp[2] = 0x80 | buf[2]&0x79 // a response; the query's opcode and RD
+			resp[3] = 0x80 | rcode       // RA, and the answer's code
+			pc.WriteTo(resp, from)
+		}
+	}()
+	addr := pc.LocalAddr().String()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "udp", addr)
+	}}
+}
+
+// TestFetchErrorsSayWhatToDo: a refused address names the setting that
+// allows it; a host that does not exist, a server that refuses the
+// connection or has a certificate the loader does not trust are said so,
+// without a resolver's address or Go's dialer jargon.
+func TestFetchErrorsSayWhatToDo(t *testing.T) {
+	ctx := context.Background()
+	strict := mustLoader(t, Options{})
+	_, err := strict.Fetch(ctx, "http://127.0.0.1:9/x.csv")
+	if msg := datachat.ErrorMessage(err); !strings.Contains(msg, "127.0.0.1 is a loopback address") || !strings.Contains(msg, "DATACHAT_ALLOW_PRIVATE_URLS") {
+		t.Errorf("loopback: %q does not name DATACHAT_ALLOW_PRIVATE_URLS", msg)
+	}
+	_, err = strict.Fetch(ctx, "http://10.1.2.3/x.csv")
+	if msg := datachat.ErrorMessage(err); !strings.Contains(msg, "10.1.2.3 is a private address") || !strings.Contains(msg, "DATACHAT_ALLOW_PRIVATE_URLS") {
+		t.Errorf("private: %q does not name DATACHAT_ALLOW_PRIVATE_URLS", msg)
+	}
+
+	for _, tc := range []struct {
+		rcode byte
+		want  string
+	}{
+		{3, "could not load http://nosuch.example/x.csv: there is no host named nosuch.example; check the address"},
+		{2, "could not load http://nosuch.example/x.csv: the address of nosuch.example could not be looked up; try again later"},
+	} {
+		l := mustLoader(t, Options{Resolver: fakeDNS(t, tc.rcode)})
+		_, err := l.Fetch(ctx, "http://nosuch.example/x.csv")
+		msg := datachat.ErrorMessage(err)
+		if datachat.ErrorCode(err) != datachat.EINVALID || msg != tc.want {
+			t.Errorf("rcode %d: got %q, want %q", tc.rcode, msg, tc.want)
+		}
+		if strings.Contains(msg, ":53") || strings.Contains(msg, "lookup") || strings.Contains(msg, "dial") {
+			t.Errorf("rcode %d: %q shows the resolver's jargon", tc.rcode, msg)
+		}
+	}
+
+	allow := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	l := mustLoader(t, Options{AllowNets: allow})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	_, err = l.Fetch(ctx, "http://"+closed+"/x.csv")
+	if msg := datachat.ErrorMessage(err); msg != "could not load http://"+closed+"/x.csv: nothing answers at "+closed+" (the connection was refused); check the address and port" {
+		t.Errorf("refused: got %q", msg)
+	}
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("a\n1\n")) }))
+	defer tlsSrv.Close()
+	_, err = l.Fetch(ctx, tlsSrv.URL+"/x.csv")
+	if msg := datachat.ErrorMessage(err); !strings.HasPrefix(msg, "could not load "+tlsSrv.URL+"/x.csv: the server's TLS certificate is not valid (") || strings.Contains(msg, "Get \"") {
+		t.Errorf("untrusted certificate: got %q", msg)
+	}
 }

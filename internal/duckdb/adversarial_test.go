@@ -369,7 +369,7 @@ func TestNoServerPaths(t *testing.T) {
 		"SUMMARIZE t", "SHOW t", "SELECT * FROM information_schema.schemata", "SELECT * FROM information_schema.tables",
 		"SELECT current_database()", "SELECT current_schema()", "SELECT * FROM t LIMIT 1",
 		"SELECT * FROM 'data/../nowhere.parquet'", "SELECT * FROM 'nowhere.csv'", "SELECT * FROM missing_table",
-		"SELECT * FROM t WHERE label = 1", "SELECT * FROM read_parquet('x')", "SELECT * FROM " + QuoteLiteral(tables[0].Path+".missing"),
+		"SELECT * FROM t WHERE label = 1", "SELECT * FROM read_parquet('x')", "SELECT * FROM " + datachat.QuoteLiteral(tables[0].Path+".missing"),
 		"SELECT * FROM duckdb_views()", "SELECT sql FROM duckdb_views() WHERE NOT internal", "SELECT * FROM duckdb_tables()",
 		"SELECT * FROM pragma_table_info('t')", "SELECT * FROM pragma_show('t')",
 		"SELECT * FROM duckdb_functions() WHERE function_name = 'read_parquet'",

@@ -227,7 +227,7 @@ func TestExplainForms2(t *testing.T) {
 func TestStatementForms2(t *testing.T) {
 	e, tables, check := sandboxEngine(t, Options{Timeout: 5 * time.Second})
 	out := filepath.Join(t.TempDir(), "out")
-	lit := QuoteLiteral
+	lit := datachat.QuoteLiteral
 	for _, sql := range []string{
 		"RESET ALL",
 		"SET SESSION memory_limit = '100GB'",
@@ -308,7 +308,7 @@ func TestStatementForms2(t *testing.T) {
 func TestQuotingTricks(t *testing.T) {
 	e, tables, check := sandboxEngine(t, Options{Timeout: 5 * time.Second})
 	out := filepath.Join(t.TempDir(), "out.csv")
-	copyOut := "COPY t TO " + QuoteLiteral(out)
+	copyOut := "COPY t TO " + datachat.QuoteLiteral(out)
 	answers := map[string]string{
 		"SELECT 'a; " + strings.ReplaceAll(copyOut, "'", "''") + "; --' AS s": "a; " + copyOut + "; --",
 		"SELECT $tag$x'); " + copyOut + "; --$tag$":                           "x'); " + copyOut + "; --",
@@ -578,7 +578,7 @@ func shadowEngine(t *testing.T, tmp string) (*Engine, []Table, string) {
 func TestShadowedViewsOwnTables(t *testing.T) {
 	e, tables, _ := shadowEngine(t, t.TempDir())
 	for _, tb := range tables {
-		res, err := e.Query(context.Background(), "conv", tables, "SELECT count(*) FROM "+QuoteIdent(tb.Name))
+		res, err := e.Query(context.Background(), "conv", tables, "SELECT count(*) FROM "+datachat.QuoteIdent(tb.Name))
 		if err != nil || cellText(res.Rows[0][0]) != "10" {
 			t.Errorf("%s: %v %v, want the table's 10 rows", tb.Name, res, err)
 		}

@@ -40,7 +40,7 @@ type Options struct {
 	KillGrace   time.Duration // how long past Timeout a query's worker is killed if it has not stopped; 2s
 	MemoryLimit int64         // DuckDB's memory_limit per worker; 1 GiB. The worker's RLIMIT_DATA is 1.5 × this + 512 MiB
 	Threads     int           // DuckDB threads per worker; the number of cores
-	MaxRows     int           // rows returned at most; 1000
+	MaxRows     int           // rows returned at most; 1000; negative: no cap (the command line's sql over the user's own files)
 
 	Workers        int // queries running at once, each in its conversation's worker process; the number of cores
 	PerUserRunning int // queries one user may run at once; half of Workers, at least 1
@@ -56,8 +56,8 @@ type Options struct {
 	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
 	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
 
-	IngestWorkers int           // dataset conversions running at once; half the cores, at least 2
-	Spares        int           // worker processes kept started ahead, for new conversations; 2
+	IngestWorkers int           // dataset conversions running at once, in slots of their own; one that runs past half a second makes queries run one fewer at once (never fewer than one: see Ingest); half the cores, at least 2
+	Spares        int           // worker processes kept started ahead, for new conversations; 2 (and IngestWorkers more, for uploads only)
 	IngestTimeout time.Duration // one dataset conversion; 10m
 
 	NoLandlock bool     // do not restrict workers with Landlock (they still get the rlimits)
@@ -79,8 +79,10 @@ func (o Options) withDefaults() Options {
 	if o.Threads <= 0 {
 		o.Threads = cores
 	}
-	if o.MaxRows <= 0 {
+	if o.MaxRows == 0 {
 		o.MaxRows = 1000
+	} else if o.MaxRows < 0 {
+		o.MaxRows = -1
 	}
 	if o.Workers <= 0 {
 		o.Workers = cores
@@ -170,12 +172,28 @@ type Engine struct {
 	// starts or ends, or a worker starts or stops: an event tests wait on.
 	changed chan struct{}
 
+	// When an upload's progress is first told, and how often (see
+	// IngestJob.Progress), and when it holds a query slot (see Ingest);
+	// tests shorten them.
+	progressAfter, progressEvery, ingestReserveAfter time.Duration
+
 	mu      sync.Mutex
 	closed  bool
 	workers map[string]*worker // by conversation (or table list)
-	spares  []*proc            // started ahead, so a new conversation need not wait for exec
-	filling int                // spares being started
+	spares  warmPool           // for conversations' workers
+	uploads warmPool           // for uploads only: conversations' workers, started after every upload and delete, cannot use them up
 	closeMu sync.Once
+}
+
+// warmPool holds worker processes started ahead (spares), so that a new
+// conversation or an upload need not wait for exec and for DuckDB to load:
+// each has readied DuckDB (prewarm) and waits for its first frame, which says
+// what it is for; it takes no limits and reads no file before that frame,
+// and serves one conversation or one upload for the rest of its life.
+type warmPool struct {
+	size    int
+	procs   []*proc // under Engine.mu
+	filling int     // being started; under Engine.mu
 }
 
 // worker is one conversation's worker process, seen from the engine.
@@ -214,11 +232,18 @@ func New(opts Options) (*Engine, error) {
 		quit:    make(chan struct{}),
 		workers: map[string]*worker{},
 		changed: make(chan struct{}, 1),
+		spares:  warmPool{size: o.Spares},
+		uploads: warmPool{size: o.IngestWorkers},
+
+		progressAfter:      time.Second,
+		progressEvery:      250 * time.Millisecond,
+		ingestReserveAfter: 500 * time.Millisecond,
 	}
 	e.sched.changed = e.poke
 	e.wg.Add(1)
 	go e.janitor()
 	e.refillSpare()
+	e.refill(&e.uploads)
 	return e, nil
 }
 
@@ -250,19 +275,21 @@ func (e *Engine) WaitLoad(ctx context.Context, cond func(queued, running int) bo
 	return nil
 }
 
-// WaitSpares returns once the spare processes are all started and have
-// readied DuckDB, so that the next new conversation need not wait for one; or with ctx's error when ctx
+// WaitSpares returns once the spare processes (for new conversations and for
+// uploads) are all started and have readied DuckDB, so that the next new
+// conversation or upload need not wait for one; or with ctx's error when ctx
 // ends first. It is for benchmarks and tests, one waiter at a time, and shares
 // WaitLoad's signal.
 func (e *Engine) WaitSpares(ctx context.Context) error {
 	for {
 		e.mu.Lock()
-		ready := len(e.spares) >= e.opts.Spares && !slices.ContainsFunc(e.spares, func(p *proc) bool { return !p.isReady() }) || e.closed
+		ready := e.spares.readyLocked() && e.uploads.readyLocked() || e.closed
 		e.mu.Unlock()
 		if ready {
 			return nil
 		}
 		e.refillSpare()
+		e.refill(&e.uploads)
 		select {
 		case <-e.changed:
 		case <-ctx.Done():
@@ -289,8 +316,8 @@ func (e *Engine) Close() error {
 			delete(e.workers, k)
 			ws = append(ws, w)
 		}
-		spares := e.spares
-		e.spares = nil
+		spares := append(e.spares.procs, e.uploads.procs...)
+		e.spares.procs, e.uploads.procs = nil, nil
 		e.mu.Unlock()
 		close(e.quit)
 		e.wg.Wait()
@@ -628,20 +655,27 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	return w, nil
 }
 
-// takeSpare returns a spare process, or a new one. It does not start the
-// next spare: that waits until the conversation's open and query are done
-// (done, Prepare), so that a new process's start-up does not take the CPU
-// they need.
-func (e *Engine) takeSpare() (*proc, error) {
+// takeSpare returns a spare process for a conversation's worker, or a new
+// one. It does not start the next spare: that waits until the
+// conversation's open and query are done (done, Prepare), so that a new
+// process's start-up does not take the CPU they need.
+func (e *Engine) takeSpare() (*proc, error) { return e.take(&e.spares) }
+
+// refillSpare starts spare processes for conversations until Spares are
+// ready or starting.
+func (e *Engine) refillSpare() { e.refill(&e.spares) }
+
+// take returns a process of the pool, or a new one when it has none.
+func (e *Engine) take(pool *warmPool) (*proc, error) {
 	for {
 		e.mu.Lock()
 		var p *proc
-		if len(e.spares) > 0 {
+		if len(pool.procs) > 0 {
 			// One that has readied DuckDB (prewarm), else the oldest: the
 			// likeliest to be ready soonest.
-			i := max(0, slices.IndexFunc(e.spares, (*proc).isReady))
-			p = e.spares[i]
-			e.spares = slices.Delete(e.spares, i, i+1)
+			i := max(0, slices.IndexFunc(pool.procs, (*proc).isReady))
+			p = pool.procs[i]
+			pool.procs = slices.Delete(pool.procs, i, i+1)
 		}
 		e.mu.Unlock()
 		if p == nil {
@@ -654,15 +688,21 @@ func (e *Engine) takeSpare() (*proc, error) {
 	}
 }
 
-// refillSpare starts spare processes until Spares are ready or starting.
-func (e *Engine) refillSpare() {
+// readyLocked reports whether the pool is full of processes that have
+// readied DuckDB.
+func (pool *warmPool) readyLocked() bool {
+	return len(pool.procs) >= pool.size && !slices.ContainsFunc(pool.procs, func(p *proc) bool { return !p.isReady() })
+}
+
+// refill starts processes until the pool's are ready or starting.
+func (e *Engine) refill(pool *warmPool) {
 	e.mu.Lock()
-	need := e.opts.Spares - len(e.spares) - e.filling
+	need := pool.size - len(pool.procs) - pool.filling
 	if e.closed || need <= 0 {
 		e.mu.Unlock()
 		return
 	}
-	e.filling += need
+	pool.filling += need
 	e.mu.Unlock()
 	for range need {
 		e.wg.Add(1)
@@ -671,9 +711,9 @@ func (e *Engine) refillSpare() {
 			p, err := startProc(&e.opts)
 			added := p
 			e.mu.Lock()
-			e.filling--
-			if err == nil && !e.closed && len(e.spares) < e.opts.Spares {
-				e.spares, p = append(e.spares, p), nil
+			pool.filling--
+			if err == nil && !e.closed && len(pool.procs) < pool.size {
+				pool.procs, p = append(pool.procs, p), nil
 			}
 			e.mu.Unlock()
 			e.poke()

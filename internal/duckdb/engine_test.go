@@ -509,7 +509,7 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
-// TestKeywords checks Ident's keywords against the linked DuckDB: a word it
+// TestKeywords checks datachat.Ident's keywords against the linked DuckDB: a word it
 // reserves or takes as a type or function name is quoted, and a name written
 // bare reads back as itself.
 func TestKeywords(t *testing.T) {
@@ -533,6 +533,10 @@ func TestKeywords(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	keywords := map[string]bool{}
+	for _, w := range datachat.IdentKeywords() {
+		keywords[w] = true
+	}
 	for w := range want {
 		if !keywords[w] {
 			t.Errorf("DuckDB keyword %q missing from keywords", w)
@@ -545,13 +549,13 @@ func TestKeywords(t *testing.T) {
 	}
 	for _, name := range []string{"order", "species", "Species", "body mass", `a"b`, "2nd", "x2", "select", "join", "year", "value"} {
 		var got string
-		q := "SELECT * FROM (SELECT 1 AS " + QuoteIdent(name) + ") t(" + Ident(name) + ")"
+		q := "SELECT * FROM (SELECT 1 AS " + datachat.QuoteIdent(name) + ") t(" + datachat.Ident(name) + ")"
 		if err := db.QueryRow("SELECT column_name FROM (DESCRIBE " + q + ")").Scan(&got); err != nil {
-			t.Errorf("%q written %s: %v", name, Ident(name), err)
+			t.Errorf("%q written %s: %v", name, datachat.Ident(name), err)
 			continue
 		}
 		if got != name {
-			t.Errorf("%q written %s reads back as %q", name, Ident(name), got)
+			t.Errorf("%q written %s reads back as %q", name, datachat.Ident(name), got)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 		name := mapping.ColumnName(&res, mapping.IdxT(i))
 		r.Columns = append(r.Columns, datachat.Column{Name: name, SQLType: decoders[i].sqlType, Type: FriendlyType(decoders[i].sqlType)})
 		if u := decoders[i].unsupported(); u != "" {
-			return nil, &datachat.QueryError{Kind: datachat.KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, QuoteIdent(name))}
+			return nil, &datachat.QueryError{Kind: datachat.KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, datachat.QuoteIdent(name))}
 		}
 	}
 	cl := cellLimits{maxCell: lim.maxCell, maxBytes: lim.maxBytes}

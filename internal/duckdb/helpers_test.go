@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"datachat"
+
 	_ "github.com/duckdb/duckdb-go/v2"
 )
 
@@ -22,7 +24,7 @@ func mustParquet(t testing.TB, dir, name, query string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(context.Background(), "COPY ("+query+") TO "+QuoteLiteral(p)+" (FORMAT parquet)"); err != nil {
+	if _, err := db.ExecContext(context.Background(), "COPY ("+query+") TO "+datachat.QuoteLiteral(p)+" (FORMAT parquet)"); err != nil {
 		t.Fatalf("write %s: %v", name, err)
 	}
 	return p

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -20,7 +22,7 @@ import (
 )
 
 // An upload is checked and converted to Parquet in a worker of its own,
-// started for it and ended after it: hostile bytes (a CSV header that is SQL,
+// started ahead (Engine.uploads) and ended after it: hostile bytes (a CSV header that is SQL,
 // a decompression bomb, a Parquet footer that lies) meet DuckDB and the Go
 // decoders there, under the worker's memory and CPU limits, with file access
 // to the job's directory only, and a deadline after which the server kills it.
@@ -38,6 +40,12 @@ type IngestJob struct {
 	Name     string // the file's name as the user knows it, for messages
 	MaxBytes int64  // the largest decompressed size accepted (bytes)
 	MaxLine  int    // the longest CSV line accepted (bytes); 2 MiB
+
+	// Progress, if set, is called with how the job goes, from one
+	// goroutine at a time, every quarter of a second or so once the job has
+	// taken a second (waiting for its turn included): a small upload hears
+	// nothing. It must not block.
+	Progress func(IngestProgress)
 }
 
 // IngestResult describes what an upload became: one table, or several (a
@@ -67,29 +75,41 @@ const (
 	fileRewritten    = "dc-rewritten.parquet"
 )
 
-const defaultMaxLine = 2 << 20
+// DefaultMaxLine is the longest CSV line an upload may have (bytes) when
+// neither the job nor the loader sets one: the one default, for both.
+const DefaultMaxLine = 2 << 20
 
 // Ingest checks and converts an uploaded file in a worker of its own, at most
 // IngestWorkers at once (a job waits its turn, while ctx lasts), and kills it
 // past IngestTimeout.
 //
+// The worker is started ahead, from a pool kept for uploads alone, and
+// serves this one job: it takes its limits and Landlock to the job's
+// directory only when the job comes, and exits after it, so no upload's
+// worker ever sees another's files. Uploads do not queue behind queries:
+// their slots are their own; and once one has converted for reserveAfter,
+// queries run one fewer at once until it is done (see scheduler.reserve),
+// so that it gets a core however many queries there are. A small upload,
+// done before that, costs queries nothing.
+//
+// job.Progress, if set, hears how the job goes once it has taken a second.
+//
 // Errors: EINVALID naming the file and what is wrong with it; ctx's error.
 func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, error) {
 	if job.MaxLine <= 0 {
-		job.MaxLine = defaultMaxLine
+		job.MaxLine = DefaultMaxLine
 	}
-	select {
-	case e.ingest <- struct{}{}:
-		defer func() { <-e.ingest }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-e.quit:
-		return nil, errClosed
+	relay := newProgressRelay(job.Progress, e.progressAfter, e.progressEvery)
+	if err := e.waitIngestSlot(ctx, relay); err != nil {
+		return nil, err
 	}
-	p, err := startProc(&e.opts)
+	defer func() { <-e.ingest }()
+	defer e.reserveAfter(e.ingestReserveAfter)()
+	p, err := e.take(&e.uploads)
 	if err != nil {
 		return nil, err
 	}
+	defer e.refill(&e.uploads) // once this job is done, not to take its CPU
 	defer p.shutdown(time.Second)
 	req := &enc{}
 	req.byte(opIngest)
@@ -99,13 +119,14 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 	req.varint(job.MaxBytes)
 	req.int(job.MaxLine)
 	req.varint(e.opts.MemoryLimit)
-	req.int(e.opts.Threads)
+	req.int(e.ingestThreads(job))
 	lim := e.opts.limits()
 	lim.CPU = e.opts.IngestTimeout*time.Duration(e.opts.Threads) + e.opts.KillGrace
 	lim.QueryCPU = 0
 	lim.encode(req)
+	req.varint(int64(e.progressEvery))
 	onHard := datachat.Errorf(datachat.EINVALID, "%s took longer than %s to load and was stopped; load a smaller file, or convert it to Parquet first", job.Name, e.opts.IngestTimeout)
-	b, err := p.call(ctx, req.b, e.opts.IngestTimeout, e.opts.KillGrace, onHard)
+	b, err := p.callWith(ctx, req.b, e.opts.IngestTimeout, e.opts.KillGrace, onHard, relay.frame)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -140,21 +161,100 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 	return r, nil
 }
 
-// serveIngest is an ingest worker's life: one job, one reply.
+// reserveAfter holds a query slot for an upload once d has passed, until
+// the returned end is called.
+func (e *Engine) reserveAfter(d time.Duration) (end func()) {
+	var mu sync.Mutex
+	held, ended := false, false
+	t := time.AfterFunc(d, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !ended {
+			e.sched.reserve(1)
+			held = true
+		}
+	})
+	return func() {
+		t.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+		if held {
+			e.sched.reserve(-1)
+			held = false
+		}
+	}
+}
+
+// waitIngestSlot takes an upload slot, waiting as long as ctx allows, and
+// says so to relay while it waits.
+func (e *Engine) waitIngestSlot(ctx context.Context, relay *progressRelay) error {
+	select {
+	case e.ingest <- struct{}{}:
+		return nil
+	default:
+	}
+	var tick <-chan time.Time
+	if relay != nil {
+		t := time.NewTicker(e.progressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case e.ingest <- struct{}{}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.quit:
+			return errClosed
+		case <-tick:
+			relay.send(IngestProgress{Phase: PhaseWaiting, Percent: -1})
+		}
+	}
+}
+
+// ingestThreads is how many DuckDB threads an upload's conversion gets: one
+// for a small file that is not compressed (the second thread only adds the
+// cost of waking it), else Threads.
+func (e *Engine) ingestThreads(job IngestJob) int {
+	path := filepath.Join(job.Dir, job.Input)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() >= 32<<20 {
+		return e.opts.Threads
+	}
+	head, err := readHead(path, 4)
+	if err != nil {
+		return e.opts.Threads
+	}
+	for _, magic := range [][]byte{{0x1f, 0x8b}, {0x28, 0xb5, 0x2f, 0xfd}, []byte("BZh"), []byte("PK\x03\x04"), oleMagic[:4]} {
+		if bytes.HasPrefix(head, magic) {
+			return e.opts.Threads // it may unpack to far more than it is
+		}
+	}
+	return 1
+}
+
+// serveIngest is an ingest worker's life: one job, one reply, and progress
+// frames while it runs.
 func serveIngest(w *bufio.Writer, d *dec) int {
 	job := IngestJob{Dir: d.str(), Input: d.str(), Name: d.str(), MaxBytes: d.varint(), MaxLine: d.int()}
 	memoryLimit, threads := d.varint(), d.int()
 	var lim workerLimits
 	lim.decode(d)
-	if d.err != nil {
-		reply(w, d.err, nil)
+	every := time.Duration(d.varint())
+	if d.err != nil || every <= 0 {
+		reply(w, errMalformed, nil)
 		return 2
 	}
 	if _, err := applyLimits(lim, job.Dir, nil); err != nil {
 		reply(w, err, nil)
 		return 1
 	}
-	res, err := ingest(context.Background(), job, memoryLimit, threads)
+	prog := &ingestProgress{dir: job.Dir}
+	stop := prog.report(w, max(every, time.Millisecond))
+	res, err := ingest(context.Background(), job, memoryLimit, threads, prog)
+	stop()
 	err = hideErrorPaths(err, job.Dir, nil)
 	reply(w, err, func(e *enc) error {
 		e.str(res.SourceFormat)
@@ -173,7 +273,7 @@ func serveIngest(w *bufio.Writer, d *dec) int {
 }
 
 // ingest runs inside the worker, in the job's directory.
-func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) (*IngestResult, error) {
+func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int, prog *ingestProgress) (*IngestResult, error) {
 	if err := os.Chdir(job.Dir); err != nil {
 		return nil, fmt.Errorf("enter job directory: %w", err)
 	}
@@ -185,6 +285,7 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 	if fi.Size() == 0 {
 		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
 	}
+	prog.set(phaseDecompressing)
 	in, err := decompress(ctx, job.Input, ".", name, job.MaxBytes, job.MaxLine)
 	if err != nil {
 		return nil, err
@@ -193,6 +294,7 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 	if err != nil {
 		return nil, err
 	}
+	prog.reading(in)
 	db, err := openDatabase("", [][2]string{
 		{"threads", strconv.Itoa(threads)},
 		{"memory_limit", memSetting(memoryLimit)},
@@ -204,21 +306,20 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 	defer mapping.Close(&db)
 	res := &IngestResult{}
 	err = withConn(ctx, db, func(conn mapping.Connection) error {
-		// The same sandbox as a query's: only this job's directory.
-		dir, err := filepath.Abs(".")
-		if err != nil {
-			return err
-		}
-		for _, q := range []string{
-			"SET GLOBAL allowed_directories = [" + QuoteLiteral(dir+string(filepath.Separator)) + "]",
-			"SET GLOBAL enable_external_access = false",
-			"SET GLOBAL lock_configuration = true",
-		} {
+		// DuckDB's progress, for the report (ingestProgress), never printed;
+		// set before the sandbox locks the configuration.
+		for _, q := range []string{"SET enable_progress_bar = true", "SET enable_progress_bar_print = false"} {
 			if err := execOne(conn, q); err != nil {
 				return fmt.Errorf("sandbox setup %q: %w", q, err)
 			}
 		}
+		// The same sandbox as a query's: only this job's directory.
+		if err := lockDown(conn); err != nil {
+			return err
+		}
 		s := &ingestSession{conn: conn, name: name, maxLine: job.MaxLine, memoryLimit: memoryLimit}
+		prog.converting(conn)
+		defer prog.closing()
 		var tables []IngestTable
 		switch kind {
 		case "parquet":
@@ -239,7 +340,7 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 				return err
 			}
 		default:
-			enc, delim, err := s.storeCSV(ctx, in, fileOutput)
+			enc, delim, notes, err := s.storeCSV(ctx, in, fileOutput)
 			if err != nil {
 				return err
 			}
@@ -247,8 +348,9 @@ func ingest(ctx context.Context, job IngestJob, memoryLimit int64, threads int) 
 			if delim == "\t" || delim == `\t` {
 				res.SourceFormat = "tsv"
 			}
-			tables = []IngestTable{{Output: fileOutput}}
+			tables = []IngestTable{{Output: fileOutput, Notes: notes}}
 		}
+		prog.set(phaseDescribing)
 		for i := range tables {
 			if tables[i].Columns, tables[i].RowCount, err = s.describe(tables[i].Output); err != nil {
 				return datachat.Errorf(datachat.EINVALID, "%s: the stored Parquet file cannot be read back: %s", name, s.message(err))
@@ -302,7 +404,7 @@ func (s *ingestSession) storeParquet(in, out string) ([]string, error) {
 	if err := verifyPageChecksums(in); err != nil {
 		return nil, datachat.Errorf(datachat.EINVALID, "%s is corrupt: %v", name, err)
 	}
-	src := "read_parquet(" + QuoteLiteral(in) + ")"
+	src := "read_parquet(" + datachat.QuoteLiteral(in) + ")"
 	cols, err := s.columns("SELECT * FROM " + src)
 	if err != nil {
 		return nil, datachat.Errorf(datachat.EINVALID, "%s is not a readable Parquet file: %s", name, s.message(err))
@@ -324,9 +426,9 @@ func (s *ingestSession) storeParquet(in, out string) ([]string, error) {
 		}
 		// Text stored as un-annotated BINARY: valid UTF-8 without control
 		// characters in every value.
-		q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NOT NULL AND (try(decode(%[1]s)) IS NULL OR regexp_matches(try(decode(%[1]s)), '[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}]'))) = 0 FROM %[2]s`, QuoteIdent(c.Name), src)
+		q := fmt.Sprintf(`SELECT count(*) FILTER (WHERE %[1]s IS NOT NULL AND (try(decode(%[1]s)) IS NULL OR regexp_matches(try(decode(%[1]s)), '[\x{00}-\x{08}\x{0B}\x{0C}\x{0E}-\x{1F}\x{7F}]'))) = 0 FROM %[2]s`, datachat.QuoteIdent(c.Name), src)
 		if r, err := queryAll(s.conn, q, 1, nil); err == nil && len(r.Rows) == 1 && r.Rows[0][0] == true {
-			repl = append(repl, fmt.Sprintf("decode(%[1]s) AS %[1]s", QuoteIdent(c.Name)))
+			repl = append(repl, fmt.Sprintf("decode(%[1]s) AS %[1]s", datachat.QuoteIdent(c.Name)))
 		}
 	}
 	r, n := s.int96Overflow(in, cols)
@@ -334,7 +436,7 @@ func (s *ingestSession) storeParquet(in, out string) ([]string, error) {
 	if len(repl) == 0 {
 		return nil, os.Rename(in, out)
 	}
-	q := fmt.Sprintf("COPY (SELECT * REPLACE (%s) FROM %s) TO %s (FORMAT parquet)", strings.Join(repl, ", "), src, QuoteLiteral(fileRewritten))
+	q := fmt.Sprintf("COPY (SELECT * REPLACE (%s) FROM %s) TO %s (FORMAT parquet)", strings.Join(repl, ", "), src, datachat.QuoteLiteral(fileRewritten))
 	if err := execOne(s.conn, q); err != nil {
 		return nil, os.Rename(in, out) // keep the original rather than fail
 	}
@@ -351,7 +453,7 @@ const int96Floor = "TIMESTAMP '0001-01-01'"
 // holding such wrapped values, and returns the replacements that make them
 // NULL and a note for each column.
 func (s *ingestSession) int96Overflow(in string, cols []datachat.Column) (repl, notes []string) {
-	schema, err := queryAll(s.conn, "SELECT name FROM parquet_schema("+QuoteLiteral(in)+") WHERE type = 'INT96'", 10_000, nil)
+	schema, err := queryAll(s.conn, "SELECT name FROM parquet_schema("+datachat.QuoteLiteral(in)+") WHERE type = 'INT96'", 10_000, nil)
 	if err != nil || len(schema.Rows) == 0 {
 		return nil, nil
 	}
@@ -361,12 +463,12 @@ func (s *ingestSession) int96Overflow(in string, cols []datachat.Column) (repl, 
 			int96[n] = true
 		}
 	}
-	src := "read_parquet(" + QuoteLiteral(in) + ")"
+	src := "read_parquet(" + datachat.QuoteLiteral(in) + ")"
 	for _, c := range cols {
 		if !int96[c.Name] || !strings.HasPrefix(c.SQLType, "TIMESTAMP") {
 			continue
 		}
-		col := QuoteIdent(c.Name)
+		col := datachat.QuoteIdent(c.Name)
 		q := fmt.Sprintf("SELECT count(*) FILTER (WHERE %[1]s < %[2]s), min(%[1]s)::VARCHAR FROM %[3]s", col, int96Floor, src)
 		r, err := queryAll(s.conn, q, 1, nil)
 		if err != nil || len(r.Rows) != 1 {
@@ -426,7 +528,7 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 	// string it samples, which on one long value costs minutes (a 20 MiB
 	// string: 30 s a pass, against 3.7 s with ISO alone).
 	read := func(more string) string {
-		return fmt.Sprintf("read_json(%s, format = 'auto', dateformat = 'ISO', timestampformat = 'ISO'%s%s)", QuoteLiteral(in), opts, more)
+		return fmt.Sprintf("read_json(%s, format = 'auto', dateformat = 'ISO', timestampformat = 'ISO'%s%s)", datachat.QuoteLiteral(in), opts, more)
 	}
 	src := read("")
 	cols, err := s.columns("SELECT * FROM " + src)
@@ -460,7 +562,7 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 				continue // not an array of records
 			}
 			out := fmt.Sprintf("dc-output-%d.parquet", len(tables)+1)
-			q := fmt.Sprintf("COPY (SELECT r.* FROM (SELECT unnest(%s) AS r FROM %s)) TO %s (FORMAT parquet)", QuoteIdent(c.Name), src, QuoteLiteral(out))
+			q := fmt.Sprintf("COPY (SELECT r.* FROM (SELECT unnest(%s) AS r FROM %s)) TO %s (FORMAT parquet)", datachat.QuoteIdent(c.Name), src, datachat.QuoteLiteral(out))
 			if err := execOne(s.conn, q); err != nil {
 				return nil, err
 			}
@@ -470,7 +572,7 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 			return tables, nil
 		}
 	}
-	if err := execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", src, QuoteLiteral(fileOutput))); err != nil {
+	if err := execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", src, datachat.QuoteLiteral(fileOutput))); err != nil {
 		return nil, err
 	}
 	return []IngestTable{{Output: fileOutput}}, nil
@@ -511,14 +613,14 @@ func (s *ingestSession) storeWorkbook(in string) ([]IngestTable, error) {
 		cols := make([]string, len(sh.Columns))
 		var notes []string
 		for j, c := range sh.Columns {
-			cols[j] = QuoteLiteral(c.Name) + ": " + QuoteLiteral(c.Type)
+			cols[j] = datachat.QuoteLiteral(c.Name) + ": " + datachat.QuoteLiteral(c.Type)
 			if c.Percent {
 				notes = append(notes, fmt.Sprintf("column %q holds fractions the sheet showed as percentages (0.125 for 12.5%%)", c.Name))
 			}
 		}
 		out := fmt.Sprintf("dc-output-%d.parquet", i+1)
 		q := fmt.Sprintf("COPY (FROM read_csv(%s, auto_detect = false, header = true, delim = ',', quote = '\"', escape = '\"', new_line = '\\n', columns = {%s}, max_line_size = %d)) TO %s (FORMAT parquet)",
-			QuoteLiteral(csvName), strings.Join(cols, ", "), max(info.MaxLineSize+1, defaultMaxLine), QuoteLiteral(out))
+			datachat.QuoteLiteral(csvName), strings.Join(cols, ", "), max(info.MaxLineSize+1, DefaultMaxLine), datachat.QuoteLiteral(out))
 		if err := execOne(s.conn, q); err != nil {
 			return nil, datachat.Errorf(datachat.EINVALID, "%s, sheet %q, cannot be stored: %s", s.name, sh.Name, s.message(err))
 		}
@@ -536,51 +638,31 @@ func (s *ingestSession) storeWorkbook(in string) ([]IngestTable, error) {
 // (a few hundred kilobytes of brackets) overflow its stack.
 const maxJSONDepth = 1000
 
-// checkJSONDepth refuses a file nested deeper than maxJSONDepth, reading it
-// once as a stream of bytes (brackets inside strings do not count).
+// checkJSONDepth refuses a file nested deeper than maxJSONDepth, or that
+// DuckDB would not read as JSON in a way that could hide nesting from the
+// count (scanJSON).
 func checkJSONDepth(path, name string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	depth := 0
-	inString, escaped := false, false
-	for {
-		c, err := r.ReadByte()
-		if err != nil {
-			return nil
-		}
-		switch {
-		case inString && escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '[' || c == '{':
-			if depth++; depth > maxJSONDepth {
-				return datachat.Errorf(datachat.EINVALID, "%s nests arrays and objects more than %d levels deep, more than can be loaded: flatten it first", name, maxJSONDepth)
-			}
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
+	_, err = scanJSON(bufio.NewReaderSize(f, 1<<20), name, maxJSONDepth)
+	return err
 }
 
 // storeCSV reads a CSV/TSV file and writes it as Parquet to out. It returns
-// the text encoding when it was not UTF-8, and the delimiter.
-func (s *ingestSession) storeCSV(ctx context.Context, in, out string) (encName, delim string, err error) {
+// the text encoding when it was not UTF-8, the delimiter, and notes on how
+// it was read (numbers converted).
+func (s *ingestSession) storeCSV(ctx context.Context, in, out string) (encName, delim string, notes []string, err error) {
 	name := s.name
 	head, err := readHead(in, 64<<10)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	enc, err := detectEncoding(head, name)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	src := in
 	transcodeTo := func(enc textEncoding) error {
@@ -596,53 +678,145 @@ func (s *ingestSession) storeCSV(ctx context.Context, in, out string) (encName, 
 	}
 	if enc.enc != nil {
 		if err := transcodeTo(enc); err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 	}
-	delim, err = s.copyCSV(src, out)
+	delim, notes, err = s.copyCSV(src, out)
 	if isInvalidUnicode(err) && enc.enc == nil {
 		// Not UTF-8 after all, past the start of the file.
 		if enc, err = legacyEncodingOfFile(in); err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		if err := transcodeTo(enc); err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
-		delim, err = s.copyCSV(src, out)
+		delim, notes, err = s.copyCSV(src, out)
 	}
 	if err != nil {
 		var de *datachat.Error
 		switch {
 		case errors.As(err, &de):
-			return "", "", err
+			return "", "", nil, err
 		case enc.name != "":
-			return "", "", datachat.Errorf(datachat.EINVALID, "%s (read as %s) cannot be loaded: %s", name, enc.name, s.message(err))
+			return "", "", nil, datachat.Errorf(datachat.EINVALID, "%s (read as %s) cannot be loaded: %s", name, enc.name, s.message(err))
 		}
-		return "", "", datachat.Errorf(datachat.EINVALID, "%s cannot be loaded as CSV: %s", name, s.message(err))
+		return "", "", nil, datachat.Errorf(datachat.EINVALID, "%s cannot be loaded as CSV: %s", name, s.message(err))
 	}
-	return enc.name, delim, nil
+	return enc.name, delim, notes, nil
 }
 
-// copyCSV converts a UTF-8 CSV file to Parquet and returns its delimiter.
-func (s *ingestSession) copyCSV(src, out string) (string, error) {
+// copyCSV converts a UTF-8 CSV file to Parquet and returns its delimiter,
+// and notes on numbers it converted (numberFormats).
+func (s *ingestSession) copyCSV(src, out string) (string, []string, error) {
 	sn, err := s.sniff(src)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	read := sn.readCall(src, s.maxLine)
-	if sn.header != sn.sniffedHeader {
-		// We read the first row differently from the sniffer, so its column
-		// names and types do not hold: let read_csv detect them again.
-		read = fmt.Sprintf("read_csv(%s, header = %t, max_line_size = %d)", QuoteLiteral(src), sn.header, s.maxLine)
+	// copyTo writes the file to dst, reading the columns of conv as text
+	// and converting them.
+	convert := func(read, dst string, conv []numConversion) error {
+		sel := "FROM " + read
+		if len(conv) > 0 {
+			repl := make([]string, len(conv))
+			for i, c := range conv {
+				repl[i] = c.expr() + " AS " + datachat.QuoteIdent(c.name)
+			}
+			sel = "SELECT * REPLACE (" + strings.Join(repl, ", ") + ") FROM " + read
+		}
+		return execOne(s.conn, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", sel, datachat.QuoteLiteral(dst)))
 	}
-	err = execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", read, QuoteLiteral(out)))
-	if err != nil && !isInvalidUnicode(err) {
-		// The sniffer guesses column types from a sample; a value further
-		// down may not fit. Sniff the whole file instead.
-		read = fmt.Sprintf("read_csv(%s, header = %t, sample_size = -1, max_line_size = %d)", QuoteLiteral(src), sn.header, s.maxLine)
-		err = execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", read, QuoteLiteral(out)))
+	copyTo := func(dst string, conv []numConversion) error {
+		asText := map[string]bool{}
+		for _, c := range conv {
+			asText[c.name] = true
+		}
+		try := func(read string) error { return convert(read, dst, conv) }
+		read := sn.readCall(src, s.maxLine, asText)
+		if sn.header != sn.sniffedHeader {
+			// We read the first row differently from the sniffer, so its
+			// column names and types do not hold: let read_csv detect them
+			// again.
+			read = fmt.Sprintf("read_csv(%s, header = %t, max_line_size = %d%s)", datachat.QuoteLiteral(src), sn.header, s.maxLine, typesArg(asText))
+		}
+		err := try(read)
+		if err != nil && !isInvalidUnicode(err) {
+			// The sniffer guesses column types from a sample; a value
+			// further down may not fit. Sniff the whole file instead.
+			err = try(fmt.Sprintf("read_csv(%s, header = %t, sample_size = -1, max_line_size = %d%s)", datachat.QuoteLiteral(src), sn.header, s.maxLine, typesArg(asText)))
+		}
+		return err
 	}
-	return sn.delim, err
+	if err := copyTo(out, nil); err != nil {
+		return "", nil, err
+	}
+	conv, notes := s.csvNumbers(src, sn, out)
+	if len(conv) > 0 {
+		// Text columns hold their raw text in the stored file, which is
+		// quicker to read again than the CSV; fractions do not.
+		from := func() error { return convert("read_parquet("+datachat.QuoteLiteral(out)+")", fileRewritten, conv) }
+		for _, c := range conv {
+			if c.sniffed != "VARCHAR" {
+				from = func() error { return copyTo(fileRewritten, conv) }
+			}
+		}
+		if err := from(); err != nil {
+			// Best effort: the numbers stay as DuckDB read them.
+			os.Remove(fileRewritten)
+			return sn.delim, nil, nil
+		}
+		if err := os.Rename(fileRewritten, out); err != nil {
+			return "", nil, err
+		}
+	}
+	return sn.delim, notes, nil
+}
+
+// csvNumbers finds the columns of numbers written with a decimal comma or
+// thousands separators (numberFormats) in a CSV file stored as out. It is
+// best effort: what it cannot read is left as DuckDB read it.
+func (s *ingestSession) csvNumbers(src string, sn *csvSniff, out string) ([]numConversion, []string) {
+	stored := "read_parquet(" + datachat.QuoteLiteral(out) + ")"
+	cols, err := s.columns("SELECT * FROM " + stored)
+	if err != nil {
+		return nil, nil
+	}
+	// The raw text of fractions comes from the sniffer's read of the file,
+	// when it named the columns as they were stored.
+	var asText func([]string) string
+	if sn.header == sn.sniffedHeader && len(cols) == len(sn.columns) {
+		asText = func(names []string) string {
+			m := make(map[string]bool, len(names))
+			for _, n := range names {
+				m[n] = true
+			}
+			return sn.readCall(src, s.maxLine, m)
+		}
+		for i, c := range cols {
+			if sn.columns[i][0] != c.Name {
+				asText = nil
+				break
+			}
+		}
+	}
+	conv, notes, err := s.numberFormats(stored, cols, asText)
+	if err != nil {
+		return nil, nil
+	}
+	return conv, notes
+}
+
+// typesArg is read_csv's types argument reading the named columns as text,
+// or "" for none.
+func typesArg(text map[string]bool) string {
+	if len(text) == 0 {
+		return ""
+	}
+	var fields []string
+	for name := range text {
+		fields = append(fields, datachat.QuoteLiteral(name)+": 'VARCHAR'")
+	}
+	sort.Strings(fields)
+	return ", types = {" + strings.Join(fields, ", ") + "}"
 }
 
 // csvSniff is what DuckDB's sniffer found in a CSV file, as data.
@@ -660,31 +834,43 @@ type csvSniff struct {
 	tsFormat      string
 }
 
+// dialectArgs are read_csv's arguments for the file and its sniffed
+// dialect: every value a literal.
+func (sn *csvSniff) dialectArgs(file string) []string {
+	return []string{
+		datachat.QuoteLiteral(file),
+		"delim = " + datachat.QuoteLiteral(sn.delim),
+		"quote = " + datachat.QuoteLiteral(sn.quote),
+		"escape = " + datachat.QuoteLiteral(sn.escape),
+		"new_line = " + datachat.QuoteLiteral(sn.newline),
+		"comment = " + datachat.QuoteLiteral(sn.comment),
+		fmt.Sprintf("skip = %d", sn.skip),
+	}
+}
+
 // readCall builds the read_csv call for the sniffed dialect and columns:
-// every value a literal, every name a quoted string.
-func (sn *csvSniff) readCall(file string, maxLine int) string {
+// every value a literal, every name a quoted string. The columns named in
+// text are read as VARCHAR, whatever the sniffer made of them.
+func (sn *csvSniff) readCall(file string, maxLine int, text map[string]bool) string {
 	cols := make([]string, len(sn.columns))
 	for i, c := range sn.columns {
-		cols[i] = QuoteLiteral(c[0]) + ": " + QuoteLiteral(c[1])
+		typ := c[1]
+		if text[c[0]] {
+			typ = "VARCHAR"
+		}
+		cols[i] = datachat.QuoteLiteral(c[0]) + ": " + datachat.QuoteLiteral(typ)
 	}
-	args := []string{
-		QuoteLiteral(file),
+	args := append(sn.dialectArgs(file),
 		"auto_detect = false",
-		"delim = " + QuoteLiteral(sn.delim),
-		"quote = " + QuoteLiteral(sn.quote),
-		"escape = " + QuoteLiteral(sn.escape),
-		"new_line = " + QuoteLiteral(sn.newline),
-		"comment = " + QuoteLiteral(sn.comment),
-		fmt.Sprintf("skip = %d", sn.skip),
 		fmt.Sprintf("header = %t", sn.header),
-		"columns = {" + strings.Join(cols, ", ") + "}",
+		"columns = {"+strings.Join(cols, ", ")+"}",
 		fmt.Sprintf("max_line_size = %d", maxLine),
-	}
+	)
 	if sn.dateFormat != "" {
-		args = append(args, "dateformat = "+QuoteLiteral(sn.dateFormat))
+		args = append(args, "dateformat = "+datachat.QuoteLiteral(sn.dateFormat))
 	}
 	if sn.tsFormat != "" {
-		args = append(args, "timestampformat = "+QuoteLiteral(sn.tsFormat))
+		args = append(args, "timestampformat = "+datachat.QuoteLiteral(sn.tsFormat))
 	}
 	return "read_csv(" + strings.Join(args, ", ") + ")"
 }
@@ -707,7 +893,7 @@ func sniffText(v any) string {
 // non-empty cells are most of the row, none looks like a number, all differ,
 // and none recurs further down its column.
 func (s *ingestSession) sniff(src string) (*csvSniff, error) {
-	r, err := queryAll(s.conn, fmt.Sprintf("SELECT Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, HasHeader, Columns, DateFormat, TimestampFormat FROM sniff_csv(%s, max_line_size = %d)", QuoteLiteral(src), s.maxLine), 1, nil)
+	r, err := queryAll(s.conn, fmt.Sprintf("SELECT Delimiter, Quote, Escape, NewLineDelimiter, Comment, SkipRows, HasHeader, Columns, DateFormat, TimestampFormat FROM sniff_csv(%s, max_line_size = %d)", datachat.QuoteLiteral(src), s.maxLine), 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -751,7 +937,7 @@ func (s *ingestSession) sniff(src string) (*csvSniff, error) {
 	if sn.header || !allText {
 		return sn, nil
 	}
-	grid, err := queryAll(s.conn, fmt.Sprintf("SELECT * FROM read_csv(%s, header = false, all_varchar = true, max_line_size = %d) LIMIT 1000", QuoteLiteral(src), s.maxLine), -1, nil)
+	grid, err := queryAll(s.conn, fmt.Sprintf("SELECT * FROM read_csv(%s, header = false, all_varchar = true, max_line_size = %d) LIMIT 1000", datachat.QuoteLiteral(src), s.maxLine), -1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -810,7 +996,7 @@ func (s *ingestSession) columns(query string) ([]datachat.Column, error) {
 // describe returns the stored file's columns, with a few sample values, and
 // its row count.
 func (s *ingestSession) describe(path string) ([]datachat.Column, int64, error) {
-	src := "read_parquet(" + QuoteLiteral(path) + ")"
+	src := "read_parquet(" + datachat.QuoteLiteral(path) + ")"
 	cols, err := s.columns("SELECT * FROM " + src)
 	if err != nil {
 		return nil, 0, err
@@ -840,7 +1026,7 @@ func (s *ingestSession) samples(src string, cols []datachat.Column) {
 		case datachat.TypeBlob, datachat.TypeList, datachat.TypeStruct, datachat.TypeMap:
 			continue
 		}
-		exprs = append(exprs, fmt.Sprintf("list_filter(list(DISTINCT left(%s::VARCHAR, %d)), x -> x IS NOT NULL)[1:%d]::VARCHAR[]", QuoteIdent(c.Name), maxSampleChar+1, maxSamples))
+		exprs = append(exprs, fmt.Sprintf("list_filter(list(DISTINCT left(%s::VARCHAR, %d)), x -> x IS NOT NULL)[1:%d]::VARCHAR[]", datachat.QuoteIdent(c.Name), maxSampleChar+1, maxSamples))
 		idx = append(idx, i)
 	}
 	if len(exprs) == 0 {

@@ -99,11 +99,11 @@ func openInstance(root string, tables []Table, memoryLimit int64, threads int, m
 	// still on; the lock comes last.
 	paths := make([]string, len(links))
 	for i, l := range links {
-		paths[i] = QuoteLiteral(l)
+		paths[i] = datachat.QuoteLiteral(l)
 	}
 	err = in.withConn(context.Background(), func(conn mapping.Connection) error {
 		for i, t := range tables {
-			q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet(%s)", QuoteIdent(t.Name), QuoteLiteral(links[i]))
+			q := fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM read_parquet(%s)", datachat.QuoteIdent(t.Name), datachat.QuoteLiteral(links[i]))
 			if err := execOne(conn, q); err != nil {
 				return datachat.Errorf(datachat.EINVALID, "dataset %q cannot be read: %v", t.Name, err)
 			}
@@ -275,3 +275,7 @@ func withConn(ctx context.Context, db mapping.Database, fn func(conn mapping.Con
 	mapping.Disconnect(&conn)
 	return err
 }
+
+// Version is the version of the DuckDB library linked into this binary, as
+// the library itself reports it (such as v1.5.5).
+func Version() string { return mapping.LibraryVersion() }

@@ -154,6 +154,14 @@ func (p *proc) send(b []byte) error {
 // worker is asked to cancel and given grace to answer, then killed; when hard
 // passes first (0: never), it is killed and the call fails with onHard.
 func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, onHard error) ([]byte, error) {
+	return p.callWith(ctx, req, hard, grace, onHard, nil)
+}
+
+// callWith is call, handing each progress frame that comes before the reply
+// (its content after the status byte) to progress. With a nil progress a
+// progress frame is the reply, which then does not decode: only ingest
+// workers send them.
+func (p *proc) callWith(ctx context.Context, req []byte, hard, grace time.Duration, onHard error, progress func([]byte)) ([]byte, error) {
 	// The frame is the request's op, its number, then the rest of it.
 	p.mu.Lock()
 	p.seq++
@@ -172,16 +180,30 @@ func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, 
 		defer t.Stop()
 		hardC = t.C
 	}
-	select {
-	case b, ok := <-p.replies:
-		if !ok {
-			return nil, p.death()
+	isProgress := func(b []byte) bool {
+		if progress == nil || len(b) == 0 || b[0] != replyProgress {
+			return false
 		}
-		return b, nil
-	case <-hardC:
-		p.kill(onHard)
-		return nil, onHard
-	case <-ctx.Done():
+		progress(b[1:])
+		return true
+	}
+wait:
+	for {
+		select {
+		case b, ok := <-p.replies:
+			if !ok {
+				return nil, p.death()
+			}
+			if isProgress(b) {
+				continue
+			}
+			return b, nil
+		case <-hardC:
+			p.kill(onHard)
+			return nil, onHard
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	// The caller gave up: stop the query, keep the worker if it answers.
 	cancel := &enc{}
@@ -192,17 +214,21 @@ func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, 
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
-	select {
-	case _, ok := <-p.replies:
-		if !ok {
-			p.death()
+	for {
+		select {
+		case b, ok := <-p.replies:
+			if !ok {
+				p.death()
+			} else if isProgress(b) {
+				continue
+			}
+		case <-t.C:
+			p.kill(context.Cause(ctx))
+		case <-hardC:
+			p.kill(onHard)
 		}
-	case <-t.C:
-		p.kill(context.Cause(ctx))
-	case <-hardC:
-		p.kill(onHard)
+		return nil, ctx.Err()
 	}
-	return nil, ctx.Err()
 }
 
 // kill ends the process at once (SIGKILL), recording why.

@@ -21,7 +21,7 @@ import (
 // datachat.EINVALID when its parse tree is too large to read back; the
 // errors of [Engine.Query] otherwise.
 func (e *Engine) Relations(ctx context.Context, conversationID string, tables []Table, sql string) ([]string, error) {
-	res, err := e.Query(ctx, conversationID, tables, "SELECT json_serialize_sql("+QuoteLiteral(sql)+")")
+	res, err := e.Query(ctx, conversationID, tables, "SELECT json_serialize_sql("+datachat.QuoteLiteral(sql)+")")
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func TestSandbox(t *testing.T) {
 		}
 	}
 
-	lit := QuoteLiteral
+	lit := datachat.QuoteLiteral
 	cases := []struct {
 		sql  string
 		kind string

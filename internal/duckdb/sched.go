@@ -15,6 +15,12 @@ import (
 // back by no more than their own share.
 // A user with perUserQueued queries waiting gets EBUSY for the next one; so
 // does everyone when maxQueued wait in all.
+//
+// Uploads have slots of their own (Engine.Ingest), which queries never take,
+// and while one converts it holds one of these slots too (reserve): queries
+// then run one fewer at once, never fewer than one, so that an upload gets
+// its share of the CPU however many queries wait, instead of a third of it
+// beside two queries.
 type scheduler struct {
 	mu            sync.Mutex
 	slots         int
@@ -22,13 +28,14 @@ type scheduler struct {
 	perUserQueued int
 	maxQueued     int
 
-	running int
-	queued  int
-	seq     uint64 // counts arrivals and grants, to order them
-	users   map[string]*userQueue
-	busy    map[string]bool // conversations with a query running
-	changed func()          // called (under mu) whenever a query waits, starts or ends
-	watch   chan struct{}   // for tests: what changed sends to
+	reserved int // slots held by uploads converting now
+	running  int
+	queued   int
+	seq      uint64 // counts arrivals and grants, to order them
+	users    map[string]*userQueue
+	busy     map[string]bool // conversations with a query running
+	changed  func()          // called (under mu) whenever a query waits, starts or ends
+	watch    chan struct{}   // for tests: what changed sends to
 }
 
 type userQueue struct {
@@ -112,9 +119,20 @@ func (s *scheduler) changedLocked() {
 	}
 }
 
+// reserve holds n more slots for uploads (n < 0: gives them back). A
+// query running keeps its slot: the next waiting query starts only once
+// fewer than the slots left run.
+func (s *scheduler) reserve(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved += n
+	s.dispatchLocked()
+	s.changedLocked()
+}
+
 // dispatchLocked starts waiting tickets while slots are free.
 func (s *scheduler) dispatchLocked() {
-	for s.running < s.slots {
+	for s.running < s.slots-min(s.reserved, s.slots-1) {
 		var best *userQueue
 		var bestTicket int
 		for _, u := range s.users {

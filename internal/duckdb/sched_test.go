@@ -173,3 +173,44 @@ func TestSchedulerLimits(t *testing.T) {
 	}
 	release()
 }
+
+// TestSchedulerReserve: while an upload holds a slot, queries run one fewer
+// at once (a running query keeps its slot; the next waits), never fewer than
+// one; the slot given back starts the next waiting query.
+func TestSchedulerReserve(t *testing.T) {
+	s := newWatched(2, 2, 10, 100)
+	ctx := context.Background()
+	a := take(s, ctx, "alice", "a").granted(t)
+	s.reserve(1)
+	b := take(s, ctx, "bob", "b")
+	queued(t, s, 1)
+	b.waiting(t)
+	if _, r := s.load(); r != 1 {
+		t.Fatalf("%d running, want 1 beside the upload", r)
+	}
+	s.reserve(-1)
+	releaseB := b.granted(t)
+	// Reserved while both slots run: both keep them; the next query waits
+	// for both to end, as one of them leaves the upload its slot.
+	s.reserve(1)
+	c := take(s, ctx, "carol", "c")
+	queued(t, s, 1)
+	a()
+	c.waiting(t)
+	releaseB()
+	releaseC := c.granted(t)
+	// However many uploads hold slots, one query runs.
+	s.reserve(5)
+	releaseC()
+	d := take(s, ctx, "dave", "d")
+	d.granted(t)()
+	s.reserve(-6)
+	if q, r := s.load(); q != 0 || r != 0 || s.reserved != 0 {
+		t.Errorf("left: %d waiting, %d running, %d reserved", q, r, s.reserved)
+	}
+
+	// One slot: an upload never takes the last.
+	s = newWatched(1, 1, 10, 100)
+	s.reserve(1)
+	take(s, ctx, "alice", "a").granted(t)()
+}

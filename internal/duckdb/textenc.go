@@ -205,15 +205,15 @@ func detectEncoding(head []byte, name string) (textEncoding, error) {
 	case even*10 > half*3 && odd*20 < half:
 		return textEncoding{"UTF-16BE", xunicode.UTF16(xunicode.BigEndian, xunicode.IgnoreBOM)}, nil
 	case even+odd > 0:
-		return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s is neither a CSV nor a Parquet file: it holds binary data", name)
+		return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s holds binary data, not text a CSV is made of: a dataset is a %s file.", name, datachat.DatasetFormatNames())
 	}
 	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
 	if len(text) > 0 {
 		switch text[0] {
 		case '<':
-			return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s looks like an HTML or XML page, not a CSV or Parquet file", name)
+			return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s looks like an HTML or XML page, not CSV: a link must lead to the data file itself (a %s file).", name, datachat.DatasetFormatNames())
 		case '{', '[':
-			return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s looks like JSON, not a CSV or Parquet file", name)
+			return textEncoding{}, datachat.Errorf(datachat.EINVALID, "%s looks like JSON, not CSV: name it .json (or .ndjson for one record a line) to load it as JSON.", name)
 		}
 	}
 	if validUTF8Prefix(head) {
@@ -323,6 +323,11 @@ func transcode(ctx context.Context, in, out string, enc encoding.Encoding, maxLi
 	}
 	return noteWriteErr(err)
 }
+
+// ContextReader returns a reader of r that stops reading, with ctx's error,
+// once ctx ends: an upload's bytes are copied through it wherever they enter
+// (the spool, decompression, transcoding).
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
 
 // ctxReader stops reading when ctx ends.
 type ctxReader struct {

@@ -135,7 +135,7 @@ func sqlType(lt mapping.LogicalType) string {
 				fmt.Fprintf(&b, "… %d more", n-i)
 				break
 			}
-			b.WriteString(QuoteLiteral(mapping.EnumDictionaryValue(lt, mapping.IdxT(i))))
+			b.WriteString(datachat.QuoteLiteral(mapping.EnumDictionaryValue(lt, mapping.IdxT(i))))
 		}
 		b.WriteString(")")
 		return b.String()
@@ -202,47 +202,5 @@ func quoteFieldName(s string) string {
 	if plain {
 		return s
 	}
-	return QuoteIdent(s)
-}
-
-// Ident writes an identifier as SQL text for a reader, a person or a model:
-// bare when DuckDB reads it back as the same name (lower-case letters, digits
-// and underscores, not starting with a digit, and not a keyword DuckDB
-// reserves), else quoted by [QuoteIdent]. SQL datachat runs quotes every
-// identifier with QuoteIdent.
-func Ident(s string) string {
-	plain := s != "" && !keywords[s]
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return s
-	}
-	return QuoteIdent(s)
-}
-
-// keywords are the words DuckDB does not take as a bare column name: its
-// reserved and type_function keywords (duckdb_keywords(); TestKeywords checks
-// them against the linked DuckDB). Most are the words it does not take as a
-// table name either (datachat.ReservedWords); these few only fail elsewhere.
-var keywords = func() map[string]bool {
-	m := map[string]bool{"columns": true, "generated": true, "map": true, "struct": true, "try_cast": true}
-	for _, w := range datachat.ReservedWords() {
-		m[w] = true
-	}
-	return m
-}()
-
-// QuoteIdent quotes an SQL identifier for DuckDB.
-func QuoteIdent(s string) string {
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-// QuoteLiteral quotes an SQL string literal for DuckDB. With [QuoteIdent], it
-// is the one way datachat puts a value into SQL text it builds.
-func QuoteLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	return datachat.QuoteIdent(s)
 }

@@ -321,6 +321,7 @@ const (
 	replyCoded                // a *datachat.Error: code, message
 	replyInternal             // any other error: message (logged, never shown)
 	replyNoSpace              // a write failed on a full disk: no payload
+	replyProgress             // not an answer: an ingest worker's progress (see ingestProgress), before its answer
 )
 
 // encodeError writes err as a reply.

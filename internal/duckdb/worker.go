@@ -31,6 +31,8 @@ import (
 //     frames one at a time until its input closes. opCancel interrupts the
 //     running request.
 //   - opIngest: one dataset upload to check and convert to Parquet, then exit.
+//   - opSave: one spool of a query's rows to store as Parquet (save.go),
+//     then exit.
 //
 // Nothing a worker does can reach the server's memory; the server kills a
 // worker that outlives its deadline, and one that crashes fails only its own
@@ -43,6 +45,7 @@ const (
 	opEstimate
 	opCancel
 	opIngest
+	opSave
 )
 
 func init() {
@@ -76,6 +79,8 @@ func workerMain() int {
 		return serveQueries(r, w, d)
 	case opIngest:
 		return serveIngest(w, d)
+	case opSave:
+		return serveSave(w, d)
 	}
 	fmt.Fprintf(os.Stderr, "datachat sql worker: unknown first frame %d\n", first[0])
 	return 2

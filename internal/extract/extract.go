@@ -156,8 +156,10 @@ func NewExtractor(opts PDFOptions) *Extractor {
 
 // Warm starts PDFium in the background (compiling it takes seconds, once
 // per process, or once for all with [PDFOptions.CacheDir]), so that the
-// first PDF does not wait for it.
-func (e *Extractor) Warm() { e.pdf.startOnce.Do(func() { go e.pdf.start() }) }
+// first PDF does not wait for it. With a CacheDir, PDFium is let go as soon
+// as it is compiled there: the first PDF reads it back in milliseconds, and
+// a server that reads none does not hold it.
+func (e *Extractor) Warm() { e.pdf.warm() }
 
 // Close releases the PDF reader. No Extract may run during or after it.
 func (e *Extractor) Close() error { return e.pdf.close() }
@@ -305,11 +307,8 @@ func spool(dir string, r io.Reader, name string, maxBytes int64) (*os.File, int6
 // (starting with ": " or "") used in the error message.
 func detect(head []byte, f *os.File, size int64, name string) string {
 	ext := strings.ToLower(filepath.Ext(name))
-	textExt := false
-	switch ext {
-	case ".md", ".markdown", ".mdown", ".mkd", ".mdx", ".html", ".htm", ".xhtml", ".txt", ".text":
-		textExt = true
-	}
+	named := mediaOfExt(ext) // what Formats says the name is
+	textExt := named == MediaMarkdown || named == MediaHTML || named == MediaText
 	switch {
 	// PDF readers accept the header anywhere in the first KiB; a text file
 	// that merely mentions it further in stays text.
@@ -319,12 +318,18 @@ func detect(head []byte, f *os.File, size int64, name string) string {
 		if isDOCX(f, size) {
 			return MediaDOCX
 		}
+		switch officeZip(f, size) {
+		case "xl":
+			return " (an Excel workbook: add it as a dataset, where each sheet becomes a table)"
+		case "ppt":
+			return " (a PowerPoint presentation: save it as PDF and upload that)"
+		}
 		if ext == ".docx" {
 			return " (a zip archive without word/document.xml: not a Word document)"
 		}
 		return " (a zip archive)"
-	case bytes.HasPrefix(head, []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1")):
-		return " (a legacy Office file such as .doc: save it as .docx)"
+	case bytes.HasPrefix(head, oleMagic):
+		return oleKind(f, size, ext)
 	case bytes.HasPrefix(head, []byte("{\\rtf")):
 		return " (RTF)"
 	}
@@ -332,16 +337,14 @@ func detect(head []byte, f *os.File, size int64, name string) string {
 		return fmt.Sprintf(" (%s looks like a binary file)", ext)
 	}
 	// Text of some kind.
-	switch ext {
-	case ".pdf":
+	switch {
+	case named == MediaPDF:
 		return " (named .pdf but not a PDF)"
-	case ".docx":
+	case named == MediaDOCX:
 		return " (named .docx but not a Word document)"
-	case ".md", ".markdown", ".mdown", ".mkd", ".mdx":
-		return MediaMarkdown
-	case ".html", ".htm", ".xhtml":
-		return MediaHTML
-	case ".txt", ".text", ".log", ".csv", ".tsv", ".rst", ".adoc":
+	case textExt:
+		return named
+	case ext == ".csv" || ext == ".tsv":
 		return MediaText
 	}
 	if looksHTML(head) {

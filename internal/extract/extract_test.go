@@ -346,6 +346,29 @@ func TestExtractErrors(t *testing.T) {
 		io.WriteString(w, content)
 	}
 	zw.Close()
+	var pptx bytes.Buffer
+	zw = zip.NewWriter(&pptx)
+	w, _ = zw.Create("ppt/presentation.xml")
+	io.WriteString(w, "<presentation/>")
+	zw.Close()
+	// OLE2 compound files name their streams in UTF-16 in their directory.
+	// OLE2 compound files name their streams in 128-byte directory entries
+	// (UTF-16 name, then at byte 64 its length with the terminator); text
+	// that merely spells a name elsewhere does not count.
+	ole := func(streams ...string) []byte {
+		b := append([]byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"), make([]byte, 504)...)
+		b = append(b, []byte("W\x00o\x00r\x00k\x00b\x00o\x00o\x00k\x00")...) // no length at byte 64: not an entry
+		b = append(b, make([]byte, 1024-len(b))...)
+		for _, s := range streams {
+			e := make([]byte, 128)
+			for i, r := range s {
+				e[2*i] = byte(r)
+			}
+			e[64] = byte(2 * (len(s) + 1))
+			b = append(b, e...)
+		}
+		return b
+	}
 	for _, tc := range []struct {
 		name  string
 		data  []byte
@@ -353,13 +376,19 @@ func TestExtractErrors(t *testing.T) {
 		cause error
 		want  string
 	}{
-		{"sheet.xlsx", xlsx.Bytes(), 0, ErrUnsupported, "zip archive"},
+		{"sheet.xlsx", xlsx.Bytes(), 0, ErrUnsupported, "an Excel workbook: add it as a dataset"},
+		{"slides.pptx", pptx.Bytes(), 0, ErrUnsupported, "a PowerPoint presentation: save it as PDF"},
+		{"locked.xlsx", ole("EncryptionInfo", "EncryptedPackage"), 0, ErrUnsupported, "a password-protected Excel workbook"},
+		{"locked.docx", ole("EncryptionInfo", "EncryptedPackage"), 0, ErrUnsupported, "a password-protected Office document: remove the password"},
+		{"old.xls", ole("Workbook"), 0, ErrUnsupported, "an Excel 97–2003 workbook (.xls)"},
+		{"old.ppt", ole("PowerPoint Document"), 0, ErrUnsupported, "a PowerPoint 97–2003 presentation"},
+		{"older.doc", ole("WordDocument"), 0, ErrUnsupported, "a Word 97–2003 document (.doc): save it as .docx"},
 		{"empty.txt", nil, 0, ErrNoText, "empty"},
 		{"blank.txt", []byte(" \n\t\n "), 0, ErrNoText, "no extractable text"},
 		{"picture.png", png, 0, ErrUnsupported, "unsupported file type"},
 		{"archive.zip", zipNoDoc.Bytes(), 0, ErrUnsupported, "zip archive"},
 		{"fake.docx", zipNoDoc.Bytes(), 0, ErrUnsupported, "not a Word document"},
-		{"old.doc", []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest"), 0, ErrUnsupported, "legacy Office"},
+		{"old.doc", []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1rest"), 0, ErrUnsupported, "an old Microsoft Office file"},
 		{"notes.pdf", []byte("just some text"), 0, ErrUnsupported, "not a PDF"},
 		{"big.txt", bytes.Repeat([]byte("a"), 2000), 1000, ErrTooLarge, "larger than the limit of 1000 bytes"},
 		{"binary.bin", []byte{1, 2, 3, 0, 5, 6, 7, 8, 0, 0, 0, 1}, 0, ErrUnsupported, "binary"},
@@ -371,8 +400,18 @@ func TestExtractErrors(t *testing.T) {
 			}
 			_, err := Extract(context.Background(), bytes.NewReader(tc.data), tc.name, max)
 			checkInvalid(t, err, tc.cause, tc.name, tc.want)
+			if strings.Contains(tc.name, "locked") && strings.Contains(err.Error(), "legacy") {
+				t.Errorf("%s: an encrypted file is called legacy: %v", tc.name, err)
+			}
 		})
 	}
+	// A real password-protected workbook (Agile encryption) uploaded as a
+	// document.
+	t.Run("shared encryptSHA1.xlsx", func(t *testing.T) {
+		locked := sharedtest.Read(t, "data/xlsx/encryptSHA1.xlsx")
+		_, err := Extract(context.Background(), bytes.NewReader(locked), "encryptSHA1.xlsx", 1<<20)
+		checkInvalid(t, err, ErrUnsupported, "encryptSHA1.xlsx", "a password-protected Excel workbook")
+	})
 }
 
 // imageOnlyPDF builds a one-page PDF whose page shows a 2×2 image and no text.

@@ -440,10 +440,9 @@ func TestExtractSharedPDFs(t *testing.T) {
 // what to do, and is not an internal error ("Internal error.").
 func TestPDFReaderUnavailable(t *testing.T) {
 	e := newExtractor(t, PDFOptions{})
-	e.pdf.startOnce.Do(func() {
-		e.pdf.startErr = errors.New("compile: out of memory")
-		close(e.pdf.ready)
-	})
+	rt := &pdfRuntime{ready: make(chan struct{}), err: errors.New("compile: out of memory")}
+	close(rt.ready)
+	e.pdf.rt = rt
 	_, err := extractWith(t, e, t.Context(), "report.pdf", threePages)
 	if code := datachat.ErrorCode(err); code != datachat.EBUSY {
 		t.Fatalf("error code = %q, want %q (%v)", code, datachat.EBUSY, err)

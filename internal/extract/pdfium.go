@@ -9,16 +9,19 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/webassembly"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	"golang.org/x/sync/semaphore"
 
 	"datachat"
 )
@@ -34,6 +37,10 @@ const (
 	// keepPDFMemory is the most memory an instance may have grown to and still
 	// be kept for the next document: WebAssembly memory never shrinks.
 	keepPDFMemory = 64 << 20
+	// DefaultPDFMemoryBudget caps the memory of the PDF reader for all the
+	// documents read at once and the instances kept for the next: two
+	// documents at the default per-document limit.
+	DefaultPDFMemoryBudget = 512 << 20
 )
 
 // PDFOptions bound the reading of PDF files by an [Extractor]. A zero field
@@ -47,8 +54,16 @@ type PDFOptions struct {
 	// Timeout bounds the reading of one document once its turn has come.
 	// Default [PDFTimeout].
 	Timeout time.Duration
-	// MaxConcurrent is how many documents are read at once. Default: the
-	// number of CPUs (GOMAXPROCS), at most 4.
+	// MemoryBudget caps the WebAssembly memory of all the documents read at
+	// once and of the instances kept for the next document: each document
+	// reserves MemoryLimit from it before it starts (waiting, as long as its
+	// context allows, while the budget is taken), and an instance kept idle
+	// holds its memory until the next document takes it, or is thrown away
+	// for a document waiting on the budget. Default
+	// [DefaultPDFMemoryBudget]; at least MemoryLimit.
+	MemoryBudget int64
+	// MaxConcurrent is how many documents are read at once, within
+	// MemoryBudget. Default: the number of CPUs (GOMAXPROCS), at most 4.
 	MaxConcurrent int
 	// MaxQueued is how many more may wait for their turn, each as long as its
 	// context allows; one more fails at once with [ErrBusy]. Default 8 per
@@ -60,13 +75,28 @@ type PDFOptions struct {
 	// A cache that cannot be used (a damaged file, a full disk) is emptied,
 	// and the reader starts without it.
 	CacheDir string
+	// IdleRelease is how long PDFium stays started with no document to read
+	// before the reader lets it go — its machine code (tens of MB) and the
+	// instances kept for the next document (up to 64 MiB each) — when it can
+	// read it back from CacheDir, in milliseconds, for the next PDF. Without
+	// CacheDir PDFium is kept (compiling it again takes seconds of CPU).
+	// Default [DefaultPDFIdleRelease]; negative: never.
+	IdleRelease time.Duration
 }
+
+// DefaultPDFIdleRelease is how long PDFium stays started with no document
+// to read, by default (see [PDFOptions.IdleRelease]).
+const DefaultPDFIdleRelease = 30 * time.Second
 
 func (o PDFOptions) withDefaults() PDFOptions {
 	if o.MemoryLimit <= 0 {
 		o.MemoryLimit = DefaultPDFMemoryLimit
 	}
 	o.MemoryLimit = max(o.MemoryLimit, minPDFMemoryLimit) &^ (1<<16 - 1)
+	if o.MemoryBudget <= 0 {
+		o.MemoryBudget = DefaultPDFMemoryBudget
+	}
+	o.MemoryBudget = max(o.MemoryBudget, o.MemoryLimit)
 	if o.Timeout <= 0 {
 		o.Timeout = PDFTimeout
 	}
@@ -76,13 +106,18 @@ func (o PDFOptions) withDefaults() PDFOptions {
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = 8 * o.MaxConcurrent
 	}
+	if o.IdleRelease == 0 {
+		o.IdleRelease = DefaultPDFIdleRelease
+	}
 	return o
 }
 
 // PDFStats describe the PDF reader of an [Extractor], for benchmarks and
 // metrics.
 type PDFStats struct {
-	Start      time.Duration // compiling PDFium and starting its runtime, once
+	Start      time.Duration // compiling PDFium (or reading it from the cache) and starting its runtime, the last time
+	Starts     int           // times PDFium was started
+	Releases   int           // times it was let go, idle (PDFOptions.IdleRelease)
 	Documents  int           // documents read (or tried)
 	Instances  int           // WebAssembly instances of PDFium started
 	Discarded  int           // instances thrown away after a failure, a timeout or a large document
@@ -90,46 +125,89 @@ type PDFStats struct {
 	MaxMemory  int64         // the largest LastMemory so far
 	Running    int           // documents being read now
 	Waiting    int           // documents waiting for their turn
+
+	// The memory budget's accounting: reserved now (by documents being
+	// read and instances kept idle), and the most reserved at once.
+	Reserved, PeakReserved int64
 }
 
-// wasmCaches hold PDFium compiled to machine code, for the life of the
-// process, by [PDFOptions.CacheDir] ("": in memory only): every Extractor has
-// its own runtime (the memory limit is the runtime's) but compiles from its
-// cache in milliseconds instead of seconds.
+// wasmCaches hold PDFium compiled to machine code, by [PDFOptions.CacheDir]
+// ("": in memory only): every Extractor has its own runtime (the memory limit
+// is the runtime's) but compiles from its cache in milliseconds instead of
+// seconds. A cache kept in a directory lives while a runtime uses it: closing
+// it unmaps the machine code, which the directory gives back on the next
+// start. The memory-only cache lives as long as the process.
 var (
 	wasmCachesMu sync.Mutex
-	wasmCaches   = map[string]wazero.CompilationCache{}
+	wasmCaches   = map[string]*wasmCache{}
 )
 
-// wasmCache returns the cache kept in dir, the memory-only one when dir is
-// empty or cannot hold a cache.
-func wasmCache(dir string) wazero.CompilationCache {
+// wasmCache is one compilation cache and the runtimes using it.
+type wasmCache struct {
+	dir  string
+	c    wazero.CompilationCache
+	refs int // under wasmCachesMu
+}
+
+// acquireCache returns the cache kept in dir, the memory-only one when dir is
+// empty or cannot hold a cache, counted as used until release.
+func acquireCache(dir string) *wasmCache {
 	wasmCachesMu.Lock()
 	defer wasmCachesMu.Unlock()
 	if c := wasmCaches[dir]; c != nil {
+		c.refs++
 		return c
 	}
-	c := wazero.NewCompilationCache()
 	if dir != "" {
 		if dc, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
-			c = dc
+			c := &wasmCache{dir: dir, c: dc, refs: 1}
+			wasmCaches[dir] = c
+			return c
+		}
+		dir = ""
+		if c := wasmCaches[dir]; c != nil {
+			c.refs++
+			return c
 		}
 	}
+	c := &wasmCache{c: wazero.NewCompilationCache(), refs: 1}
 	wasmCaches[dir] = c
 	return c
 }
 
-// dropWasmCache forgets the cache kept in dir and empties dir, so that the
-// next process writes it anew.
-func dropWasmCache(dir string) {
+// release ends one use of the cache; the last use of a cache kept in a
+// directory closes it, unmapping the machine code compiled or read into it.
+func (c *wasmCache) release() {
 	wasmCachesMu.Lock()
 	defer wasmCachesMu.Unlock()
-	delete(wasmCaches, dir)
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		os.RemoveAll(filepath.Join(dir, e.Name()))
+	if c.refs--; c.refs > 0 || c.dir == "" {
+		return
 	}
+	if wasmCaches[c.dir] == c {
+		delete(wasmCaches, c.dir)
+	}
+	c.c.Close(context.Background())
 }
+
+// drop forgets the cache kept in a directory and empties the directory, so
+// that the next process writes it anew; then it releases the caller's use.
+func (c *wasmCache) drop() {
+	wasmCachesMu.Lock()
+	if wasmCaches[c.dir] == c {
+		delete(wasmCaches, c.dir)
+	}
+	entries, _ := os.ReadDir(c.dir)
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(c.dir, e.Name()))
+	}
+	wasmCachesMu.Unlock()
+	c.release()
+}
+
+// freeMemory returns to the system the heap memory no longer used:
+// compiling PDFium leaves hundreds of MB of garbage that an idle server
+// would otherwise hold until a later collection and the scavenger's pace.
+var freeMemory = debug.FreeOSMemory
 
 // pdfReader reads PDF files with PDFium compiled to WebAssembly and run by
 // wazero, inside the process. Each document is read by one WebAssembly
@@ -140,20 +218,45 @@ type pdfReader struct {
 	slots   chan struct{} // one per document being read
 	waiting atomic.Int64
 
-	startOnce sync.Once
-	ready     chan struct{} // closed once pool or startErr is set
-	pool      pdfium.Pool
-	startErr  error
-
 	mu        sync.Mutex
+	rt        *pdfRuntime // PDFium started or starting; nil before the first PDF and once let go
+	idleSeq   uint64      // counts the uses of rt, so that an idle timer knows it is stale
 	stats     PDFStats
 	instances map[any]bool // the implementation of every live instance
 	closed    bool
 
+	// The memory budget (PDFOptions.MemoryBudget): a document holds
+	// MemoryLimit of it while it is read, an instance kept idle its memory.
+	budget     *semaphore.Weighted
+	idle       map[any]int64 // an idle instance's implementation → what it holds; under mu
+	memWaiting int           // documents waiting on the budget; under mu
+
 	// Test hooks: waitHook runs when a document starts waiting for its
-	// turn, pageHook before each page is read (with the document's context).
-	waitHook func()
-	pageHook func(ctx context.Context, page int)
+	// turn, pageHook before each page is read (with the document's context),
+	// releaseHook once PDFium has been let go.
+	waitHook    func()
+	pageHook    func(ctx context.Context, page int)
+	releaseHook func()
+}
+
+// pdfRuntime is PDFium started once: compiled (or read from the cache) and
+// its pool of instances set up.
+type pdfRuntime struct {
+	ready chan struct{} // closed once pool or err is set
+	pool  pdfium.Pool
+	err   error
+	cache *wasmCache // released with the pool
+	users int        // documents (and Warm) using it; under pdfReader.mu
+}
+
+// shutdown closes the pool and releases the cache.
+func (rt *pdfRuntime) shutdown() error {
+	if rt.pool == nil {
+		return nil
+	}
+	err := rt.pool.Close()
+	rt.cache.release()
+	return err
 }
 
 func newPDFReader(opts PDFOptions) *pdfReader {
@@ -161,36 +264,180 @@ func newPDFReader(opts PDFOptions) *pdfReader {
 	return &pdfReader{
 		opts:      opts,
 		slots:     make(chan struct{}, opts.MaxConcurrent),
-		ready:     make(chan struct{}),
 		instances: map[any]bool{},
+		budget:    semaphore.NewWeighted(opts.MemoryBudget),
+		idle:      map[any]int64{},
+	}
+}
+
+// reserved counts n bytes taken from the memory budget (returned, n < 0)
+// in the statistics.
+func (r *pdfReader) reserved(n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Reserved += n
+	r.stats.PeakReserved = max(r.stats.PeakReserved, r.stats.Reserved)
+}
+
+// reserveMemory takes MemoryLimit of the budget for one document, waiting
+// as long as ctx allows. When the budget is short and an instance is kept
+// idle, it takes that instance (the pool hands out its idle instances
+// first), counting what the instance holds towards the reservation, and
+// returns it for the document; if that is still short, it throws the
+// instance away and tries again. While it waits, no document finishing
+// keeps its instance.
+func (r *pdfReader) reserveMemory(ctx context.Context, pool pdfium.Pool) (pdfium.Pdfium, error) {
+	n := r.opts.MemoryLimit
+	r.mu.Lock()
+	r.memWaiting++
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.memWaiting--
+		r.mu.Unlock()
+	}()
+	for {
+		if r.budget.TryAcquire(n) {
+			r.reserved(n)
+			return nil, nil
+		}
+		r.mu.Lock()
+		idle := len(r.idle)
+		r.mu.Unlock()
+		if idle == 0 {
+			if err := r.budget.Acquire(ctx, n); err != nil {
+				return nil, err
+			}
+			r.reserved(n)
+			return nil, nil
+		}
+		inst, err := pool.GetInstanceWithContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		impl := inst.GetImplementation()
+		r.mu.Lock()
+		held := r.idle[impl] // 0 for a new instance, which holds nothing yet
+		delete(r.idle, impl)
+		r.mu.Unlock()
+		if r.budget.TryAcquire(n - held) {
+			r.reserved(n - held)
+			return inst, nil
+		}
+		inst.Kill()
+		r.mu.Lock()
+		if r.instances[impl] {
+			delete(r.instances, impl)
+			r.stats.Discarded++
+		}
+		r.mu.Unlock()
+		r.reserved(-held)
+		r.budget.Release(held)
+	}
+}
+
+// use returns PDFium started, or starting, counted as in use until done: it
+// starts it when it is not (the first PDF, or the first after it was let go).
+func (r *pdfReader) use() (*pdfRuntime, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errReaderClosed
+	}
+	if r.rt == nil {
+		r.rt = &pdfRuntime{ready: make(chan struct{})}
+		go r.start(r.rt)
+	}
+	r.rt.users++
+	r.idleSeq++
+	return r.rt, nil
+}
+
+// done ends a use of rt. When nothing uses it any more and PDFium can be
+// read back from the cache on disk, it is let go: at once when now is set
+// (Warm, whose point was to fill the cache), else after IdleRelease.
+func (r *pdfReader) done(rt *pdfRuntime, now bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt.users--
+	select {
+	case <-rt.ready:
+		r.idleLocked(rt, now)
+	default: // a caller that gave up waiting: start calls idleLocked
+	}
+}
+
+// idleLocked schedules the release of rt, started, if nothing uses it and
+// it can be read back from the cache on disk; it reports whether it did.
+func (r *pdfReader) idleLocked(rt *pdfRuntime, now bool) bool {
+	if rt.users > 0 || rt != r.rt || r.closed || r.opts.IdleRelease < 0 || rt.err != nil || rt.cache.dir == "" {
+		return false
+	}
+	seq := r.idleSeq
+	if now {
+		go r.release(rt, seq)
+	} else {
+		time.AfterFunc(r.opts.IdleRelease, func() { r.release(rt, seq) })
+	}
+	return true
+}
+
+// release lets rt go if it is still the reader's, unused since seq: its
+// pool (the instances kept idle with it, and what they held of the memory
+// budget) and its use of the cache.
+func (r *pdfReader) release(rt *pdfRuntime, seq uint64) {
+	r.mu.Lock()
+	if r.rt != rt || rt.users > 0 || r.idleSeq != seq || r.closed || len(r.slots) > 0 || r.waiting.Load() > 0 {
+		// In use, or about to be: the document's done schedules the next try.
+		r.mu.Unlock()
+		return
+	}
+	r.rt = nil
+	var held int64
+	for impl, m := range r.idle {
+		held += m
+		delete(r.idle, impl)
+	}
+	clear(r.instances)
+	r.stats.Releases++
+	r.stats.Reserved -= held
+	r.mu.Unlock()
+	r.budget.Release(held)
+	rt.shutdown()
+	freeMemory()
+	if r.releaseHook != nil {
+		r.releaseHook()
 	}
 }
 
 // start compiles PDFium (from the cache after the first time) and sets up
-// the pool of instances. It runs once, in its own goroutine, so that a caller
-// waiting for it can give up when its context ends.
-func (r *pdfReader) start() {
-	defer close(r.ready)
+// the pool of instances, in its own goroutine, so that a caller waiting for
+// it can give up when its context ends.
+func (r *pdfReader) start(rt *pdfRuntime) {
 	begin := time.Now()
-	pool, err := r.initPool(wasmCache(r.opts.CacheDir))
-	if err != nil && r.opts.CacheDir != "" {
+	cache := acquireCache(r.opts.CacheDir)
+	pool, err := r.initPool(cache.c)
+	if err != nil && cache.dir != "" {
 		// The cache on disk could not be read or written: start without it.
-		dropWasmCache(r.opts.CacheDir)
-		pool, err = r.initPool(wasmCache(""))
+		cache.drop()
+		cache = acquireCache("")
+		pool, err = r.initPool(cache.c)
 	}
+	if err != nil {
+		cache.release()
+		cache = nil
+	}
+	// Compiling (or reading the cache) left its garbage: give it back now,
+	// not at the next collection, which an idle server may not have for
+	// minutes.
+	freeMemory()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stats.Start = time.Since(begin)
-	if err != nil {
-		r.startErr = err
-		return
-	}
-	if r.closed {
-		pool.Close()
-		r.startErr = errReaderClosed
-		return
-	}
-	r.pool = pool
+	r.stats.Starts++
+	rt.pool, rt.err, rt.cache = pool, err, cache
+	close(rt.ready)
+	r.idleLocked(rt, false)
 }
 
 // initPool compiles PDFium, or reads it from cache, and sets up the pool of
@@ -207,6 +454,7 @@ func (r *pdfReader) initPool(cache wazero.CompilationCache) (pdfium.Pool, error)
 		WithCloseOnContextDone(true).
 		WithCompilationCache(cache)
 	return webassembly.Init(webassembly.Config{
+		Context:      experimental.WithMemoryAllocator(context.Background(), mmapAllocator),
 		MaxTotal:     r.opts.MaxConcurrent,
 		MaxIdle:      r.opts.MaxConcurrent,
 		ReuseWorkers: true,
@@ -220,22 +468,37 @@ func (r *pdfReader) initPool(cache wazero.CompilationCache) (pdfium.Pool, error)
 
 var errReaderClosed = errors.New("pdf reader closed")
 
-// getPool starts the reader on first use and waits for it as long as ctx
-// allows.
-func (r *pdfReader) getPool(ctx context.Context, name string) (pdfium.Pool, error) {
-	r.startOnce.Do(func() { go r.start() })
+// getPool starts PDFium if it is not and waits for it as long as ctx
+// allows. The caller calls done(rt) when it no longer uses the pool.
+func (r *pdfReader) getPool(ctx context.Context, name string) (*pdfRuntime, error) {
+	rt, err := r.use()
+	if err != nil {
+		return nil, fmt.Errorf("extract %q: %w", name, err)
+	}
 	select {
-	case <-r.ready:
+	case <-rt.ready:
 	case <-ctx.Done():
+		r.done(rt, false)
 		return nil, ctx.Err()
 	}
-	switch {
-	case errors.Is(r.startErr, errReaderClosed):
-		return nil, fmt.Errorf("extract %q: %w", name, r.startErr)
-	case r.startErr != nil:
-		return nil, unavailable(name, r.startErr)
+	if rt.err != nil {
+		r.done(rt, false)
+		return nil, unavailable(name, rt.err)
 	}
-	return r.pool, nil
+	return rt, nil
+}
+
+// warm starts PDFium in the background; once started, it is let go at once
+// if it can be read back from the cache on disk.
+func (r *pdfReader) warm() {
+	rt, err := r.use()
+	if err != nil {
+		return
+	}
+	go func() {
+		<-rt.ready
+		r.done(rt, true)
+	}()
 }
 
 // unavailable is the error when the PDF reader cannot start: not the
@@ -292,11 +555,26 @@ func (r *pdfReader) extract(ctx context.Context, f io.ReaderAt, size int64, name
 	if err != nil {
 		return nil, err
 	}
+	rt, err := r.getPool(ctx, name)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	// The turn first, then PDFium: a release (done) never finds this
+	// document still holding a turn.
+	defer r.done(rt, false)
 	defer release()
-	pool, err := r.getPool(ctx, name)
+	pool := rt.pool
+	inst, err := r.reserveMemory(ctx, pool)
 	if err != nil {
 		return nil, err
 	}
+	limit := r.opts.MemoryLimit
+	held := limit // of the budget, returned when the document is done
+	defer func() {
+		r.reserved(-held)
+		r.budget.Release(held)
+	}()
 
 	docCtx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
@@ -306,14 +584,31 @@ func (r *pdfReader) extract(ctx context.Context, f io.ReaderAt, size int64, name
 		}
 		return badFile(ErrDamaged, "reading the PDF took longer than %s; the file may be damaged or too complex", r.opts.Timeout)
 	}
-	inst, err := pool.GetInstanceWithContext(docCtx)
-	if err != nil {
-		if docCtx.Err() != nil {
-			return nil, timeoutErr()
+	if inst == nil {
+		inst, err = pool.GetInstanceWithContext(docCtx)
+		if err != nil {
+			if docCtx.Err() != nil {
+				return nil, timeoutErr()
+			}
+			return nil, unavailable(name, err)
 		}
-		return nil, unavailable(name, err)
 	}
 	impl := r.begin(inst)
+	r.mu.Lock()
+	if m, ok := r.idle[impl]; ok {
+		// A kept instance: what it held idle is now within our reservation.
+		delete(r.idle, impl)
+		r.mu.Unlock()
+		r.reserved(-m)
+		r.budget.Release(m)
+	} else {
+		r.mu.Unlock()
+	}
+
+	// Its memory stays mapped until the read has returned, whatever
+	// closes the instance meanwhile (wasmmem_unix.go).
+	memDone := memBusy(wasmMemoryBase(inst))
+	defer memDone()
 
 	// On a timeout (or when ctx ends) kill the instance: that stops the
 	// WebAssembly call it is running, and the read below returns.
@@ -330,6 +625,17 @@ func (r *pdfReader) extract(ctx context.Context, f io.ReaderAt, size int64, name
 	}
 	timedOut := killed || docCtx.Err() != nil
 	keep := !timedOut && (err == nil || isFileError(err)) && mem >= 0 && mem <= keepPDFMemory
+	r.mu.Lock()
+	if keep && r.memWaiting > 0 {
+		keep = false // its memory goes to a document waiting for the budget
+	}
+	if keep {
+		// Kept, it holds its memory of the budget until the next
+		// document takes it (or it is thrown away for one).
+		r.idle[impl] = mem
+		held = limit - mem
+	}
+	r.mu.Unlock()
 	switch {
 	case killed:
 	case keep:
@@ -432,21 +738,32 @@ func (r *pdfReader) Stats() PDFStats {
 func (r *pdfReader) close() error {
 	r.mu.Lock()
 	r.closed = true
+	rt := r.rt
+	r.rt = nil
 	r.mu.Unlock()
-	started := true
-	r.startOnce.Do(func() {
-		started = false
-		r.startErr = errReaderClosed
-		close(r.ready)
-	})
-	if !started {
+	if rt == nil {
 		return nil
 	}
-	<-r.ready
-	if r.pool == nil {
+	<-rt.ready
+	return rt.shutdown()
+}
+
+// wasmMemoryBase returns the address of the WebAssembly memory of inst, or
+// nil when it cannot be found (see wasmMemory).
+func wasmMemoryBase(inst pdfium.Pdfium) (p unsafe.Pointer) {
+	defer func() {
+		if recover() != nil {
+			p = nil
+		}
+	}()
+	mem := wasmAPIMemory(inst)
+	if mem == nil {
 		return nil
 	}
-	return r.pool.Close()
+	if b, ok := mem.Read(0, 1); ok && len(b) == 1 {
+		return unsafe.Pointer(&b[0])
+	}
+	return nil
 }
 
 // wasmMemory returns the size in bytes of the WebAssembly memory of inst, or
@@ -459,20 +776,26 @@ func wasmMemory(inst pdfium.Pdfium) (n int64) {
 			n = -1
 		}
 	}()
+	mem := wasmAPIMemory(inst)
+	if mem == nil {
+		return -1
+	}
+	return int64(mem.Size())
+}
+
+// wasmAPIMemory returns the wazero memory of inst, or nil. It may panic.
+func wasmAPIMemory(inst pdfium.Pdfium) api.Memory {
 	impl := reflect.ValueOf(inst.GetImplementation())
 	if impl.Kind() == reflect.Pointer {
 		impl = impl.Elem()
 	}
 	mod := impl.FieldByName("Module")
 	if !mod.IsValid() || mod.IsNil() {
-		return -1
+		return nil
 	}
 	out := mod.MethodByName("Memory").Call(nil)
-	mem, ok := out[0].Interface().(api.Memory)
-	if !ok || mem == nil {
-		return -1
-	}
-	return int64(mem.Size())
+	mem, _ := out[0].Interface().(api.Memory)
+	return mem
 }
 
 // firstLine returns the first line of s, at most 200 bytes of it.

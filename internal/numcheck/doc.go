@@ -167,4 +167,12 @@
 // value, and each number examines at most the 256 values nearest it. A
 // 1,000-row × 20-column result and a 4,000-character answer take a few
 // milliseconds (BenchmarkCheckAnswer).
+//
+// An answer is checked up to [DefaultMaxNumbers] numbers, the first in
+// reading order, and for at most [DefaultTimeout] ([CheckAnswerWithin] takes
+// other [Limits] and a context); only the start of the text that holds those
+// numbers is read. The numbers after are left out of the checks, as numbers
+// the checker does not check are, and [Checked] says from where and why. An
+// answer of 300,000 numbers (4.7 MiB) takes 13 ms and 11 MB
+// (BenchmarkCheckAnswerMany).
 package numcheck

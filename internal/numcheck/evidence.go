@@ -404,7 +404,8 @@ func (b *builder) text(s string, r ref, gcol int) {
 		return
 	}
 	d := newDoc(s)
-	for _, t := range d.scan() {
+	toks, _ := d.scan(math.MaxInt)
+	for _, t := range toks {
 		if t.skip != "" {
 			continue
 		}

@@ -1,12 +1,15 @@
 package numcheck
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // interp is one reading of a number: its value and how precisely it is shown.
@@ -221,13 +224,68 @@ type choice struct {
 	ok       bool
 }
 
-// CheckAnswer checks every number of answer against ev, as the package doc
-// describes, and returns one [Check] per checked number, in order. Offsets are
-// in characters (runes), not bytes. It never fails: text it cannot read as a
-// number is simply not checked. The result is never nil.
+// Limits bound the work of checking one answer.
+type Limits struct {
+	// MaxNumbers is the most numbers read, the first in reading order
+	// (DefaultMaxNumbers when 0).
+	MaxNumbers int
+	// Timeout bounds the check (DefaultTimeout when 0); the context given
+	// to CheckAnswerWithin may end it sooner.
+	Timeout time.Duration
+}
+
+// Defaults of [Limits]: an answer of a few thousand characters has tens of
+// numbers; a 5,000-number answer takes some 30 ms (BenchmarkCheckAnswerMany).
+const (
+	DefaultMaxNumbers = 5000
+	DefaultTimeout    = 2 * time.Second
+)
+
+// Checked is the outcome of [CheckAnswerWithin]: the checks of the numbers
+// read and, when it stopped early, from where and why the rest of the
+// answer was not checked. Those numbers are left out of Checks, as every
+// number the checker does not check is (code, years, labels): the page
+// marks nothing on them and claims nothing about them.
+type Checked struct {
+	Checks []Check
+	// From is the character offset where checking stopped, Stopped why:
+	// "numbers" (more than MaxNumbers), "time" (the timeout or the
+	// context). Both are zero when every number was checked.
+	From    int
+	Stopped string
+}
+
+// CheckAnswer checks the numbers of answer against ev within the default
+// [Limits]; see [CheckAnswerWithin].
 func CheckAnswer(answer string, ev Evidence) []Check {
-	d := newDoc(answer)
-	toks := d.scan()
+	return CheckAnswerWithin(context.Background(), answer, ev, Limits{}).Checks
+}
+
+// CheckAnswerWithin checks every number of answer against ev, as the package
+// doc describes, and returns one [Check] per checked number, in order, up to
+// lim.MaxNumbers numbers and until lim.Timeout or ctx ends. Offsets are in
+// characters (runes), not bytes. It never fails: text it cannot read as a
+// number is simply not checked. Checks is never nil.
+func CheckAnswerWithin(ctx context.Context, answer string, ev Evidence, lim Limits) Checked {
+	if lim.MaxNumbers <= 0 {
+		lim.MaxNumbers = DefaultMaxNumbers
+	}
+	if lim.Timeout <= 0 {
+		lim.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+	var out Checked
+	// Only the start of a long answer is read: it holds the first numbers.
+	text, cut := prefixOf(answer, lim.MaxNumbers)
+	d := newDoc(text)
+	toks, from := d.scan(lim.MaxNumbers)
+	switch {
+	case from >= 0:
+		out.From, out.Stopped = from, StoppedNumbers
+	case cut:
+		out.From, out.Stopped = len(d.rs), StoppedNumbers
+	}
 	years := yearColumns(&ev)
 	var names []nameRef
 	var colNums map[string]bool
@@ -283,8 +341,9 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 		ts, ins = ts2, ins2
 	}
 	checks := make([]Check, 0, len(ts))
+	out.Checks = checks
 	if len(ts) == 0 {
-		return checks
+		return out
 	}
 	ix := buildIndex(&ev, mergeWindows(ws))
 
@@ -293,6 +352,10 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 	type cand struct{ i, q int }
 	var cands []cand
 	for n, t := range ts {
+		if n%64 == 63 && ctx.Err() != nil {
+			out.From, out.Stopped = t.start, StoppedTime
+			break
+		}
 		c := Check{Text: string(d.rs[t.start:t.end]), Start: t.start, End: t.end, Status: Unmatched}
 		// The candidates of the best quality group, then the best of them.
 		cands = cands[:0]
@@ -335,8 +398,44 @@ func CheckAnswer(answer string, ev Evidence) []Check {
 		}
 		checks = append(checks, c)
 	}
-	return checks
+	out.Checks = checks
+	return out
 }
+
+// prefixOf returns the start of answer that holds its first max numbers:
+// up to the end of the line of its 4×max-th run of digits (a number has up
+// to four: "1,234,567.89"), at most 512 bytes further, and at most 64 bytes
+// a number; and whether that cut anything. It bounds the memory of a check
+// (the text is held as runes, with a mask and its lines) by the limit,
+// whatever the answer's length.
+func prefixOf(answer string, max int) (string, bool) {
+	limit := min(len(answer), 64*max+512)
+	runs, end := 0, limit
+	for i := 0; i < limit; i++ {
+		if isDigit(rune(answer[i])) && (i == 0 || !isDigit(rune(answer[i-1]))) {
+			if runs++; runs == 4*max+1 {
+				end = i
+				if nl := strings.IndexByte(answer[i:min(len(answer), i+512)], '\n'); nl >= 0 {
+					end = i + nl
+				}
+				break
+			}
+		}
+	}
+	if end >= len(answer) {
+		return answer, false
+	}
+	for end > 0 && !utf8.RuneStart(answer[end]) {
+		end--
+	}
+	return answer[:end], true
+}
+
+// Reasons in [Checked.Stopped].
+const (
+	StoppedNumbers = "numbers"
+	StoppedTime    = "time"
+)
 
 func mergeWindows(ws []window) []window {
 	slices.SortFunc(ws, func(a, b window) int {
@@ -362,6 +461,9 @@ func mergeWindows(ws []window) []window {
 func (ix *index) source(r ref) Source {
 	switch r.kind {
 	case kindCell:
+		if m := ix.ev.Results[r.idx].Metric; m != "" {
+			return Source{Metric: m}
+		}
 		row, col := int(r.row), int(r.col)
 		return Source{ToolCallID: ix.ev.Results[r.idx].ToolCallID, Row: &row, Column: &col}
 	case kindRowCount:

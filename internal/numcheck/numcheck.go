@@ -40,11 +40,13 @@ type Source struct {
 	Column     *int   `json:"column,omitempty"`
 	Question   bool   `json:"question,omitempty"`
 	SourceID   string `json:"source_id,omitempty"`
+	// Metric names a metric of the data dictionary whose value it is.
+	Metric string `json:"metric,omitempty"`
 }
 
 // IsZero reports whether s names nothing (an unmatched check's source).
 func (s Source) IsZero() bool {
-	return s.ToolCallID == "" && s.Row == nil && s.Column == nil && !s.Question && s.SourceID == ""
+	return s.ToolCallID == "" && s.Row == nil && s.Column == nil && !s.Question && s.SourceID == "" && s.Metric == ""
 }
 
 // IsRowCount reports whether s is a result's row count.
@@ -57,6 +59,13 @@ func (s Source) MarshalJSON() ([]byte, error) {
 	switch {
 	case s.Question:
 		return []byte(`{"question":true}`), nil
+	case s.Metric != "":
+		m, err := json.Marshal(s.Metric)
+		if err != nil {
+			return nil, err
+		}
+		b := append([]byte(`{"metric":`), m...)
+		return append(b, '}'), nil
 	case s.SourceID != "":
 		id, err := json.Marshal(s.SourceID)
 		if err != nil {
@@ -108,6 +117,10 @@ type Result struct {
 	Rows [][]any
 	// RowCount is the row count the model was told (len(Rows) when zero).
 	RowCount int
+	// Metric, when set, makes the result a metric of the data dictionary
+	// (its one row holding the metric's value): a number matched to it has
+	// the source {"metric": Metric}.
+	Metric string
 }
 
 // Excerpt is a document excerpt the answer cites.

@@ -65,13 +65,18 @@ func (t *tok) intValue() (uint64, bool) {
 	return x, true
 }
 
-// scan finds the number-like tokens of d, in order.
-func (d *doc) scan() []tok {
-	var toks []tok
+// scan finds the number-like tokens of d, in order, at most limit of
+// them; from is where the first one past the limit starts, or -1.
+func (d *doc) scan(limit int) (toks []tok, from int) {
+	from = -1
 	rs := d.rs
 	for i := 0; i < len(rs); i++ {
 		if d.mask[i] || !isDigit(rs[i]) {
 			continue
+		}
+		if len(toks) == limit {
+			from = i
+			break
 		}
 		t := d.scanAt(i, toks)
 		if t.end <= i {
@@ -97,7 +102,7 @@ func (d *doc) scan() []tok {
 		}
 	}
 	d.shareRanges(toks)
-	return toks
+	return toks, from
 }
 
 func (d *doc) digitsAt(k int) int {

@@ -1,5 +1,7 @@
 package numcheck
 
+import "math"
+
 // Values returns the values the checker reads a number as, given its text as
 // an answer writes it (a [Check]'s Text): first its plain reading, with its
 // sign, magnitude and percent applied ("-$1.2M" is -1200000, "15.3%" is
@@ -8,7 +10,7 @@ package numcheck
 // several, the first.
 func Values(text string) []float64 {
 	d := newDoc(text)
-	toks := d.scan()
+	toks, _ := d.scan(math.MaxInt)
 	for k := range toks {
 		t := &toks[k]
 		if t.skip != "" {

@@ -1,0 +1,5 @@
+package extract
+
+import "syscall"
+
+const mapNoReserve = syscall.MAP_NORESERVE

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package extract
+
+const mapNoReserve = 0
