@@ -22,6 +22,7 @@ import (
 // benchData is a conversation's data as the prompt sees it: five datasets of
 // twelve columns with samples, and documents whose search returns excerpts.
 type benchData struct {
+	wordRanker
 	datasets []*datachat.Dataset
 	sources  []datachat.Source
 }
@@ -54,10 +55,13 @@ func (d benchData) Query(context.Context, string, string) (*datachat.QueryResult
 	return nil, datachat.Errorf(datachat.EINVALID, "not in a benchmark")
 }
 func (d benchData) EstimateRows(context.Context, string, string) (int64, error) { return 0, nil }
-func (d benchData) LoadURL(context.Context, string, string) ([]*datachat.Dataset, error) {
+func (d benchData) LoadURL(context.Context, string, string, string) ([]*datachat.Dataset, error) {
 	return nil, datachat.Errorf(datachat.EINVALID, "not in a benchmark")
 }
 func (d benchData) HasDocuments(context.Context, string) (bool, error) { return true, nil }
+func (d benchData) SaveQuery(context.Context, string, string, string, func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error) {
+	return nil, datachat.StreamResult{}, datachat.Errorf(datachat.EINVALID, "not in a benchmark")
+}
 func (d benchData) Search(_ context.Context, _ string, q datachat.SearchQuery) (*datachat.SearchResult, error) {
 	return &datachat.SearchResult{Sources: d.sources[:min(q.TopK, len(d.sources))]}, nil
 }

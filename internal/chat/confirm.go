@@ -55,6 +55,7 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 	if err := t.describeSources(ctx); err != nil {
 		return nil, err
 	}
+	t.chooseSchema(ctx, datasets)
 	t.system, err = SystemPrompt(r.Template, t.promptData(datasets, t.initialExcerpts()))
 	return t, err
 }
@@ -114,20 +115,28 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		a.Action = datachat.ToolExecuteSQL
 		a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "estimated_rows": rows})
 		a.Explanation = "Run this SQL query over your data?"
-		if q.Source != "" {
+		switch {
+		case q.Source != "" && q.SaveAs != "":
+			limit := t.r.saveAsMaxRows()
+			a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "source": q.Source, "save_as": q.SaveAs, "estimated_rows": rows, "max_rows": limit})
+			a.Explanation = fmt.Sprintf("Save the result of this query in the database %s as the table %s in this conversation?", q.Source, q.SaveAs)
+			if rows > int64(limit) {
+				a.Explanation = fmt.Sprintf("Save the result of this query in the database %s as the table %s in this conversation? The database estimates about %d rows; only the first %d would be saved (DATACHAT_SAVE_AS_MAX_ROWS), which takes time and disk space.",
+					q.Source, q.SaveAs, rows, limit)
+			}
+		case q.Source != "":
 			a.Parameters, _ = json.Marshal(map[string]any{"query": q.Query, "source": q.Source, "estimated_rows": rows})
 			a.Explanation = fmt.Sprintf("Run this SQL query in the database %s?", q.Source)
 		}
 	} else if call.Name == datachat.ToolLoadDataset {
-		var l struct {
-			URL string `json:"url"`
-		}
+		var l loadArgs
 		if err := json.Unmarshal(call.Args, &l); err != nil || strings.TrimSpace(l.URL) == "" {
 			t.skip(call, `Error: load_dataset needs {"url": "https://…"}.`)
 			return false, nil
 		}
 		a.Action = datachat.ToolLoadDataset
-		a.Parameters, _ = json.Marshal(map[string]string{"url": strings.TrimSpace(l.URL)})
+		l.URL, l.Name = strings.TrimSpace(l.URL), strings.TrimSpace(l.Name)
+		a.Parameters, _ = json.Marshal(l)
 		a.Explanation = "Load the dataset at this address? It was not in your messages: the assistant found it elsewhere (a document or a dataset), and loading it sends a request to that server."
 		if t.r.ConfirmAlways {
 			a.Explanation = "Load the dataset at this address?"
@@ -180,7 +189,7 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 			if err := json.Unmarshal(c.Parameters, &p); err != nil {
 				return fmt.Errorf("confirmation %s: parameters: %w", c.ID, err)
 			}
-			args, _ = json.Marshal(p) // the query and its source, without the estimate
+			args, _ = json.Marshal(p) // the query, its source and save_as, without the estimate
 		}
 		t.startTool(call.ID, c.Action, args)
 		started := t.r.now()

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"datachat"
-	"datachat/internal/retrieval"
 )
 
 // The data dictionary and verified examples in a turn's prompt: the
@@ -32,11 +31,11 @@ type PromptExample struct {
 }
 
 // SelectExamples returns, best first, at most n of the correct examples
-// whose question shares words with question, ranked by BM25 over their
-// questions (retrieval's text ranking: the examples are indexed in memory on
-// each call), among those that read at least one table and each of whose
-// tables has exactly the columns, with their types, of one of the datasets.
-func SelectExamples(examples []*datachat.Example, datasets []*datachat.Dataset, question string, n int) []PromptExample {
+// whose question shares words with question, ranked over their questions
+// by r (BM25 in the workspace), among those that read at least one table and
+// each of whose tables has exactly the columns, with their types, of one of
+// the datasets.
+func SelectExamples(r Ranker, examples []*datachat.Example, datasets []*datachat.Dataset, question string, n int) []PromptExample {
 	if n <= 0 || len(examples) == 0 || len(datasets) == 0 {
 		return nil
 	}
@@ -45,10 +44,10 @@ func SelectExamples(examples []*datachat.Example, datasets []*datachat.Dataset, 
 		sigs[i] = d.Signature()
 	}
 	var (
-		cands   []*datachat.Example
-		renames []map[string]string
+		cands     []*datachat.Example
+		renames   []map[string]string
+		questions []string
 	)
-	ranker := retrieval.NewTextRanker()
 	for _, e := range examples {
 		if e.Verdict != datachat.VerdictCorrect || len(e.Tables) == 0 {
 			continue
@@ -59,10 +58,10 @@ func SelectExamples(examples []*datachat.Example, datasets []*datachat.Dataset, 
 		}
 		cands = append(cands, e)
 		renames = append(renames, m)
-		ranker.Add(e.Question)
+		questions = append(questions, e.Question)
 	}
 	var out []PromptExample
-	for _, i := range ranker.Search(question, n, nil) {
+	for _, i := range r.Rank(question, questions, n) {
 		out = append(out, PromptExample{Question: cands[i].Question, SQL: cands[i].SQL, Renames: renames[i]})
 	}
 	return out
@@ -111,29 +110,32 @@ func (t *turn) examplesFor(ctx context.Context, question string, datasets []*dat
 	if err != nil {
 		return nil, err
 	}
-	return SelectExamples(list, datasets, question, MaxPromptExamples), nil
+	return SelectExamples(t.r.Data, list, datasets, question, MaxPromptExamples), nil
 }
 
 // promptData is what the turn's system prompt is built from.
 func (t *turn) promptData(datasets []*datachat.Dataset, excerpts []datachat.Source) PromptData {
 	d := PromptData{
-		Datasets: datasets, Excerpts: excerpts, HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
-		Sources: t.sources, Notes: t.conv.Notes, Examples: t.state.Examples,
+		Datasets: t.schema.Datasets, Excerpts: excerpts, HasDocuments: t.hasDocuments, ConfirmAlways: t.r.ConfirmAlways,
+		Sources: t.schema.Sources, Notes: t.conv.Notes, Examples: t.state.Examples,
+		OtherTables: t.schema.Others, PartialSchema: t.schema.Partial,
+		HiddenDatasets: len(t.schema.Datasets) < len(datasets),
 	}
 	if t.r.NoDictionary {
 		d.Notes = ""
-		d.Datasets = withoutDescriptions(datasets)
+		d.Datasets = withoutDescriptions(d.Datasets)
 	}
 	return d
 }
 
 // withoutDescriptions returns copies of datasets without the dictionary's
-// descriptions.
+// descriptions and semantic layer.
 func withoutDescriptions(datasets []*datachat.Dataset) []*datachat.Dataset {
 	out := make([]*datachat.Dataset, len(datasets))
 	for i, d := range datasets {
 		c := *d
 		c.Description = ""
+		c.Metrics, c.Synonyms, c.Relationships = nil, nil, nil
 		c.Columns = slices.Clone(d.Columns)
 		for j := range c.Columns {
 			c.Columns[j].Description = ""
@@ -172,4 +174,23 @@ func examplesText(examples []PromptExample) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// sourcesWithoutDictionary returns copies of the sources whose tables have
+// none of the dictionary's descriptions and semantic layer (the catalog's
+// foreign keys stay: they are the engine's).
+func sourcesWithoutDictionary(sources []datachat.DBSourceInfo) []datachat.DBSourceInfo {
+	out := slices.Clone(sources)
+	for i := range out {
+		out[i].Tables = slices.Clone(out[i].Tables)
+		for j := range out[i].Tables {
+			t := &out[i].Tables[j]
+			t.Description, t.Metrics, t.Synonyms, t.Relationships = "", nil, nil, nil
+			t.Columns = slices.Clone(t.Columns)
+			for k := range t.Columns {
+				t.Columns[k].Description = ""
+			}
+		}
+	}
+	return out
 }

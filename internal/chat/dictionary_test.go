@@ -15,6 +15,8 @@ func penguinsDataset(name string) *datachat.Dataset {
 	}}
 }
 
+// TestSelectExamples ranks with the tests' wordRanker; workspace's
+// TestRankExamples ranks the same questions by BM25.
 func TestSelectExamples(t *testing.T) {
 	pen := penguinsDataset("penguins").Signature()
 	other := datachat.TableSignature{Name: "sales", Columns: []datachat.SignatureColumn{{Name: "amount", Type: "DOUBLE"}}}
@@ -34,7 +36,7 @@ func TestSelectExamples(t *testing.T) {
 		ex("Heaviest species by body mass", datachat.VerdictCorrect, pen),
 		ex("Lightest species by body mass", datachat.VerdictCorrect, pen),
 	}
-	got := SelectExamples(examples, []*datachat.Dataset{penguinsDataset("penguins_2")}, "What is the average body mass of each species?", MaxPromptExamples)
+	got := SelectExamples(wordRanker{}, examples, []*datachat.Dataset{penguinsDataset("penguins_2")}, "What is the average body mass of each species?", MaxPromptExamples)
 	var questions []string
 	for _, e := range got {
 		questions = append(questions, e.Question)
@@ -46,10 +48,10 @@ func TestSelectExamples(t *testing.T) {
 	if !reflect.DeepEqual(questions, want) {
 		t.Errorf("SelectExamples: got %q, want %q", questions, want)
 	}
-	if got := SelectExamples(examples, []*datachat.Dataset{penguinsDataset("penguins")}, "How many penguins?", 3); len(got) != 1 || got[0].Renames != nil {
+	if got := SelectExamples(wordRanker{}, examples, []*datachat.Dataset{penguinsDataset("penguins")}, "How many penguins?", 3); len(got) != 1 || got[0].Renames != nil {
 		t.Errorf("SelectExamples on a table of the same name: got %+v, want the one example without renames", got)
 	}
-	if got := SelectExamples(examples, []*datachat.Dataset{{Name: "t", Columns: []datachat.Column{{Name: "x", SQLType: "INTEGER"}}}}, "average body mass", 3); len(got) != 0 {
+	if got := SelectExamples(wordRanker{}, examples, []*datachat.Dataset{{Name: "t", Columns: []datachat.Column{{Name: "x", SQLType: "INTEGER"}}}}, "average body mass", 3); len(got) != 0 {
 		t.Errorf("SelectExamples over other columns: got %+v, want none", got)
 	}
 }

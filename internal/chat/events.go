@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"datachat"
@@ -80,6 +81,38 @@ type (
 	}
 )
 
+// Text is the event as one message: its message, reason and suggested
+// action as sentences, each given a period where it has no stop of its own
+// ("… (503 Service Unavailable). Wait a minute and try again.").
+func (e ErrorEvent) Text() string {
+	var out []string
+	for _, s := range []string{e.Message, e.Reason, e.SuggestedAction} {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") && !strings.HasSuffix(s, "?") && !strings.HasSuffix(s, "…") {
+			s += "."
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
+}
+
+// PartBreak is what to write after answer text ending in tail (its last
+// characters) so that the next part of the answer, after a tool call,
+// starts a paragraph of its own instead of running on ("…by day.Tips…"),
+// as the page shows the parts.
+func PartBreak(tail string) string {
+	switch {
+	case tail == "" || strings.HasSuffix(tail, "\n\n"):
+		return ""
+	case strings.HasSuffix(tail, "\n"):
+		return "\n"
+	}
+	return "\n\n"
+}
+
 // ErrorEventFor turns an error from Send or Confirm into an EventError payload.
 func ErrorEventFor(err error) ErrorEvent {
 	var pe *datachat.ProviderError
@@ -128,6 +161,12 @@ type Outcome struct {
 	Usage        datachat.TokenCount
 	Sources      []datachat.Source
 	Confirmation *datachat.Confirmation // set when the turn waits for the user: send an EventConfirmation
+	// PromptTables are the tables the turn's prompt described (a dataset's
+	// name, a database's table as SOURCE.SCHEMA.TABLE), for measures of
+	// the schema's retrieval (datachat eval's recall@prompt).
+	PromptTables []string
+	// SystemChars is the size of the turn's system prompt, in characters.
+	SystemChars int
 	// Complete is the EventComplete to send when the turn completed or was
 	// cancelled. The caller sends it once it is ready for the next turn, so a
 	// client answering it at once is never told a turn still runs.

@@ -30,6 +30,9 @@ func (t *turn) runTools(ctx context.Context, calls []datachat.ModelToolCall) err
 				return err
 			}
 		}
+		if !ask && call.Name == datachat.ToolExecuteSQL {
+			_, ask = t.saveOverCap(ctx, call)
+		}
 		if ask {
 			paused, err := t.requestConfirmation(ctx, call)
 			if err != nil {
@@ -82,6 +85,9 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		if t.state.SQLFailures >= MaxSQLFailures {
 			return fail("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
 		}
+		if a.SaveAs != "" {
+			return t.saveAs(ctx, a)
+		}
 		qstart := time.Now()
 		r, err := t.query(ctx, a)
 		if o := t.r.Observer; o != nil && ctx.Err() == nil {
@@ -96,13 +102,11 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		}
 		return toolResult{content: datachat.ResultText(r), result: r}
 	case datachat.ToolLoadDataset:
-		var a struct {
-			URL string `json:"url"`
-		}
+		var a loadArgs
 		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.URL) == "" {
 			return fail("load_dataset needs {\"url\": \"https://…\"}.")
 		}
-		ds, err := t.r.Data.LoadURL(ctx, t.conv.ID, strings.TrimSpace(a.URL))
+		ds, err := t.r.Data.LoadURL(ctx, t.conv.ID, strings.TrimSpace(a.URL), strings.TrimSpace(a.Name))
 		if err != nil {
 			return fail("%s", datachat.ErrorMessage(err))
 		}
@@ -124,8 +128,32 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		first := len(t.state.Sources) + 1
 		t.state.Sources = append(t.state.Sources, found...)
 		return toolResult{content: sourcesText(found, first)}
+	case datachat.ToolListTables, datachat.ToolDescribeTable:
+		a, err := parseTableArgs(args)
+		if err != nil {
+			return fail("%s needs a JSON object of its arguments.", tool)
+		}
+		tables, err := t.allTables(ctx)
+		if err != nil {
+			return fail("%s", datachat.ErrorMessage(err))
+		}
+		if tool == datachat.ToolListTables {
+			text, err := listTables(tables, a.Source, a.Pattern)
+			if err != nil {
+				return fail("%s", datachat.ErrorMessage(err))
+			}
+			return toolResult{content: text}
+		}
+		if strings.TrimSpace(a.Name) == "" {
+			return fail(`describe_table needs {"name": "…"}: a table's name as list_tables gives it.`)
+		}
+		tb, err := findTable(tables, a.Name)
+		if err != nil {
+			return fail("%s", datachat.ErrorMessage(err))
+		}
+		return toolResult{content: describeTable(tb)}
 	}
-	return fail("unknown tool %q: use execute_sql, load_dataset, search_documents or request_confirmation.", tool)
+	return fail("unknown tool %q: use execute_sql, load_dataset, search_documents, list_tables, describe_table or request_confirmation.", tool)
 }
 
 // sqlFailure adds the instruction to stop after the last allowed failure.
@@ -143,6 +171,7 @@ func (t *turn) refreshSystem(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	t.chooseSchema(ctx, datasets)
 	if s, err := SystemPrompt(t.r.Template, t.promptData(datasets, t.initialExcerpts())); err == nil {
 		t.system = s
 	}
@@ -176,9 +205,28 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 		OK: res.err == "", Result: res.content, Error: res.err,
 		StartedAt: started, DurationMS: t.r.now().Sub(started).Milliseconds(),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := t.r.Store.CreateToolCall(ctx, tc); err != nil {
-		t.r.Logger.Error("store tool call", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
+	if r := res.result; r != nil {
+		tc.Columns = resultColumns(r.Columns)
 	}
+	// Stored beside the next model call rather than before it: the write
+	// waits for the store's writer, which every turn shares, and the next
+	// token need not. finish waits for it, so the answer's end is written
+	// after its rounds.
+	t.storing.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := t.r.Store.CreateToolCall(ctx, tc); err != nil {
+			t.r.Logger.Error("store tool call", slog.String("message_id", t.msg.ID), slog.String("error", err.Error()))
+		}
+	})
+}
+
+// resultColumns are a result's column names and types, as a tool call keeps
+// them (without samples or descriptions).
+func resultColumns(cols []datachat.Column) []datachat.Column {
+	out := make([]datachat.Column, len(cols))
+	for i, c := range cols {
+		out[i] = datachat.Column{Name: c.Name, Type: c.Type, SQLType: c.SQLType}
+	}
+	return out
 }

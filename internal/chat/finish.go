@@ -16,12 +16,23 @@ import (
 // finish stores the turn's outcome and usage and sends chat_complete when the
 // turn completed or was cancelled.
 func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
+	t.storing.Wait() // the tool rounds first
 	// Persist even when the turn's context was cancelled.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	out := &Outcome{Message: t.msg, Sources: t.state.Sources, Usage: t.state.Usage, EmbeddingMS: t.embeddingMS, RetrievalMS: t.retrievalMS}
+	out := &Outcome{Message: t.msg, Sources: t.state.Sources, Usage: t.state.Usage, EmbeddingMS: t.embeddingMS, RetrievalMS: t.retrievalMS,
+		PromptTables: t.schema.Shown, SystemChars: len(t.system)}
 	if out.Sources == nil {
 		out.Sources = []datachat.Source{}
+	}
+	// The metrics the answer names are computed before the answer is
+	// locked: they are queries.
+	var metrics []numcheck.Result
+	if t.r.CheckNumbers && !errors.Is(err, errPaused) {
+		t.mu.Lock()
+		text := t.text.String()
+		t.mu.Unlock()
+		metrics = t.metricEvidence(ctx, text)
 	}
 
 	t.mu.Lock()
@@ -46,7 +57,7 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	t.msg.Content = t.text.String()
 	t.msg.Parts = datachat.MergeParts(t.parts)
 	if t.r.CheckNumbers && status != datachat.StatusAwaitingConfirmation {
-		t.msg.NumberChecks = t.checkNumbers(t.msg.Content)
+		t.msg.NumberChecks = t.checkNumbers(t.msg.Content, metrics)
 	}
 	held := t.pending.String()
 	t.pending.Reset()
@@ -302,14 +313,23 @@ func (r *Runner) SaveRepairs(ctx context.Context) int {
 }
 
 // checkNumbers checks the numbers of the answer's text against its evidence:
-// the SQL results the model read, the excerpts it could cite, and the
-// question.
-func (t *turn) checkNumbers(answer string) []datachat.NumberCheck {
+// the SQL results the model read, the excerpts it could cite, the question,
+// and the values of the dictionary's metrics it names.
+func (t *turn) checkNumbers(answer string, metrics []numcheck.Result) []datachat.NumberCheck {
 	ev := numcheck.Evidence{Question: t.question(), Excerpts: numcheck.ExcerptsFromSources(t.state.Sources)}
 	for _, r := range t.state.Results {
 		ev.Results = append(ev.Results, numcheck.ResultFromQuery(r.CallID, r.Result))
 	}
-	checks := numcheck.CheckAnswer(answer, ev)
+	ev.Results = append(ev.Results, metrics...)
+	// Not the turn's context: a cancelled answer is checked too. The
+	// checker's own limits (numbers, time) bound it; the numbers past them
+	// are left unchecked, as numbers in code or years are.
+	res := numcheck.CheckAnswerWithin(context.Background(), answer, ev, numcheck.Limits{})
+	if res.Stopped != "" {
+		t.r.Logger.Info("the numbers of a long answer were checked only in part", slog.String("message_id", t.msg.ID),
+			slog.Int("checked", len(res.Checks)), slog.Int("unchecked_from", res.From), slog.String("limit", res.Stopped))
+	}
+	checks := res.Checks
 	out := make([]datachat.NumberCheck, len(checks))
 	for i, c := range checks {
 		src, err := json.Marshal(c.Source)

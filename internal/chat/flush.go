@@ -96,6 +96,12 @@ func (r *Runner) flushLoop(quit chan struct{}) {
 	}
 }
 
+// maxFlushBytes bounds the text one flush writes (beyond the first turn's):
+// the turns left wait for the next second, so that a few long answers
+// streaming fast do not hold the store's single writer, which every other
+// turn's writes wait for, for seconds. Their leases are renewed all the same.
+const maxFlushBytes = 4 << 20
+
 // flushed is one turn's share of a flush.
 type flushed struct {
 	t     *turn
@@ -105,7 +111,8 @@ type flushed struct {
 }
 
 // flushStreaming writes, in one store call, the parts that came since the
-// last flush to every streaming turn, and the leases due for renewal at now.
+// last flush to every streaming turn (up to maxFlushBytes of text), and the
+// leases due for renewal at now.
 // Only the new text is written, so the bytes written grow linearly with an
 // answer. A part the flusher takes no longer grows (later text starts a new
 // one); parts or a lease the store did not take are sent again, the parts
@@ -116,6 +123,7 @@ func (r *Runner) flushStreaming(now time.Time) {
 		batch []datachat.StreamingFlush
 		took  []flushed
 		lease datachat.Lease
+		size  int // bytes of text taken
 	)
 	writing := make(chan struct{})
 	defer close(writing)
@@ -127,10 +135,16 @@ func (r *Runner) flushStreaming(now time.Time) {
 		}
 		due := !now.Before(st.renewAt)
 		t.mu.Lock()
-		t.frozen = len(t.parts)
 		first := t.stored
-		parts := slices.Clone(t.parts[first:t.frozen])
+		var parts []datachat.Part
+		if size < maxFlushBytes {
+			t.frozen = len(t.parts)
+			parts = slices.Clone(t.parts[first:t.frozen])
+		}
 		t.mu.Unlock()
+		for _, p := range parts {
+			size += len(p.Text)
+		}
 		if len(parts) == 0 && !due {
 			continue
 		}

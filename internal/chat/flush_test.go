@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -151,6 +152,50 @@ func TestFlushRetries(t *testing.T) {
 		wantBatch(t, "after m1 was deleted", batch, map[string]string{"m0": "2:c  lease"})
 		st.answers <- flushAnswer{}
 
+		for _, stop := range stops {
+			stop()
+		}
+	})
+}
+
+// TestFlushBoundsItsBytes: a flush takes the text of turns until it holds
+// maxFlushBytes; the turns left are written at the next second, and the
+// leases due are renewed for all of them.
+func TestFlushBoundsItsBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &batchStore{batches: make(chan []datachat.StreamingFlush), answers: make(chan flushAnswer)}
+		r := &Runner{Store: st, Logger: slog.New(slog.DiscardHandler), LeaseOwner: "me", LeaseTTL: 6 * time.Second}
+		turns, stops := streamingTurns(r, 3)
+		big := strings.Repeat("x", maxFlushBytes*3/4)
+		for _, tr := range turns {
+			tr.token(big)
+		}
+		batch := <-st.batches // one second on
+		st.answers <- flushAnswer{}
+		if len(batch) != 2 {
+			t.Fatalf("first flush: %d turns, want 2 (their text reached the bound)", len(batch))
+		}
+		written := map[string]bool{}
+		for _, f := range batch {
+			written[f.MessageID] = true
+			if datachat.PartsText(f.Parts) != big || f.Lease != nil {
+				t.Errorf("first flush, %s: %d bytes, lease %v; want its text and no lease", f.MessageID, len(datachat.PartsText(f.Parts)), f.Lease)
+			}
+		}
+		batch = <-st.batches // two seconds on: the third turn's text, and every lease
+		st.answers <- flushAnswer{}
+		for _, f := range batch {
+			want := ""
+			if !written[f.MessageID] {
+				want = big
+			}
+			if datachat.PartsText(f.Parts) != want || f.Lease == nil {
+				t.Errorf("second flush, %s: %d bytes, lease %v; want %d bytes and the lease", f.MessageID, len(datachat.PartsText(f.Parts)), f.Lease, len(want))
+			}
+		}
+		if len(batch) != 3 {
+			t.Errorf("second flush: %d turns, want 3", len(batch))
+		}
 		for _, stop := range stops {
 			stop()
 		}

@@ -2,8 +2,9 @@ package chat
 
 import (
 	"bytes"
-	"datachat/internal/duckdb"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -23,31 +24,47 @@ type PromptData struct {
 	// Sources are the database sources attached to the conversation (and
 	// granted to its user), with their dialect and allowed tables.
 	Sources []datachat.DBSourceInfo
+	// When the tables do not fit the schema budget (Runner.SchemaBudget),
+	// Datasets and Sources hold only the tables most relevant to the
+	// question, PartialSchema is set, OtherTables names the others, and
+	// HiddenDatasets says some datasets are among them.
+	PartialSchema  bool
+	OtherTables    []OtherTables
+	HiddenDatasets bool
 }
 
 // DefaultTemplate is the built-in system prompt. A file at
 // CHAT_DEFAULT_SYSTEM_PROMPT_PATH replaces it; it is a text/template over
-// PromptData with the functions schema, excerpts, notes, examples and
-// databases.
+// PromptData with the functions schema, excerpts, notes, examples,
+// databases and others.
 const DefaultTemplate = `You are a data analyst assistant. Help users understand and explore their data.
 
 {{if .Datasets -}}
 ## Datasets
-These tables are loaded in this conversation (and only these):
+{{if .HiddenDatasets}}These tables of this conversation's files are the ones most relevant here; the others are named under "Other tables" below:{{else}}These tables are loaded in this conversation (and only these):{{end}}
 {{schema .Datasets}}
+{{- else if .HiddenDatasets -}}
+## Datasets
+This conversation's files are named under "Other tables" below.
 {{- else if .Sources -}}
 ## Datasets
 No files are loaded in this conversation: its data is in the databases below.
 {{- else -}}
 ## Datasets
-No datasets are loaded yet. If the user's message contains a URL of a Parquet or CSV file, load it with the load_dataset tool before answering. Otherwise, tell the user to add a dataset (upload a Parquet or CSV file, or paste its URL) and answer what you can without data.
+No datasets are loaded yet. If the user's message contains a URL of a data file (CSV, TSV, Parquet, Excel, JSON or NDJSON, compressed or not), load it with the load_dataset tool before answering. Otherwise, tell the user to add a dataset (upload such a file, or paste its URL) and answer what you can without data.
 {{- end}}
 {{- notes .Notes}}{{examples .Examples}}
 {{- if .Sources}}
 
 ## Databases
-These databases are attached to this conversation (and only these). To query one, call execute_sql with its name as "source" and write the query in that database's own SQL dialect, not DuckDB's; only the tables listed here can be read, named as given. Without "source", execute_sql queries the datasets with DuckDB. One query runs in one place: it cannot join a database's tables with the datasets or with another database's.
-{{databases .Sources}}
+These databases are attached to this conversation (and only these). To query one, call execute_sql with its name as "source" and write the query in that database's own SQL dialect, not DuckDB's; only the tables listed here can be read, named as given. Without "source", execute_sql queries the datasets with DuckDB. One query runs in one place: it cannot join a database's tables with the datasets or with another database's. To combine them, first bring the rows needed from the database into the conversation: execute_sql with "source" and "save_as" (the name of a new table), selecting and filtering in that query only what the question needs; the saved table then joins with the datasets in an execute_sql without "source". Save only when a join with the datasets (or another database) needs it.
+{{databases .Sources .OtherTables}}
+{{- end}}
+{{- if .OtherTables}}
+
+## Other tables
+The conversation has more tables than this prompt describes; these are named only. Before querying one of them, call describe_table with its name to see its columns, and never guess a column. list_tables lists the tables whose name matches a pattern (e.g. "*invoice*").
+{{others .OtherTables}}
 {{- end}}
 
 ## How to query
@@ -57,8 +74,9 @@ These databases are attached to this conversation (and only these). To query one
 - Always put LIMIT 1000 (or less) on queries that return rows.
 - One statement per query; queries are read-only.
 - If a query fails, read the error, fix the query and try again; after 3 failed attempts, explain the error to the user instead.
-- If the user's message contains a URL of a Parquet or CSV file that is not loaded, load it with load_dataset before answering.
+- If the user's message contains a URL of a data file (CSV, TSV, Parquet, Excel, JSON) that is not loaded, load it with load_dataset before answering.
 - Base every number in your answer on a query result; never guess values.
+- If no table or document here holds what the question needs, say so plainly: name what is missing (the measure, the period, the column or table) and what the data does hold, instead of guessing, inventing a value, or silently answering a nearby question with a proxy.{{if .PartialSchema}} The prompt describes only some of the tables: search the others with list_tables (and describe_table) before saying something is missing.{{end}}
 
 ## When to ask first
 If the user's intent or an action's parameters are ambiguous (which column, which period, which filter, whether to include or exclude something), do not guess: call request_confirmation with the action (execute_sql or load_dataset), the parameters you would use, and an explanation of your assumption, and wait for the answer.
@@ -79,6 +97,7 @@ func ParseTemplate(text string) (*template.Template, error) {
 		"notes":     notesText,
 		"examples":  examplesText,
 		"databases": databasesText,
+		"others":    othersText,
 	}).Option("missingkey=error").Parse(text)
 }
 
@@ -102,21 +121,66 @@ func SystemPrompt(t *template.Template, d PromptData) (string, error) {
 func schemaText(datasets []*datachat.Dataset) string {
 	var b strings.Builder
 	for _, d := range datasets {
-		fmt.Fprintf(&b, "\nTable %s (from %s, %d rows):", d.Name, d.Source, d.RowCount)
-		if d.Description != "" {
-			fmt.Fprintf(&b, " %s", oneLine(d.Description))
+		b.WriteString(datasetBlock(d))
+	}
+	return b.String()
+}
+
+// datasetBlock is one dataset as the prompt describes it.
+func datasetBlock(d *datachat.Dataset) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nTable %s (from %s, %d rows):", d.Name, d.Source, d.RowCount)
+	if d.Description != "" {
+		fmt.Fprintf(&b, " %s", oneLine(d.Description))
+	}
+	b.WriteByte('\n')
+	for _, c := range d.Columns {
+		fmt.Fprintf(&b, "- %s: %s", datachat.Ident(c.Name), c.Type)
+		if c.Description != "" {
+			fmt.Fprintf(&b, " — %s", oneLine(c.Description))
+		}
+		if len(c.Samples) > 0 {
+			fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
 		}
 		b.WriteByte('\n')
-		for _, c := range d.Columns {
-			fmt.Fprintf(&b, "- %s: %s", duckdb.Ident(c.Name), c.Type)
-			if c.Description != "" {
-				fmt.Fprintf(&b, " — %s", oneLine(c.Description))
+	}
+	b.WriteString(semanticsText("duckdb", d.Metrics, d.Synonyms, nil, d.Relationships))
+	return b.String()
+}
+
+// semanticsText writes a table's semantic layer for the prompt: its metrics
+// (to compute as defined), its synonyms, and its joins — foreign keys from
+// the engine's catalog, then the relationships the user gave.
+func semanticsText(kind string, metrics map[string]datachat.Metric, synonyms map[string]string, fks, rels []datachat.ForeignKey) string {
+	var b strings.Builder
+	if len(metrics) > 0 {
+		var ms []string
+		for _, name := range slices.Sorted(maps.Keys(metrics)) {
+			m := metrics[name]
+			t := fmt.Sprintf("%s = %s", name, oneLine(m.SQL))
+			if m.Filter != "" {
+				t += " WHERE " + oneLine(m.Filter)
 			}
-			if len(c.Samples) > 0 {
-				fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
+			if m.Description != "" {
+				t += " (" + oneLine(m.Description) + ")"
 			}
-			b.WriteByte('\n')
+			ms = append(ms, t)
 		}
+		fmt.Fprintf(&b, "Metrics (compute each exactly as defined): %s\n", strings.Join(ms, "; "))
+	}
+	if len(synonyms) > 0 {
+		var ss []string
+		for _, term := range slices.Sorted(maps.Keys(synonyms)) {
+			ss = append(ss, fmt.Sprintf("%q means %s", term, oneLine(synonyms[term])))
+		}
+		fmt.Fprintf(&b, "Synonyms: %s\n", strings.Join(ss, "; "))
+	}
+	if joins := append(slices.Clone(fks), rels...); len(joins) > 0 {
+		out := make([]string, len(joins))
+		for i, fk := range joins {
+			out[i] = joinText(kind, fk)
+		}
+		fmt.Fprintf(&b, "Joins: %s\n", strings.Join(out, "; "))
 	}
 	return b.String()
 }

@@ -24,9 +24,34 @@ type Data interface {
 	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
 	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
 	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
-	LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error)
+	// LoadURL loads the file at url as the conversation's new tables,
+	// named from name ("": from the file name): load_dataset.
+	LoadURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	HasDocuments(ctx context.Context, conversationID string) (bool, error)
 	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
+	// SaveQuery stores the rows run streams into its sink as a new dataset
+	// of the conversation named name, saying it came from the database
+	// source (workspace.Workspace.SaveQuery): execute_sql's save_as.
+	// EINVALID for a name a dataset has; run's errors as they are.
+	SaveQuery(ctx context.Context, conversationID, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error)
+	Ranker
+}
+
+// Ranker ranks short texts by their words: the verified examples by their
+// questions ([SelectExamples]) and the tables for the prompt. The workspace
+// ranks by BM25 with the document index's stemming and stop words
+// (workspace.Rank).
+type Ranker interface {
+	// Rank returns the indexes of at most n of texts that best match
+	// query, best first. Texts sharing no word with query are left out;
+	// equal scores keep the texts' order.
+	Rank(query string, texts []string, n int) []int
+}
+
+// Embedder turns texts into vectors (EMBEDDING_PROVIDER's client, as the
+// document index uses it). An error fails the whole batch.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 
 // TurnStore is the part of [datachat.Store] a [Runner] uses: a turn's
@@ -38,6 +63,7 @@ type TurnStore interface {
 	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
 	Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error)
 	RecentMessages(ctx context.Context, conversationID string, n int) ([]*datachat.Message, error)
+	TurnStart(ctx context.Context, userID, conversationID string, n int) (*datachat.Conversation, *datachat.Confirmation, []*datachat.Message, error)
 	Examples(ctx context.Context, userID string) ([]*datachat.Example, error)
 
 	BeginTurn(ctx context.Context, user, assistant *datachat.Message, lease datachat.Lease, now time.Time) error
@@ -89,6 +115,10 @@ type Runner struct {
 	Now             func() time.Time
 	Observer        Observer // nil: nobody watches
 
+	// UserTokensPerDay, when set, returns a user's own daily token budget,
+	// which overrides TokensPerDay (nil: TokensPerDay; 0: no limit).
+	UserTokensPerDay func(ctx context.Context, userID string) (*int64, error)
+
 	// NoDictionary leaves the data dictionary (descriptions and notes) out
 	// of the prompt, and NoExamples the verified examples: levers that
 	// `datachat eval` turns off to measure them.
@@ -103,6 +133,22 @@ type Runner struct {
 	LeaseNode  string
 	LeaseTTL   time.Duration
 
+	// SchemaBudget is how many tokens (characters / 4) the prompt's tables
+	// may take — the datasets' and the databases' descriptions — before it
+	// holds only those most relevant to the question and names the others,
+	// which list_tables and describe_table reach (default
+	// DefaultSchemaBudget).
+	SchemaBudget int
+	// Embedder, if set, ranks the tables by the similarity of their
+	// embeddings to the question's too (EMBEDDING_PROVIDER), beside BM25.
+	Embedder Embedder
+
+	// SaveAsMaxRows caps the rows execute_sql's save_as brings from a
+	// database source into the conversation (DATACHAT_SAVE_AS_MAX_ROWS;
+	// default DefaultSaveAsMaxRows). A query the source's engine estimates
+	// to return more asks the user first.
+	SaveAsMaxRows int
+
 	// CheckNumbers checks every number of an answer against its query
 	// results, cited excerpts and question when it ends (number_checks).
 	CheckNumbers bool
@@ -112,13 +158,24 @@ type Runner struct {
 	// in the background afterwards.
 	SaveRetry time.Duration
 
-	flushes flusher // writes the streaming turns' text and leases
+	flushes   flusher      // writes the streaming turns' text and leases
+	tableVecs tableVectors // the tables' embeddings, by their text
 
 	mu        sync.Mutex
 	active    map[string]bool   // conversations with a turn running in this process
 	repairs   map[string]repair // turns' ends the store did not take yet, by message
 	repairing bool              // a goroutine is storing them
 	repaired  func(messageID string)
+}
+
+// DefaultSaveAsMaxRows is the default of Runner.SaveAsMaxRows.
+const DefaultSaveAsMaxRows = 1_000_000
+
+func (r *Runner) saveAsMaxRows() int {
+	if r.SaveAsMaxRows > 0 {
+		return r.SaveAsMaxRows
+	}
+	return DefaultSaveAsMaxRows
 }
 
 // DefaultLeaseTTL is how long a streaming message's lease lasts unless
@@ -231,15 +288,25 @@ func (r *Runner) end(conversationID string) {
 // checkLimits applies the per-user request and token limits before a model call.
 func (r *Runner) checkLimits(ctx context.Context, userID string) error {
 	now := r.now()
-	if r.TokensPerDay > 0 {
+	limit := r.TokensPerDay
+	if r.UserTokensPerDay != nil {
+		own, err := r.UserTokensPerDay(ctx, userID)
+		if err != nil {
+			return err
+		}
+		if own != nil {
+			limit = *own
+		}
+	}
+	if limit > 0 {
 		used, err := r.Store.TokensSince(ctx, userID, now.Add(-24*time.Hour))
 		if err != nil {
 			return err
 		}
-		if used >= r.TokensPerDay {
+		if used >= limit {
 			return &datachat.Error{
 				Code:       datachat.ERATELIMIT,
-				Message:    fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, r.TokensPerDay),
+				Message:    fmt.Sprintf("Daily token limit reached: %d of %d tokens used in the last 24 hours.", used, limit),
 				RetryAfter: time.Hour,
 			}
 		}
@@ -271,30 +338,29 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	if err != nil {
 		return nil, err
 	}
-	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	if !r.begin(conversationID) {
+		// Busy, or not the user's to know about.
+		if _, err := r.Store.Conversation(ctx, user.ID, conversationID); err != nil {
+			return nil, err
+		}
+		return nil, datachat.ErrReplyInProgress
+	}
+	defer r.end(conversationID)
+	// One read for the conversation, its pending confirmation and the
+	// history, read once no other turn of this process runs in it. Pruning
+	// keeps at most the newest MaxContextMessages, the new question among
+	// them: read no more than that.
+	conv, pending, history, err := r.Store.TurnStart(ctx, user.ID, conversationID, MaxContextMessages-1)
 	if err != nil {
 		return nil, err
 	}
 	if r.Model == nil {
 		return nil, NotConfiguredError()
 	}
-	if !r.begin(conv.ID) {
-		return nil, datachat.ErrReplyInProgress
-	}
-	defer r.end(conv.ID)
-	if _, err := r.Store.PendingConfirmation(ctx, conv.ID); err == nil {
+	if pending != nil {
 		return nil, datachat.Errorf(datachat.ECONFLICT, "The assistant is waiting for you to approve or decline an action first.")
-	} else if datachat.ErrorCode(err) != datachat.ENOTFOUND {
-		return nil, err
 	}
 	if err := r.checkLimits(ctx, user.ID); err != nil {
-		return nil, err
-	}
-
-	// Pruning keeps at most the newest MaxContextMessages, the new question
-	// among them: read no more than that.
-	history, err := r.Store.RecentMessages(ctx, conv.ID, MaxContextMessages-1)
-	if err != nil {
 		return nil, err
 	}
 	userMsg := &datachat.Message{ConversationID: conv.ID, Role: datachat.RoleUser, Content: content, Status: datachat.StatusComplete}

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"datachat"
-	"datachat/internal/duckdb"
 )
 
 // sqlArgs are execute_sql's arguments.
 type sqlArgs struct {
 	Query  string `json:"query"`
 	Source string `json:"source,omitempty"`
+	SaveAs string `json:"save_as,omitempty"`
 }
 
 // parseSQLArgs reads execute_sql's arguments; ok is false without a query.
@@ -23,6 +23,7 @@ func parseSQLArgs(args json.RawMessage) (a sqlArgs, ok bool) {
 		return a, false
 	}
 	a.Source = strings.ToLower(strings.TrimSpace(a.Source))
+	a.SaveAs = strings.TrimSpace(a.SaveAs)
 	return a, true
 }
 
@@ -80,37 +81,34 @@ func (t *turn) describeSources(ctx context.Context) error {
 	return err
 }
 
-// withSourceArg returns the tools with execute_sql taking a source among the
-// attached ones (the declaration without sources is left as it was).
+// withSourceArg returns the tools with execute_sql taking a source, its
+// declaration with sources narrowed to the names of the attached ones (the
+// declaration without sources is left as it was).
 func withSourceArg(ts []datachat.ToolSpec, names []string) []datachat.ToolSpec {
 	if len(names) == 0 {
 		return ts
 	}
-	params, _ := json.Marshal(map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"query": map[string]any{"type": "string", "description": "One SQL statement: DuckDB SQL over the datasets, or, with source, the database's own SQL over its tables, using the table names as given."},
-			"source": map[string]any{"type": "string", "enum": names,
-				"description": "The attached database to run the query in. Omit it to query the conversation's datasets with DuckDB."},
-		},
-		"required": []string{"query"},
-	})
+	var params map[string]any
+	if err := json.Unmarshal(datachat.ExecuteSQLSourcesSpec.Parameters, &params); err != nil {
+		panic(err) // the root package's own JSON
+	}
+	params["properties"].(map[string]any)["source"].(map[string]any)["enum"] = names
+	spec := datachat.ExecuteSQLSourcesSpec
+	spec.Parameters, _ = json.Marshal(params)
 	out := slices.Clone(ts)
 	for i, s := range out {
 		if s.Name == datachat.ToolExecuteSQL {
-			out[i] = datachat.ToolSpec{
-				Name:        datachat.ToolExecuteSQL,
-				Description: "Run one read-only SQL query and return the result rows (at most 1000): over the conversation's datasets with DuckDB, or, with source, in that attached database.",
-				Parameters:  params,
-			}
+			out[i] = spec
 		}
 	}
 	return out
 }
 
 // databasesText describes each source for the system prompt: its name and
-// dialect, then each allowed table with its row estimate and columns.
-func databasesText(sources []datachat.DBSourceInfo) string {
+// dialect, then each allowed table with its row estimate and columns. With
+// the tables the prompt only names (others), a source whose tables are all
+// among them says so.
+func databasesText(sources []datachat.DBSourceInfo, others ...[]OtherTables) string {
 	var b strings.Builder
 	for _, s := range sources {
 		dialect := s.Dialect
@@ -123,29 +121,70 @@ func databasesText(sources []datachat.DBSourceInfo) string {
 			continue
 		}
 		if len(s.Tables) == 0 {
-			b.WriteString("No tables can be read in it.\n")
+			if slices.ContainsFunc(others, func(o []OtherTables) bool {
+				return slices.ContainsFunc(o, func(o OtherTables) bool { return o.Source == s.Name })
+			}) {
+				b.WriteString("Its tables are named under \"Other tables\" below.\n")
+			} else {
+				b.WriteString("No tables can be read in it.\n")
+			}
 			continue
 		}
 		for _, tb := range s.Tables {
-			what := "Table"
-			if tb.View {
-				what = "View"
-			}
-			rows := ""
-			if tb.Rows != nil {
-				rows = fmt.Sprintf(" (about %d rows)", *tb.Rows)
-			}
-			fmt.Fprintf(&b, "%s %s%s:\n", what, tb.Name, rows)
-			for _, c := range tb.Columns {
-				fmt.Fprintf(&b, "- %s: %s", quoteIdentFor(s.Kind, c.Name), c.Type)
-				if len(c.Samples) > 0 {
-					fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
-				}
-				b.WriteByte('\n')
-			}
+			b.WriteString(sourceTableBlock(s.Kind, &tb))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// sourceTableBlock is one table of a source as the prompt describes it:
+// its name, row estimate and description, its columns (with the
+// descriptions and samples they have), and its foreign keys as joins.
+func sourceTableBlock(kind string, tb *datachat.DBSourceTable) string {
+	var b strings.Builder
+	what := "Table"
+	if tb.View {
+		what = "View"
+	}
+	rows := ""
+	if tb.Rows != nil {
+		rows = fmt.Sprintf(" (about %d rows)", *tb.Rows)
+	}
+	fmt.Fprintf(&b, "%s %s%s:", what, tb.Name, rows)
+	if tb.Description != "" {
+		fmt.Fprintf(&b, " %s", oneLine(tb.Description))
+	}
+	b.WriteByte('\n')
+	for _, c := range tb.Columns {
+		fmt.Fprintf(&b, "- %s: %s", quoteIdentFor(kind, c.Name), c.Type)
+		if c.Description != "" {
+			fmt.Fprintf(&b, " — %s", oneLine(c.Description))
+		}
+		if len(c.Samples) > 0 {
+			fmt.Fprintf(&b, " (e.g. %s)", strings.Join(c.Samples, ", "))
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString(semanticsText(kind, tb.Metrics, tb.Synonyms, tb.ForeignKeys, tb.Relationships))
+	return b.String()
+}
+
+// joinText writes a foreign key as a join hint: (a, b) → schema.t (x, y).
+func joinText(kind string, fk datachat.ForeignKey) string {
+	q := func(cols []string) string {
+		out := make([]string, len(cols))
+		for i, c := range cols {
+			out[i] = quoteIdentFor(kind, c)
+		}
+		if len(out) == 1 {
+			return out[0]
+		}
+		return "(" + strings.Join(out, ", ") + ")"
+	}
+	if len(fk.Columns) == 1 {
+		return fmt.Sprintf("%s → %s.%s", q(fk.Columns), fk.RefTable, q(fk.RefColumns))
+	}
+	return fmt.Sprintf("%s → %s %s", q(fk.Columns), fk.RefTable, q(fk.RefColumns))
 }
 
 // quoteIdentFor quotes a column name as a source's SQL needs it: double
@@ -154,10 +193,10 @@ func databasesText(sources []datachat.DBSourceInfo) string {
 // the SQL standard's that both engines reserve).
 func quoteIdentFor(kind, name string) string {
 	if kind != "mysql" {
-		return duckdb.Ident(name)
+		return datachat.Ident(name)
 	}
-	if duckdb.Ident(name) == name {
+	if datachat.Ident(name) == name {
 		return name
 	}
-	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+	return datachat.QuoteMySQLIdent(name)
 }

@@ -18,6 +18,9 @@ type fakeSources struct {
 	queries []string // "user conversation source sql"
 	result  *datachat.QueryResult
 	err     error
+	// streamMax are the row caps Stream was given.
+	streamMax []int
+	estimate  int64 // EstimateRows's answer; 0: 42
 }
 
 func (f *fakeSources) Describe(_ context.Context, user *datachat.User, _ string) ([]datachat.DBSourceInfo, error) {
@@ -37,7 +40,36 @@ func (f *fakeSources) Query(_ context.Context, user *datachat.User, conv, source
 }
 
 func (f *fakeSources) EstimateRows(context.Context, *datachat.User, string, string, string) (int64, error) {
+	if f.estimate > 0 {
+		return f.estimate, nil
+	}
 	return 42, nil
+}
+
+func (f *fakeSources) Stream(_ context.Context, user *datachat.User, conv, source, sql string, maxRows int, sink datachat.RowSink) (datachat.StreamResult, error) {
+	f.mu.Lock()
+	f.queries = append(f.queries, strings.Join([]string{user.Name, conv, source, sql}, " "))
+	f.streamMax = append(f.streamMax, maxRows)
+	res, err := f.result, f.err
+	f.mu.Unlock()
+	if err != nil {
+		return datachat.StreamResult{}, err
+	}
+	if err := sink.Columns(res.Columns); err != nil {
+		return datachat.StreamResult{}, err
+	}
+	out := datachat.StreamResult{}
+	for _, r := range res.Rows {
+		if out.Rows == int64(maxRows) {
+			out.Truncated = true
+			break
+		}
+		if err := sink.Row(r); err != nil {
+			return datachat.StreamResult{}, err
+		}
+		out.Rows++
+	}
+	return out, nil
 }
 
 func (f *fakeSources) recorded() []string {
@@ -216,12 +248,12 @@ func TestNoSourcesNoChange(t *testing.T) {
 	if strings.Contains(s, "Databases") || strings.Contains(s, "source") {
 		t.Errorf("prompt without sources mentions them:\n%s", s)
 	}
-	ts := tools(false, false)
+	ts := tools(false, false, false)
 	if got := withSourceArg(ts, nil); &got[0] != &ts[0] {
 		t.Error("withSourceArg without sources changed the declarations")
 	}
 	got := withSourceArg(ts, []string{"shop"})
-	if string(ts[0].Parameters) != string(specExecuteSQL.Parameters) || got[0].Name != datachat.ToolExecuteSQL ||
+	if string(ts[0].Parameters) != string(datachat.ExecuteSQLSpec.Parameters) || got[0].Name != datachat.ToolExecuteSQL ||
 		!strings.Contains(string(got[0].Parameters), `"enum":["shop"]`) || got[1].Name != ts[1].Name {
 		t.Errorf("withSourceArg: %+v", got)
 	}

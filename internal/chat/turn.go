@@ -43,6 +43,7 @@ type turn struct {
 	system       string
 	hasDocuments bool
 	sources      []datachat.DBSourceInfo // the conversation's database sources
+	schema       schemaChoice            // the tables the prompt describes
 	state        turnState
 
 	confirmation *datachat.Confirmation // to ask for, when pausing
@@ -53,6 +54,8 @@ type turn struct {
 	mu      sync.Mutex
 	text    strings.Builder
 	parts   []datachat.Part
+	tail    int            // where the last part's text starts in text, while it grows
+	storing sync.WaitGroup // tool rounds being stored (recordAt), waited for by finish
 	frozen  int
 	stored  int
 	pending strings.Builder // tokens held back when streaming is off
@@ -151,6 +154,7 @@ func (t *turn) prepare(ctx context.Context, question string) error {
 	if t.state.Examples, err = t.examplesFor(ctx, question, datasets); err != nil {
 		return err
 	}
+	t.chooseSchema(ctx, datasets)
 	t.system, err = SystemPrompt(t.r.Template, t.promptData(datasets, excerpts))
 	if err != nil {
 		return err
@@ -248,7 +252,7 @@ func (t *turn) request() *datachat.ModelRequest {
 	}
 	req.Temperature = &temp
 	if !t.state.NoTools {
-		req.Tools = withSourceArg(tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments), t.sourceNames())
+		req.Tools = withSourceArg(tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments, t.schema.Partial), t.sourceNames())
 	}
 	return req
 }
@@ -311,9 +315,13 @@ func (t *turn) token(s string) {
 		o.FirstToken(time.Since(t.start))
 	}
 	t.text.WriteString(s)
+	// The open text part is the end of the answer's text, from tail on:
+	// appending to the part's own string would copy it whole at every
+	// token (quadratic in a long answer), and hold the text twice.
 	if n := len(t.parts); n > t.frozen && t.parts[n-1].Type == datachat.PartText {
-		t.parts[n-1].Text += s
+		t.parts[n-1].Text = t.text.String()[t.tail:]
 	} else {
+		t.tail = t.text.Len() - len(s)
 		t.parts = append(t.parts, datachat.Part{Type: datachat.PartText, Text: s})
 	}
 	if !t.r.Streaming {

@@ -3,11 +3,10 @@
 package config
 
 import (
-	"datachat/internal/gemini"
-	"datachat/internal/ollama"
-	"datachat/internal/openai"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -20,7 +19,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
+	"datachat/internal/gemini"
+	"datachat/internal/ollama"
+	"datachat/internal/openai"
+	"datachat/internal/yamlsafe"
 )
 
 // Config is datachat's whole configuration. Zero values are never used: Load
@@ -79,6 +81,18 @@ type Config struct {
 	// (DATACHAT_WS_PING_INTERVAL, DATACHAT_WS_PING_TIMEOUT).
 	WSPingInterval time.Duration
 	WSPingTimeout  time.Duration
+	// A chat WebSocket's client that leaves more than WSOutboxBytes of
+	// events unsent, or takes longer than WriteTimeout to take one, is cut
+	// (its answer goes on and is stored); WriteTimeout bounds each write of
+	// a streaming /v1 answer too (DATACHAT_WS_OUTBOX_BYTES,
+	// DATACHAT_WRITE_TIMEOUT).
+	WSOutboxBytes int
+	WriteTimeout  time.Duration
+	// AuthCheckInterval is how often serve checks, in the database, that
+	// the keys of its open requests and WebSockets are still valid, so that
+	// a key revoked by another process ends them within about this long
+	// (DATACHAT_AUTH_CHECK_INTERVAL).
+	AuthCheckInterval time.Duration
 
 	QueryTimeout  time.Duration
 	QueryMemory   int64
@@ -88,6 +102,10 @@ type Config struct {
 
 	MaxDatasetBytes  int64
 	MaxDocumentBytes int64
+	// PDFMemory caps the memory of the PDF reader for all the PDF files read
+	// at once (internal/extract's PDFOptions.MemoryBudget; each reserves the
+	// per-document limit, 256 MiB, before it starts).
+	PDFMemory int64
 
 	// AllowPrivateAll lets load_dataset reach any address; otherwise only the
 	// prefixes in AllowPrivateCIDRs are allowed among non-public addresses.
@@ -95,6 +113,13 @@ type Config struct {
 	AllowPrivateCIDRs []netip.Prefix
 
 	ConfirmSQL string // unsure, always
+
+	// SaveAsMaxRows caps the rows execute_sql's save_as brings from a
+	// database source into a conversation (DATACHAT_SAVE_AS_MAX_ROWS).
+	SaveAsMaxRows int
+	// SchemaBudget is how many tokens the prompt's tables may take before
+	// it holds only those relevant to the question (DATACHAT_SCHEMA_BUDGET).
+	SchemaBudget int
 
 	CheckNumbers bool // DATACHAT_CHECK_NUMBERS: check an answer's numbers against its evidence
 
@@ -125,6 +150,18 @@ type Config struct {
 	// (https://chat.example.com); "" when not set. Single sign-on needs it.
 	PublicURL string
 	OIDC      OIDC // DATACHAT_OIDC_*: single sign-on, on when OIDC.Issuer is set
+	// AuditDays is DATACHAT_AUDIT_DAYS: how many days serve keeps audit
+	// events (default 365); 0 keeps them forever.
+	AuditDays int
+
+	// SessionIdle is DATACHAT_SESSION_IDLE: how long a browser's sign-in
+	// lasts unused (default 168h, a week).
+	SessionIdle time.Duration
+	// Sign-in attempts (passwords and invites) allowed in 15 minutes per
+	// user name (DATACHAT_SIGNIN_PER_USER, default 10) and per address
+	// (DATACHAT_SIGNIN_PER_ADDRESS, default 50); 0 is no limit.
+	SignInPerUser    int
+	SignInPerAddress int
 }
 
 // Provider names.
@@ -198,9 +235,13 @@ func Load(path string, env Lookup) (*Config, error) {
 		MaxWSPerUser:    p.integer("DATACHAT_MAX_WS_PER_USER", 32, 0),
 		WSPingInterval:  p.durationMin("DATACHAT_WS_PING_INTERVAL", 20*time.Second, 10*time.Millisecond),
 		WSPingTimeout:   p.durationMin("DATACHAT_WS_PING_TIMEOUT", 10*time.Second, 10*time.Millisecond),
+		WSOutboxBytes:   int(p.size("DATACHAT_WS_OUTBOX_BYTES", 1<<20, 64<<10)),
+		WriteTimeout:    p.durationMin("DATACHAT_WRITE_TIMEOUT", 10*time.Second, 10*time.Millisecond),
 		MaxConnections:  p.integer("DATACHAT_MAX_CONNECTIONS", 4096, 0),
 		BodyReadTimeout: p.durationMin("DATACHAT_BODY_READ_TIMEOUT", 30*time.Second, time.Second),
 		BodyMinBytes:    p.size("DATACHAT_BODY_MIN_BYTES", 64<<10, 1),
+
+		AuthCheckInterval: p.durationMin("DATACHAT_AUTH_CHECK_INTERVAL", 500*time.Millisecond, 10*time.Millisecond),
 
 		QueryTimeout:  p.durationMin("DATACHAT_QUERY_TIMEOUT", 30*time.Second, time.Millisecond),
 		QueryMemory:   p.size("DATACHAT_QUERY_MEMORY", 1<<30, 16<<20),
@@ -210,9 +251,12 @@ func Load(path string, env Lookup) (*Config, error) {
 
 		MaxDatasetBytes:  p.size("DATACHAT_MAX_DATASET_BYTES", 2<<30, 1),
 		MaxDocumentBytes: p.size("DATACHAT_MAX_DOCUMENT_BYTES", 100<<20, 1),
+		PDFMemory:        p.size("DATACHAT_PDF_MEMORY", 512<<20, 32<<20),
 
-		ConfirmSQL:   p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
-		CheckNumbers: p.oneOf("DATACHAT_CHECK_NUMBERS", "on", "on", "off") == "on",
+		ConfirmSQL:    p.oneOf("DATACHAT_CONFIRM_SQL", "unsure", "unsure", "always"),
+		SaveAsMaxRows: p.integer("DATACHAT_SAVE_AS_MAX_ROWS", 1_000_000, 1),
+		SchemaBudget:  p.integer("DATACHAT_SCHEMA_BUDGET", 8000, 500),
+		CheckNumbers:  p.oneOf("DATACHAT_CHECK_NUMBERS", "on", "on", "off") == "on",
 
 		LogLevel:  p.logLevel("DATACHAT_LOG_LEVEL"),
 		LogFormat: p.oneOf("DATACHAT_LOG_FORMAT", "json", "json", "text"),
@@ -222,6 +266,11 @@ func Load(path string, env Lookup) (*Config, error) {
 
 		PublicURL: p.publicURL("DATACHAT_PUBLIC_URL"),
 		OIDC:      p.oidc(),
+		AuditDays: p.integerIn("DATACHAT_AUDIT_DAYS", 365, 0, 36500, "0 (keep audit events forever)"),
+
+		SessionIdle:      p.durationMin("DATACHAT_SESSION_IDLE", 168*time.Hour, time.Minute),
+		SignInPerUser:    p.integer("DATACHAT_SIGNIN_PER_USER", 10, 0),
+		SignInPerAddress: p.integer("DATACHAT_SIGNIN_PER_ADDRESS", 50, 0),
 	}
 	p.oneOf("CHAT_RESPONSE_FORMAT", "text", "text") // reserved: only text is accepted
 	_, c.OllamaHostSet = get("OLLAMA_HOST")
@@ -376,14 +425,28 @@ func (c *Config) Window(provider string) int {
 	return 128_000
 }
 
+// maxConfigBytes caps the --config file.
+const maxConfigBytes = 1 << 20
+
 func readFile(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	// The operator's own file, but read within the same limits as files
+	// from users (internal/yamlsafe): a mistake should not hang start-up.
 	var raw map[string]any
-	if err := yaml.Unmarshal(b, &raw); err != nil {
+	err = yamlsafe.Unmarshal(context.Background(), b, &raw, yamlsafe.Options{What: "--config " + path, MaxBytes: maxConfigBytes})
+	var ye *yamlsafe.Error
+	if errors.As(err, &ye) && (ye.Kind == yamlsafe.Syntax || ye.Kind == yamlsafe.Shape) {
 		return nil, fmt.Errorf("--config %s: not a YAML mapping of variable names to values: %w", path, err)
+	} else if err != nil {
+		return nil, err
 	}
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {
@@ -509,6 +572,21 @@ func (p *parser) integer(key string, def, min int) int {
 	n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
 	if err != nil || n < min {
 		p.fail(key, v, fmt.Sprintf("a whole number of at least %d", min))
+		return def
+	}
+	return n
+}
+
+// integerIn reads a whole number from min to max; zero is what min means,
+// said in the error.
+func (p *parser) integerIn(key string, def, min, max int, zero string) int {
+	v, ok := p.raw(key)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(strings.ReplaceAll(v, "_", ""))
+	if err != nil || n < min || n > max {
+		p.fail(key, v, fmt.Sprintf("a whole number from %s to %d", zero, max))
 		return def
 	}
 	return n

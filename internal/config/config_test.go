@@ -1,6 +1,7 @@
 package config
 
 import (
+	"datachat/internal/testfiles"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,6 +53,19 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.SQLRPM != 120 || c.SearchRPM != 120 || c.UploadsPerHour != 100 || c.MaxWSPerUser != 32 || c.MaxConnections != 4096 {
 		t.Errorf("got budgets sql %d search %d uploads %d ws %d conns %d", c.SQLRPM, c.SearchRPM, c.UploadsPerHour, c.MaxWSPerUser, c.MaxConnections)
+	}
+	if c.AuthCheckInterval != 500*time.Millisecond {
+		t.Errorf("auth check interval: got %v, want 500ms", c.AuthCheckInterval)
+	}
+	if c, err := Load("", env(map[string]string{"DATACHAT_AUTH_CHECK_INTERVAL": "2s"})); err != nil || c.AuthCheckInterval != 2*time.Second {
+		t.Errorf("DATACHAT_AUTH_CHECK_INTERVAL=2s: got %v, %v", c, err)
+	}
+	if c.SessionIdle != 168*time.Hour || c.SignInPerUser != 10 || c.SignInPerAddress != 50 {
+		t.Errorf("sign-in: got idle %v, %d per user, %d per address; want 168h, 10, 50", c.SessionIdle, c.SignInPerUser, c.SignInPerAddress)
+	}
+	if c, err := Load("", env(map[string]string{"DATACHAT_SESSION_IDLE": "12h", "DATACHAT_SIGNIN_PER_USER": "0", "DATACHAT_SIGNIN_PER_ADDRESS": "1_000"})); err != nil ||
+		c.SessionIdle != 12*time.Hour || c.SignInPerUser != 0 || c.SignInPerAddress != 1000 {
+		t.Errorf("DATACHAT_SESSION_IDLE=12h, DATACHAT_SIGNIN_PER_USER=0, DATACHAT_SIGNIN_PER_ADDRESS=1_000: got %+v, %v", c, err)
 	}
 	if c.BodyReadTimeout != 30*time.Second || c.BodyMinBytes != 64<<10 {
 		t.Errorf("got body pace %v %d", c.BodyReadTimeout, c.BodyMinBytes)
@@ -142,11 +156,23 @@ func TestBadValuesNameTheVariable(t *testing.T) {
 		{"DATACHAT_WS_PING_INTERVAL", "0s"},
 		{"DATACHAT_WS_PING_TIMEOUT", "-1s"},
 		{"DATACHAT_WS_PING_TIMEOUT", "1ms"},
+		{"DATACHAT_WS_OUTBOX_BYTES", "1KiB"},
+		{"DATACHAT_WS_OUTBOX_BYTES", "lots"},
+		{"DATACHAT_WRITE_TIMEOUT", "10"},
+		{"DATACHAT_WRITE_TIMEOUT", "1ms"},
+		{"DATACHAT_AUTH_CHECK_INTERVAL", "500"},
+		{"DATACHAT_AUTH_CHECK_INTERVAL", "1ms"},
 		{"DATACHAT_MAX_CONNECTIONS", "-1"},
 		{"DATACHAT_BODY_READ_TIMEOUT", "30"},
 		{"DATACHAT_BODY_READ_TIMEOUT", "10ms"},
 		{"DATACHAT_BODY_MIN_BYTES", "0"},
 		{"DATACHAT_BODY_MIN_BYTES", "fast"},
+		{"DATACHAT_SESSION_IDLE", "7d"},
+		{"DATACHAT_SESSION_IDLE", "30s"},
+		{"DATACHAT_SESSION_IDLE", "-1h"},
+		{"DATACHAT_SIGNIN_PER_USER", "-1"},
+		{"DATACHAT_SIGNIN_PER_USER", "ten"},
+		{"DATACHAT_SIGNIN_PER_ADDRESS", "1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.val, func(t *testing.T) {
@@ -182,6 +208,8 @@ func TestValues(t *testing.T) {
 		"DATACHAT_BODY_MIN_BYTES":     "1KiB",
 		"DATACHAT_WS_PING_INTERVAL":   "1m",
 		"DATACHAT_WS_PING_TIMEOUT":    "500ms",
+		"DATACHAT_WS_OUTBOX_BYTES":    "4MiB",
+		"DATACHAT_WRITE_TIMEOUT":      "30s",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +243,9 @@ func TestValues(t *testing.T) {
 	}
 	if c.WSPingInterval != time.Minute || c.WSPingTimeout != 500*time.Millisecond {
 		t.Errorf("WebSocket pings: got every %v, answered within %v", c.WSPingInterval, c.WSPingTimeout)
+	}
+	if c.WSOutboxBytes != 4<<20 || c.WriteTimeout != 30*time.Second {
+		t.Errorf("slow clients: got an outbox of %d bytes, writes within %v", c.WSOutboxBytes, c.WriteTimeout)
 	}
 }
 
@@ -348,5 +379,27 @@ func TestREADMEListsEveryVariable(t *testing.T) {
 		if !asked[k] {
 			t.Errorf("the README documents %s, which Load does not read", k)
 		}
+	}
+}
+
+// TestHostileConfig: a --config file or a DATACHAT_SOURCES value built to
+// exhaust the YAML reader stops start-up at once with the limit it passed.
+func TestHostileConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "datachat.yaml")
+	for _, tc := range []struct{ name, file, want string }{
+		{"merge keys", "DATACHAT_ADDR: 127.0.0.1:9090\nx:\n" + strings.ReplaceAll("\n"+testfiles.YAMLMerges(20, 9), "\n", "\n  "), "merge keys"},
+		{"laughs into DATACHAT_SOURCES", testfiles.YAMLLaughs(9, 9) + "DATACHAT_SOURCES: [*a8]\n", "aliases"},
+		{"deep", "DATACHAT_ADDR: " + strings.Repeat("[", 40_000) + strings.Repeat("]", 40_000) + "\n", "nests more than 64 levels deep"},
+	} {
+		if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path, env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--config "+path) {
+			t.Errorf("%s: got %v, want --config %s refused for %q", tc.name, err, path, tc.want)
+		}
+	}
+	_, err := Load("", env(map[string]string{"DATACHAT_SOURCES": testfiles.YAMLMerges(20, 9)}))
+	if err == nil || !strings.Contains(err.Error(), "DATACHAT_SOURCES is not valid") || !strings.Contains(err.Error(), "the value is not shown") {
+		t.Errorf("DATACHAT_SOURCES: %v", err)
 	}
 }

@@ -1,13 +1,14 @@
 package config
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/goccy/go-yaml"
+	"datachat/internal/yamlsafe"
 )
 
 // SourceConfig is one database source of DATACHAT_SOURCES: the keys of
@@ -37,7 +38,7 @@ func (p *parser) sources(key string) []SourceConfig {
 		return nil
 	}
 	var raw []map[string]any
-	if err := yaml.Unmarshal([]byte(v), &raw); err != nil {
+	if err := yamlsafe.Unmarshal(context.Background(), []byte(v), &raw, yamlsafe.Options{What: key}); err != nil {
 		// The value holds credentials: never quote it.
 		p.errs = append(p.errs, fmt.Errorf("%s is not valid: accepts a list of sources, each a mapping of %s (the value is not shown: it holds credentials)", key, strings.Join(sourceKeys, ", ")))
 		return nil
@@ -157,7 +158,7 @@ func (p *parser) secretKey(key string) string {
 }
 
 // yamlText turns a value read from the --config file back into text that
-// yaml.Unmarshal reads again: JSON, which is YAML.
+// sources reads again: JSON, which is YAML.
 func yamlText(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err

@@ -21,9 +21,15 @@ type Report struct {
 	// to which the match applies that match; null when it applies to none.
 	ExecutionAccuracy *float64 `json:"execution_accuracy"`
 	AnswerAccuracy    *float64 `json:"answer_accuracy"`
-	Totals            Totals   `json:"totals"`
-	Questions         []Result `json:"questions"`
-	Warnings          []string `json:"warnings,omitempty"`
+	// AbstentionAccuracy is the share of the unanswerable questions whose
+	// answer said what is missing without guessing; null without any.
+	AbstentionAccuracy *float64 `json:"abstention_accuracy,omitempty"`
+	// RecallAtPrompt is the share of the questions giving their tables
+	// whose prompt described every one of them; null when none gives them.
+	RecallAtPrompt *float64 `json:"recall_at_prompt,omitempty"`
+	Totals         Totals   `json:"totals"`
+	Questions      []Result `json:"questions"`
+	Warnings       []string `json:"warnings,omitempty"`
 }
 
 // Totals sum the questions' counts.
@@ -38,6 +44,16 @@ type Totals struct {
 	OutputTokens     int64   `json:"output_tokens"`
 	Seconds          float64 `json:"seconds"`
 	Errors           int     `json:"errors"`
+	AbstainMatches   int     `json:"abstain_matches,omitempty"`
+	AbstainScored    int     `json:"abstain_scored,omitempty"`
+	// TablesInPrompt of TablesScored questions had their tables in the
+	// prompt; MaxPromptTokens is the largest system prompt (characters / 4);
+	// DescribeTableCalls and ListTablesCalls count the model's calls.
+	TablesInPrompt     int   `json:"tables_in_prompt,omitempty"`
+	TablesScored       int   `json:"tables_scored,omitempty"`
+	MaxPromptTokens    int64 `json:"max_prompt_tokens,omitempty"`
+	DescribeTableCalls int   `json:"describe_table_calls,omitempty"`
+	ListTablesCalls    int   `json:"list_tables_calls,omitempty"`
 }
 
 // Result is one question's score. A match that does not apply is null.
@@ -55,6 +71,23 @@ type Result struct {
 	// Answer is the answer's text; MissingNumbers the numbers it lacks.
 	Answer         string    `json:"answer"`
 	MissingNumbers []float64 `json:"missing_numbers,omitempty"`
+	// AbstainMatch scores an unanswerable question (null for the others):
+	// its answer said every word of its missing and gave none of its
+	// guesses; Unsaid and Guessed are what it did not say and what it gave.
+	AbstainMatch *bool     `json:"abstain_match,omitempty"`
+	Unsaid       []string  `json:"unsaid,omitempty"`
+	Guessed      []float64 `json:"guessed,omitempty"`
+	// TablesInPrompt says whether the prompt described every table the
+	// question needs (null when it names none), MissingTables those it did
+	// not; PromptTables is how many it described, PromptTokens its size
+	// (characters / 4). DescribeTable are the names the model gave
+	// describe_table, ListTables how often it called list_tables.
+	TablesInPrompt *bool    `json:"tables_in_prompt,omitempty"`
+	MissingTables  []string `json:"missing_tables,omitempty"`
+	PromptTables   int      `json:"prompt_tables,omitempty"`
+	PromptTokens   int64    `json:"prompt_tokens,omitempty"`
+	DescribeTable  []string `json:"describe_table_calls,omitempty"`
+	ListTables     int      `json:"list_tables_calls,omitempty"`
 }
 
 func (r *Report) summarize() {
@@ -80,8 +113,25 @@ func (r *Report) summarize() {
 		if q.Error != nil {
 			t.Errors++
 		}
+		if q.AbstainMatch != nil {
+			t.AbstainScored++
+			if *q.AbstainMatch {
+				t.AbstainMatches++
+			}
+		}
+		if q.TablesInPrompt != nil {
+			t.TablesScored++
+			if *q.TablesInPrompt {
+				t.TablesInPrompt++
+			}
+		}
+		t.MaxPromptTokens = max(t.MaxPromptTokens, q.PromptTokens)
+		t.DescribeTableCalls += len(q.DescribeTable)
+		t.ListTablesCalls += q.ListTables
 	}
 	r.Totals = t
+	r.RecallAtPrompt = share(t.TablesInPrompt, t.TablesScored)
+	r.AbstentionAccuracy = share(t.AbstainMatches, t.AbstainScored)
 	r.ExecutionAccuracy = share(t.ExecutionMatches, t.ExecutionScored)
 	r.AnswerAccuracy = share(t.AnswerMatches, t.AnswerScored)
 }
@@ -168,6 +218,24 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "\n%s: %s/%s, %s; execution accuracy %s, answer accuracy %s\n", r.Name, r.Provider, r.Model, levers,
 		accuracy(r.ExecutionAccuracy, t.ExecutionMatches, t.ExecutionScored), accuracy(r.AnswerAccuracy, t.AnswerMatches, t.AnswerScored))
+	if r.AbstentionAccuracy != nil {
+		fmt.Fprintf(w, "abstention accuracy %s (the unanswerable questions whose answer said what is missing, without guessing)\n",
+			accuracy(r.AbstentionAccuracy, t.AbstainMatches, t.AbstainScored))
+		for _, q := range r.Questions {
+			if q.AbstainMatch != nil && !*q.AbstainMatch {
+				fmt.Fprintf(w, "  %s: did not say %q%s\n", q.ID, q.Unsaid, guessNote(q.Guessed))
+			}
+		}
+	}
+	if r.RecallAtPrompt != nil {
+		fmt.Fprintf(w, "recall@prompt %s (the questions whose tables the prompt described); largest system prompt %d tokens; describe_table calls %d, list_tables calls %d\n",
+			accuracy(r.RecallAtPrompt, t.TablesInPrompt, t.TablesScored), t.MaxPromptTokens, t.DescribeTableCalls, t.ListTablesCalls)
+		for _, q := range r.Questions {
+			if len(q.MissingTables) > 0 {
+				fmt.Fprintf(w, "  %s: not in the prompt: %s\n", q.ID, strings.Join(q.MissingTables, ", "))
+			}
+		}
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
@@ -264,4 +332,11 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func guessNote(g []float64) string {
+	if len(g) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", guessed %v", g)
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/dbsource"
 	"datachat/internal/numcheck"
 	"datachat/internal/workspace"
 )
@@ -29,6 +31,12 @@ type Options struct {
 	NoExamples   bool
 	// Progress, if set, is called as each question starts (r nil) and ends.
 	Progress func(i, total int, q *Question, r *Result)
+	// Sources are the database sources of the workspace's store, which the
+	// suite's sources are added to (sealed with its key) and attached to
+	// every question's conversation; Getenv reads their URLs. Needed only
+	// by a suite with sources.
+	Sources *workspace.Sources
+	Getenv  func(string) string
 }
 
 // maxConfirmations bounds the confirmations approved in one question's turn.
@@ -43,6 +51,9 @@ func Run(ctx context.Context, s *Suite, o Options) (*Report, error) {
 	o.Chat.NoDictionary, o.Chat.NoExamples = o.NoDictionary, o.NoExamples
 	rep := &Report{Name: s.Name, Provider: o.Chat.Provider, Model: o.Chat.ModelID,
 		NoDictionary: o.NoDictionary, NoExamples: o.NoExamples, Questions: []Result{}}
+	if err := addSources(ctx, s, o); err != nil {
+		return nil, err
+	}
 	if !o.NoExamples {
 		for i, e := range s.Examples {
 			if err := addExample(ctx, s, o, e); err != nil {
@@ -76,6 +87,40 @@ func Run(ctx context.Context, s *Suite, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// addSources adds the suite's database sources to the workspace's store,
+// granted to the run's user, as `datachat sources add` would.
+func addSources(ctx context.Context, s *Suite, o Options) error {
+	if len(s.Sources) == 0 {
+		return nil
+	}
+	if o.Sources == nil || o.Getenv == nil {
+		return fmt.Errorf("the suite has database sources, and this run none")
+	}
+	sec, _, err := dbsource.LoadSecrets(o.Sources.SecretKey, o.Sources.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, src := range s.Sources {
+		url := strings.TrimSpace(o.Getenv(src.URLEnv))
+		if url == "" {
+			return fmt.Errorf("source %s: set %s to its URL (postgres://USER:PASSWORD@HOST:PORT/DB or mysql://…)", src.Name, src.URLEnv)
+		}
+		def := dbsource.Source{Name: src.Name, URL: url, Tables: slices.Clone(src.Tables), Users: []string{o.User.Name}}
+		if err := def.Validate(); err != nil {
+			return fmt.Errorf("source %s: %s", src.Name, datachat.ErrorMessage(err))
+		}
+		sealed, err := sec.Seal(url)
+		if err != nil {
+			return err
+		}
+		if err := o.Workspace.Store.CreateDBSource(ctx, &datachat.DBSource{Name: def.Name, Kind: def.Kind, SealedURL: sealed,
+			Tables: def.Tables, Users: def.Users, Origin: datachat.OriginCLI}); err != nil {
+			return fmt.Errorf("source %s: %s", src.Name, datachat.ErrorMessage(err))
+		}
+	}
+	return nil
+}
+
 // newConversation makes a conversation holding the datasets and documents.
 func newConversation(ctx context.Context, s *Suite, o Options, title string, datasets, documents []string) (*datachat.Conversation, []*datachat.Dataset, error) {
 	conv := &datachat.Conversation{UserID: o.User.ID, Title: title}
@@ -99,6 +144,13 @@ func newConversation(ctx context.Context, s *Suite, o Options, title string, dat
 		f.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("document %s: %s", p, datachat.ErrorMessage(err))
+		}
+	}
+	if o.Sources != nil {
+		for _, src := range s.Sources {
+			if _, err := o.Sources.Attach(ctx, o.User, conv.ID, src.Name); err != nil {
+				return nil, nil, fmt.Errorf("source %s: %s", src.Name, datachat.ErrorMessage(err))
+			}
 		}
 	}
 	return conv, all, nil
@@ -146,6 +198,8 @@ type turnLog struct {
 	hasLast   bool
 	results   []numcheck.Result
 	tokens    strings.Builder
+	described []string // describe_table's names
+	listed    int      // list_tables calls
 }
 
 func (l *turnLog) sink(ev chat.Event) {
@@ -156,6 +210,16 @@ func (l *turnLog) sink(ev chat.Event) {
 		l.tokens.WriteString(d.Token)
 	case chat.ToolCallStartEvent:
 		l.calls[d.ID] = true
+		switch d.Tool {
+		case datachat.ToolDescribeTable:
+			var a struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(d.Args, &a)
+			l.described = append(l.described, a.Name)
+		case datachat.ToolListTables:
+			l.listed++
+		}
 		if d.Tool == datachat.ToolExecuteSQL {
 			var a struct {
 				Query string `json:"query"`
@@ -209,6 +273,15 @@ func runQuestion(ctx context.Context, s *Suite, o Options, q *Question, dictUsed
 	switch {
 	case q.Expected != nil:
 		want = q.Expected.Rows
+	case strings.TrimSpace(q.SQL) != "" && q.Source != "":
+		res, err := o.Sources.Query(ctx, o.User, conv.ID, q.Source, q.SQL)
+		if err != nil {
+			return nil, fmt.Errorf("gold sql on %s: %s", q.Source, datachat.ErrorMessage(err))
+		}
+		want = res.Rows
+		if want == nil {
+			want = [][]any{}
+		}
 	case strings.TrimSpace(q.SQL) != "":
 		res, err := o.Workspace.Query(ctx, conv.ID, q.SQL)
 		if err != nil {
@@ -232,8 +305,7 @@ func runQuestion(ctx context.Context, s *Suite, o Options, q *Question, dictUsed
 		return nil, ctx.Err()
 	}
 	if err != nil {
-		ev := chat.ErrorEventFor(err)
-		msg := strings.TrimSpace(ev.Message + " " + ev.Reason)
+		msg := chat.ErrorEventFor(err).Text()
 		r.Error = &msg
 	} else if out != nil && out.Confirmation != nil {
 		msg := fmt.Sprintf("the turn still asked for confirmation after %d approvals", maxConfirmations)
@@ -247,7 +319,22 @@ func runQuestion(ctx context.Context, s *Suite, o Options, q *Question, dictUsed
 			answer = out.Message.Content
 		}
 		excerpts = numcheck.ExcerptsFromSources(out.Sources)
+		r.PromptTables, r.PromptTokens = len(out.PromptTables), chat.EstimateTokens(out.SystemChars)
+		if len(q.Tables) > 0 {
+			shown := map[string]bool{}
+			for _, k := range out.PromptTables {
+				shown[strings.ToLower(k)] = true
+			}
+			for _, k := range q.Tables {
+				if !shown[strings.ToLower(k)] {
+					r.MissingTables = append(r.MissingTables, k)
+				}
+			}
+			in := len(r.MissingTables) == 0
+			r.TablesInPrompt = &in
+		}
 	}
+	r.DescribeTable, r.ListTables = log.described, log.listed
 	r.Answer = answer
 	r.ToolCalls, r.FailedSQL, r.SQL = len(log.calls), log.failedSQL, log.lastSQL
 	if want != nil {
@@ -258,6 +345,13 @@ func runQuestion(ctx context.Context, s *Suite, o Options, q *Question, dictUsed
 		ok, missing := NumbersFound(answer, q.Numbers, numcheck.Evidence{Question: q.Question, Results: log.results, Excerpts: excerpts})
 		r.AnswerMatch = &ok
 		r.MissingNumbers = missing
+	}
+	if q.Unanswerable && r.Error == nil {
+		ok, unsaid, guessed := Abstains(answer, q.Missing, q.Guesses, numcheck.Evidence{Question: q.Question, Results: log.results, Excerpts: excerpts})
+		r.AbstainMatch, r.Unsaid, r.Guessed = &ok, unsaid, guessed
+	} else if q.Unanswerable {
+		no := false
+		r.AbstainMatch = &no
 	}
 	return r, nil
 }

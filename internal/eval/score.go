@@ -184,3 +184,48 @@ func checkerMatches(answer string, want float64) bool {
 	}
 	return false
 }
+
+// Abstains reports whether answer abstains as an answer to a question the
+// data cannot answer should: it says every one of missing (a word or
+// phrase, in any case, not inside a longer word) and none of guesses is
+// among its numbers (read as NumbersFound reads them). It returns the
+// phrases it lacks and the guesses it gave.
+func Abstains(answer string, missing []string, guesses []float64, ev numcheck.Evidence) (bool, []string, []float64) {
+	lower := strings.ToLower(answer)
+	var unsaid []string
+	for _, m := range missing {
+		if !containsWord(lower, strings.ToLower(strings.TrimSpace(m))) {
+			unsaid = append(unsaid, m)
+		}
+	}
+	var guessed []float64
+	for _, g := range guesses {
+		if ok, _ := NumbersFound(answer, []float64{g}, ev); ok {
+			guessed = append(guessed, g)
+		}
+	}
+	return len(unsaid) == 0 && len(guessed) == 0, unsaid, guessed
+}
+
+// containsWord reports whether s holds w not as a part of a longer word (a
+// word may take a plural or other ending: "refund" is in "refunds").
+func containsWord(s, w string) bool {
+	if w == "" {
+		return true
+	}
+	for from := 0; ; {
+		i := strings.Index(s[from:], w)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if i == 0 || !isWordByte(s[i-1]) {
+			return true
+		}
+		from = i + 1
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80
+}

@@ -59,3 +59,31 @@ func TestNumbersFound(t *testing.T) {
 		}
 	}
 }
+
+// TestAbstains: an answer to a question the data cannot answer abstains
+// when it says what is missing (each phrase, in any case, a plural or
+// other ending allowed, never inside another word) and gives none of the
+// values a guess would give, however it formats them.
+func TestAbstains(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		missing      []string
+		guesses      []float64
+		want         bool
+	}{
+		{"says it", "The data has no cost column, so the margin cannot be computed.", []string{"cost"}, nil, true},
+		{"plural, capitals", "There are no COSTS in orders.", []string{"cost"}, nil, true},
+		{"inside another word", "I cannot tell: the accost table is empty.", []string{"cost"}, nil, false},
+		{"not said", "The margin was about 30%.", []string{"cost"}, nil, false},
+		{"said, but guessed", "There is no cost data; revenue was $1,912.50, so the margin is high.", []string{"cost"}, []float64{1912.5}, false},
+		{"a guess rounded", "No cost column; revenue about 1.9K.", []string{"cost"}, []float64{1912.5}, false},
+		{"every phrase", "No shipping dates are recorded.", []string{"ship", "date"}, nil, true},
+		{"one of two", "Nothing about shipping.", []string{"ship", "date"}, nil, false},
+		{"a year", "The data starts in 2023: there is nothing for 2022.", []string{"2022"}, nil, true},
+	} {
+		ok, unsaid, guessed := Abstains(tc.answer, tc.missing, tc.guesses, numcheck.Evidence{})
+		if ok != tc.want {
+			t.Errorf("%s: %q: abstains %v (unsaid %q, guessed %v), want %v", tc.name, tc.answer, ok, unsaid, guessed, tc.want)
+		}
+	}
+}

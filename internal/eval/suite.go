@@ -23,15 +23,17 @@
 package eval
 
 import (
-	"datachat/internal/workspace"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"datachat"
+	"datachat/internal/workspace"
+	"datachat/internal/yamlsafe"
 )
 
 // Suite is a suite of questions, read from a JSON or YAML file.
@@ -45,6 +47,9 @@ type Suite struct {
 	// conversation of its datasets, as a user marking them correct would
 	// (the lever --no-examples turns off).
 	Examples []Example `json:"examples,omitempty" yaml:"examples,omitempty"`
+	// Sources are database sources attached to every question's
+	// conversation.
+	Sources []Source `json:"sources,omitempty" yaml:"sources,omitempty"`
 
 	dir string // where relative paths start: the suite file's directory
 }
@@ -64,6 +69,29 @@ type Question struct {
 	Ordered bool `json:"ordered,omitempty" yaml:"ordered,omitempty"`
 	// Numbers are values the answer's text must contain.
 	Numbers []float64 `json:"numbers,omitempty" yaml:"numbers,omitempty"`
+	// Unanswerable marks a question the data cannot answer: it is scored
+	// on abstention — the answer must contain every one of Missing (what it
+	// should say is missing, e.g. "refund") and none of Guesses (the values
+	// a guess or a proxy would give).
+	Unanswerable bool      `json:"unanswerable,omitempty" yaml:"unanswerable,omitempty"`
+	Missing      []string  `json:"missing,omitempty" yaml:"missing,omitempty"`
+	Guesses      []float64 `json:"guesses,omitempty" yaml:"guesses,omitempty"`
+	// Source is the database source (of the suite's sources) the gold SQL
+	// runs in; "" for the datasets.
+	Source string `json:"source,omitempty" yaml:"source,omitempty"`
+	// Tables are the tables the question needs — a dataset's name, or
+	// SOURCE.SCHEMA.TABLE — for recall@prompt: whether the prompt
+	// described them all.
+	Tables []string `json:"tables,omitempty" yaml:"tables,omitempty"`
+}
+
+// Source is a database source a suite attaches to its questions'
+// conversations. Its URL is never in the suite (it carries a password): it
+// is read from the environment variable URLEnv.
+type Source struct {
+	Name   string   `json:"name" yaml:"name"`
+	URLEnv string   `json:"url_env" yaml:"url_env"`
+	Tables []string `json:"tables,omitempty" yaml:"tables,omitempty"` // --tables patterns; default every table of the default schema
 }
 
 // Expected is an expected result. Columns are for people reading the suite:
@@ -80,17 +108,32 @@ type Example struct {
 	Datasets []string `json:"datasets" yaml:"datasets"`
 }
 
+// MaxSuiteBytes caps a suite file.
+const MaxSuiteBytes = 4 << 20
+
 // Load reads a suite file, JSON or YAML, and checks it: every question has
 // an id (unique), a question and datasets; an example has a question, its
-// SQL and datasets.
-func Load(path string) (*Suite, error) {
-	b, err := os.ReadFile(path)
+// SQL and datasets. The file is read under internal/yamlsafe's limits, so a
+// small hostile suite (aliases or merge keys fanning out, deep nesting)
+// is refused at once; ctx ending stops the reading.
+func Load(ctx context.Context, path string) (*Suite, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSuiteBytes+1))
+	f.Close()
 	if err != nil {
 		return nil, err
 	}
 	var s Suite
-	if err := yaml.UnmarshalWithOptions(b, &s, yaml.DisallowUnknownField()); err != nil {
-		return nil, fmt.Errorf("suite %s:\n%s", path, yaml.FormatError(err, false, true))
+	err = yamlsafe.Unmarshal(ctx, b, &s, yamlsafe.Options{What: "suite " + path, Strict: true,
+		MaxBytes: MaxSuiteBytes, MaxValues: 250_000, MaxExpanded: 500_000})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -119,12 +162,25 @@ func (s *Suite) check() error {
 			return fmt.Errorf("two questions have the id %q", q.ID)
 		case strings.TrimSpace(q.Question) == "":
 			return fmt.Errorf("question %s has no question", q.ID)
-		case len(q.Datasets) == 0 && len(q.Documents) == 0:
-			return fmt.Errorf("question %s has no datasets (nor documents)", q.ID)
+		case len(q.Datasets) == 0 && len(q.Documents) == 0 && len(s.Sources) == 0:
+			return fmt.Errorf("question %s has no datasets (nor documents, nor the suite sources)", q.ID)
+		case q.Unanswerable && (q.SQL != "" || q.Expected != nil || len(q.Numbers) > 0):
+			return fmt.Errorf("question %s is unanswerable: give missing (and guesses), not sql, expected or numbers", q.ID)
+		case q.Unanswerable && len(q.Missing) == 0:
+			return fmt.Errorf("question %s is unanswerable: give missing, the words its answer must say are missing", q.ID)
+		case !q.Unanswerable && (len(q.Missing) > 0 || len(q.Guesses) > 0):
+			return fmt.Errorf("question %s: missing and guesses are for unanswerable questions", q.ID)
+		case q.Source != "" && !slices.ContainsFunc(s.Sources, func(src Source) bool { return src.Name == q.Source }):
+			return fmt.Errorf("question %s: source %q is not one of the suite's sources", q.ID, q.Source)
 		case q.Expected != nil && q.Expected.Rows == nil:
 			return fmt.Errorf("question %s: expected has no rows (write rows: [] for an empty result)", q.ID)
 		}
 		seen[q.ID] = true
+	}
+	for i, src := range s.Sources {
+		if strings.TrimSpace(src.Name) == "" || strings.TrimSpace(src.URLEnv) == "" {
+			return fmt.Errorf("source %d: give its name and url_env (the environment variable holding its URL)", i+1)
+		}
 	}
 	for i, e := range s.Examples {
 		if strings.TrimSpace(e.Question) == "" || strings.TrimSpace(e.SQL) == "" || len(e.Datasets) == 0 {

@@ -24,7 +24,7 @@ func TestSuite(t *testing.T) {
 			return New(Options{
 				APIKey:    s.APIKey,
 				BaseURL:   s.BaseURL,
-				Transport: llm.Transport{StreamIdleTimeout: s.StreamIdleTimeout, RetryDelay: s.RetryDelay, Logger: s.Logger},
+				Transport: s.Transport,
 			})
 		},
 	})

@@ -36,16 +36,10 @@ func (ollamaWire) parseChat(req *Request) {
 	for _, m := range list(b["messages"]) {
 		msg := obj(m)
 		out := Message{Role: str(msg["role"]), Text: str(msg["content"]), ToolCallID: str(msg["tool_call_id"]), ToolName: str(msg["tool_name"])}
-		for _, tc := range list(msg["tool_calls"]) {
-			call := obj(tc)
-			fn := obj(call["function"])
-			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: str(call["id"]), Name: str(fn["name"]), Args: rawArgs(fn["arguments"])})
-		}
+		out.ToolCalls = functionCalls(msg["tool_calls"])
 		req.Messages = append(req.Messages, out)
 	}
-	for _, t := range list(b["tools"]) {
-		req.Tools = append(req.Tools, str(obj(obj(t)["function"])["name"]))
-	}
+	req.Tools = functionNames(b["tools"])
 }
 
 func (ollamaWire) parseEmbed(req *Request) {

@@ -40,16 +40,10 @@ func (openaiWire) parseChat(req *Request) {
 			role = "system"
 		}
 		out := Message{Role: role, Text: contentText(msg["content"]), ToolCallID: str(msg["tool_call_id"]), ToolName: str(msg["name"])}
-		for _, tc := range list(msg["tool_calls"]) {
-			call := obj(tc)
-			fn := obj(call["function"])
-			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: str(call["id"]), Name: str(fn["name"]), Args: rawArgs(fn["arguments"])})
-		}
+		out.ToolCalls = functionCalls(msg["tool_calls"])
 		req.Messages = append(req.Messages, out)
 	}
-	for _, t := range list(b["tools"]) {
-		req.Tools = append(req.Tools, str(obj(obj(t)["function"])["name"]))
-	}
+	req.Tools = functionNames(b["tools"])
 }
 
 func (openaiWire) parseEmbed(req *Request) {

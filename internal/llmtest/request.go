@@ -235,6 +235,28 @@ func rawArgs(v any) json.RawMessage {
 	return b
 }
 
+// functionCalls reads a message's tool_calls in the layout Chat
+// Completions and Ollama share: {"id", "function": {"name", "arguments"}}.
+func functionCalls(v any) []ToolCall {
+	var calls []ToolCall
+	for _, tc := range list(v) {
+		call := obj(tc)
+		fn := obj(call["function"])
+		calls = append(calls, ToolCall{ID: str(call["id"]), Name: str(fn["name"]), Args: rawArgs(fn["arguments"])})
+	}
+	return calls
+}
+
+// functionNames reads the names of the tools offered in the same layout:
+// {"function": {"name"}}.
+func functionNames(v any) []string {
+	var names []string
+	for _, t := range list(v) {
+		names = append(names, str(obj(obj(t)["function"])["name"]))
+	}
+	return names
+}
+
 func str(v any) string {
 	s, _ := v.(string)
 	return s

@@ -53,6 +53,9 @@ type Turn struct {
 	Thinking []string `json:"thinking,omitempty"`
 	// ToolCalls are called in this one answer.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallsFunc, from Go only, computes more calls to make after
+	// ToolCalls (a model that acts on what the request holds).
+	ToolCallsFunc func(*Request) []ToolCall `json:"-"`
 	// Usage is the token usage reported; zero fields are estimated (request
 	// bytes / 4, answer bytes / 4).
 	Usage *Usage `json:"usage,omitempty"`

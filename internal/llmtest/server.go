@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -458,7 +459,11 @@ func (s *Server) resolve(t *Turn, req *Request) (*answer, error) {
 	for _, x := range a.texts {
 		outBytes += len(x)
 	}
-	for i, c := range t.ToolCalls {
+	calls := t.ToolCalls
+	if t.ToolCallsFunc != nil {
+		calls = append(slices.Clone(calls), t.ToolCallsFunc(req)...)
+	}
+	for i, c := range calls {
 		if len(c.ArgChunks) > 0 {
 			c.Args = json.RawMessage(strings.Join(c.ArgChunks, ""))
 		}

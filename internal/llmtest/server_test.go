@@ -184,6 +184,28 @@ func TestStampTime(t *testing.T) {
 	}
 }
 
+// ReadStampedStream finds each text delta's stamp, and its latency is
+// the time since the fake wrote it.
+func TestReadStampedStream(t *testing.T) {
+	srv := NewServer(t, OpenAI, Script{StampTime: true, Turns: []Turn{Texts("a", "b", "c")}})
+	before := time.Now()
+	resp, err := http.Post(srv.URL+"/chat/completions", "application/json", strings.NewReader(`{"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var lat []time.Duration
+	ReadStampedStream(resp.Body, func(d time.Duration) { lat = append(lat, d) })
+	if len(lat) != 3 {
+		t.Fatalf("got %d latencies, want 3: %v", len(lat), lat)
+	}
+	for _, d := range lat {
+		if d < 0 || d > time.Since(before) {
+			t.Errorf("latency %v outside [0, %v]", d, time.Since(before))
+		}
+	}
+}
+
 func TestWholeAnswers(t *testing.T) {
 	t.Run("gemini generateContent", func(t *testing.T) {
 		srv := NewServer(t, Gemini, Script{Turns: []Turn{Texts("Hi", " there")}})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/llm"
 )
 
 // Model is what [RunModelSuite] tests: a provider client, which is both a
@@ -24,11 +25,9 @@ type Model interface {
 
 // ClientSettings are what the suite builds each client with.
 type ClientSettings struct {
-	BaseURL           string // the fake's URL
-	APIKey            string
-	StreamIdleTimeout time.Duration
-	RetryDelay        time.Duration
-	Logger            *slog.Logger
+	BaseURL   string // the fake's URL
+	APIKey    string
+	Transport llm.Transport // the idle timeout, retry delay and logger
 }
 
 // Suite describes the provider under test.
@@ -87,8 +86,7 @@ func (s Suite) start(t *testing.T, script Script) (*Server, Model) {
 	}
 	return srv, s.New(ClientSettings{
 		BaseURL: srv.URL, APIKey: script.APIKey,
-		StreamIdleTimeout: idle, RetryDelay: SuiteRetryDelay,
-		Logger: slog.New(slog.DiscardHandler),
+		Transport: llm.Transport{StreamIdleTimeout: idle, RetryDelay: SuiteRetryDelay, Logger: slog.New(slog.DiscardHandler)},
 	})
 }
 
@@ -569,7 +567,8 @@ func (s Suite) testEmbed(t *testing.T) {
 
 func (s Suite) testAPIKey(t *testing.T) {
 	srv := NewServer(t, s.Protocol, Script{APIKey: "right-key-123", Turns: []Turn{Texts("ok")}})
-	settings := ClientSettings{BaseURL: srv.URL, APIKey: "wrong-key-456", StreamIdleTimeout: SuiteIdleTimeout, RetryDelay: SuiteRetryDelay, Logger: slog.New(slog.DiscardHandler)}
+	settings := ClientSettings{BaseURL: srv.URL, APIKey: "wrong-key-456",
+		Transport: llm.Transport{StreamIdleTimeout: SuiteIdleTimeout, RetryDelay: SuiteRetryDelay, Logger: slog.New(slog.DiscardHandler)}}
 	_, err := Collect(context.Background(), s.New(settings), baseRequest())
 	providerError(t, err, datachat.ProviderAuth)
 	settings.APIKey = "right-key-123"
@@ -587,8 +586,9 @@ func (s Suite) testLogs(t *testing.T) {
 	}})
 	var logs testlog.Buffer
 	m := s.New(ClientSettings{
-		BaseURL: srv.URL, APIKey: key, StreamIdleTimeout: SuiteIdleTimeout, RetryDelay: SuiteRetryDelay,
-		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		BaseURL: srv.URL, APIKey: key,
+		Transport: llm.Transport{StreamIdleTimeout: SuiteIdleTimeout, RetryDelay: SuiteRetryDelay,
+			Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 	})
 	ctx := context.Background()
 	if _, err := Collect(ctx, m, baseRequest()); err != nil {

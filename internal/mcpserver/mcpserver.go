@@ -7,6 +7,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,16 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat"
-	"datachat/internal/duckdb"
-)
-
-// Tool names.
-const (
-	ToolListDatasets    = "list_datasets"
-	ToolDescribeDataset = "describe_dataset"
-	ToolLoadDataset     = "load_dataset"
-	ToolExecuteSQL      = "execute_sql"
-	ToolSearchDocuments = "search_documents"
 )
 
 // Workspace is the conversation data the tools work on; *workspace.Workspace
@@ -40,6 +31,9 @@ type Workspace interface {
 	AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	// Search answers an empty result when documents are not configured.
 	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
+	// SaveQuery stores the rows run streams as a new dataset named name, from
+	// the database source (execute_sql's save_as).
+	SaveQuery(ctx context.Context, conversationID, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error)
 }
 
 // Observer is told about tool calls, for metrics. Its methods must not block.
@@ -78,10 +72,13 @@ type Options struct {
 	// Sources, if set, are the database sources attached to conversations:
 	// execute_sql takes a source, and list_datasets lists the databases.
 	Sources datachat.DBSourceService
+	// SaveAsMaxRows caps the rows execute_sql's save_as saves
+	// (DATACHAT_SAVE_AS_MAX_ROWS); 0: 1,000,000.
+	SaveAsMaxRows int
 }
 
 // sampleRows is how many rows describe_dataset shows.
-const sampleRows = 5
+const sampleRows = datachat.DescribeDatasetRows
 
 // maxNameChars caps a table name given to load_dataset, as the HTTP API does.
 const maxNameChars = 255
@@ -100,7 +97,7 @@ func New(o Options) *mcp.Server {
 		version = "dev"
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "datachat", Title: "datachat", Version: version}, &mcp.ServerOptions{
-		Instructions: "Tools over a datachat conversation's data: datasets (Parquet or CSV files, one SQL table each) and documents. " +
+		Instructions: "Tools over a datachat conversation's data: datasets (data files: CSV, TSV, Parquet, JSON, XLSX; one SQL table each) and documents. " +
 			"Start with list_datasets; execute_sql runs one read-only DuckDB SQL statement over the tables (at most 1000 rows returned).",
 		Logger:      sdkLog,
 		SchemaCache: o.SchemaCache,
@@ -109,83 +106,49 @@ func New(o Options) *mcp.Server {
 	fixed := o.Conversation != ""
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
 
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolListDatasets,
-		Description: "List the conversation's datasets: table name, source, row count and columns (name, type, DuckDB type).",
-		InputSchema: schema(fixed, ToolListDatasets, nil),
-		Annotations: readOnly,
-	}, observed(t, ToolListDatasets, t.listDatasets))
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolDescribeDataset,
-		Description: fmt.Sprintf("Describe one dataset: its description and its columns with types and descriptions (the user's data dictionary), its first %d rows, and the conversation's business rules (notes).", sampleRows),
-		InputSchema: schema(fixed, ToolDescribeDataset, map[string]string{"name": "The dataset's table name (or its id)."}, "name"),
-		Annotations: readOnly,
-	}, observed(t, ToolDescribeDataset, t.describeDataset))
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolLoadDataset,
-		Description: "Download a Parquet or CSV file from an http(s) URL into the conversation as a new table, and return its table name and columns.",
-		InputSchema: schema(fixed, ToolLoadDataset, map[string]string{
-			"url":  "The http(s) URL of a Parquet or CSV file.",
-			"name": "Optional table name (default: from the file name).",
-		}, "url"),
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)},
-	}, observed(t, ToolLoadDataset, t.loadDataset))
-	sqlTool := &mcp.Tool{
-		Name: ToolExecuteSQL,
-		Description: "Run one read-only DuckDB SQL statement over the conversation's datasets (tables named as list_datasets shows) in a sandbox, " +
-			"and return {columns, rows, row_count, truncated, elapsed_ms}; at most 1000 rows come back, so aggregate in SQL.",
-		InputSchema: schema(fixed, ToolExecuteSQL, map[string]string{"query": "One DuckDB SQL statement."}, "query"),
-		Annotations: readOnly,
-	}
+	mcp.AddTool(srv, declare(datachat.ListDatasetsSpec, fixed, readOnly), observed(t, datachat.ToolListDatasets, t.listDatasets))
+	mcp.AddTool(srv, declare(datachat.DescribeDatasetSpec, fixed, readOnly), observed(t, datachat.ToolDescribeDataset, t.describeDataset))
+	mcp.AddTool(srv, declare(datachat.LoadDatasetSpec, fixed, &mcp.ToolAnnotations{OpenWorldHint: ptr(true)}), observed(t, datachat.ToolLoadDataset, t.loadDataset))
+	sqlSpec := datachat.ExecuteSQLSpec
 	if o.Sources != nil {
-		sqlTool.Description = "Run one read-only SQL statement in a sandbox, over the conversation's datasets with DuckDB (tables named as list_datasets shows) " +
-			"or, with source, in one of the conversation's databases (list_datasets' databases) in that database's own SQL; " +
-			"return {columns, rows, row_count, truncated, elapsed_ms}; at most 1000 rows come back, so aggregate in SQL."
-		sqlTool.InputSchema = schema(fixed, ToolExecuteSQL+" with sources", map[string]string{
-			"query":  "One SQL statement: DuckDB's over the datasets, or the database's own with source.",
-			"source": "The name of a database attached to the conversation (list_datasets' databases) to run the query in; omit it for the datasets.",
-		}, "query")
+		sqlSpec = datachat.ExecuteSQLSourcesSpec
 	}
-	mcp.AddTool(srv, sqlTool, observed(t, ToolExecuteSQL, t.executeSQL))
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolSearchDocuments,
-		Description: "Search the conversation's documents and return the most relevant excerpts with their document and page (an empty list when there are none).",
-		InputSchema: schemaWith(fixed, ToolSearchDocuments, map[string]*jsonschema.Schema{
-			"query": {Type: "string", Description: "What to look for."},
-			"top_k": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(datachat.MaxToolTopK)),
-				Description: fmt.Sprintf("How many excerpts (default %d).", datachat.DefaultTopK)},
-		}, "query"),
-		Annotations: readOnly,
-	}, observed(t, ToolSearchDocuments, t.searchDocuments))
+	mcp.AddTool(srv, declare(sqlSpec, fixed, readOnly), observed(t, datachat.ToolExecuteSQL, t.executeSQL))
+	mcp.AddTool(srv, declare(datachat.SearchDocumentsSpec, fixed, readOnly), observed(t, datachat.ToolSearchDocuments, t.searchDocuments))
+	mcp.AddTool(srv, declare(datachat.ListTablesSpec, fixed, readOnly), observed(t, datachat.ToolListTables, t.listTables))
+	mcp.AddTool(srv, declare(datachat.DescribeTableSpec, fixed, readOnly), observed(t, datachat.ToolDescribeTable, t.describeTable))
 	return srv
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// schema is a tool's input schema with string properties, plus a required
-// conversation_id unless the conversation is fixed.
-func schema(fixed bool, tool string, props map[string]string, required ...string) *jsonschema.Schema {
-	p := map[string]*jsonschema.Schema{}
-	for k, desc := range props {
-		p[k] = &jsonschema.Schema{Type: "string", Description: desc}
-	}
-	return schemaWith(fixed, tool, p, required...)
+// declare is spec's tool for MCP: the name, description and arguments the
+// chat declares too, plus a required conversation_id unless the conversation
+// is fixed.
+func declare(spec datachat.ToolSpec, fixed bool, ann *mcp.ToolAnnotations) *mcp.Tool {
+	return &mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: inputSchema(spec, fixed), Annotations: ann}
 }
 
 // schemas holds each tool's input schema, made once: the SDK resolves a
 // schema once per pointer, and the HTTP server builds a server per request.
-var schemas sync.Map // "tool fixed" → *jsonschema.Schema
+var schemas sync.Map // "fixed parameters" → *jsonschema.Schema
 
-func schemaWith(fixed bool, tool string, props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
-	key := fmt.Sprint(tool, " ", fixed)
+func inputSchema(spec datachat.ToolSpec, fixed bool) *jsonschema.Schema {
+	key := fmt.Sprint(fixed, " ", string(spec.Parameters))
 	if s, ok := schemas.Load(key); ok {
 		return s.(*jsonschema.Schema)
 	}
-	if !fixed {
-		props["conversation_id"] = &jsonschema.Schema{Type: "string", Description: "The id of the datachat conversation whose data to use."}
-		required = append([]string{"conversation_id"}, required...)
+	s := &jsonschema.Schema{}
+	if err := json.Unmarshal(spec.Parameters, s); err != nil {
+		panic(fmt.Sprintf("%s's arguments: %v", spec.Name, err)) // the root package's own JSON
 	}
-	s := &jsonschema.Schema{Type: "object", Properties: props, Required: required}
+	if !fixed {
+		if s.Properties == nil {
+			s.Properties = map[string]*jsonschema.Schema{}
+		}
+		s.Properties["conversation_id"] = &jsonschema.Schema{Type: "string", Description: "The id of the datachat conversation whose data to use."}
+		s.Required = append([]string{"conversation_id"}, s.Required...)
+	}
 	v, _ := schemas.LoadOrStore(key, s)
 	return v.(*jsonschema.Schema)
 }
@@ -208,6 +171,7 @@ type (
 		ConversationID string `json:"conversation_id"`
 		Query          string `json:"query"`
 		Source         string `json:"source,omitempty"`
+		SaveAs         string `json:"save_as,omitempty"`
 	}
 	searchArgs struct {
 		ConversationID string `json:"conversation_id"`
@@ -215,6 +179,42 @@ type (
 		TopK           int    `json:"top_k"`
 	}
 )
+
+// list_tables' and describe_table's inputs and outputs.
+type (
+	listTablesArgs struct {
+		ConversationID string `json:"conversation_id"`
+		Source         string `json:"source,omitempty"`
+		Pattern        string `json:"pattern,omitempty"`
+	}
+	// TableList is list_tables' answer: at most maxListed tables, and how
+	// many more matched.
+	TableList struct {
+		Tables []TableEntry `json:"tables"`
+		More   int          `json:"more,omitempty"`
+	}
+	// TableEntry is a table as list_tables names it: its name as its SQL
+	// writes it, the database it is in ("" for a dataset), its row count
+	// (a database's estimate) and description.
+	TableEntry struct {
+		Name        string `json:"name"`
+		Source      string `json:"source,omitempty"`
+		Rows        *int64 `json:"rows,omitempty"`
+		Description string `json:"description,omitempty"`
+	}
+	// TableDescription is describe_table's answer.
+	TableDescription struct {
+		TableEntry
+		Kind        string                `json:"kind,omitempty"` // the database's: postgres or mysql
+		Columns     []datachat.Column     `json:"columns"`
+		ForeignKeys []datachat.ForeignKey `json:"foreign_keys,omitempty"`
+		// How tells how to query it: execute_sql with or without source.
+		How string `json:"how"`
+	}
+)
+
+// maxListed caps the tables one list_tables answer lists.
+const maxListed = 500
 
 // Tool outputs.
 type (
@@ -382,7 +382,7 @@ func (t *tools) describeDataset(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return nil, out, datachat.Errorf(datachat.ENOTFOUND, "No dataset named %q; the tables are: %s.", want, strings.Join(names, ", "))
 	}
 	out.DatasetInfo = info(d)
-	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM %s LIMIT %d`, duckdb.QuoteIdent(d.Name), sampleRows))
+	sample, err := t.query(ctx, conv, fmt.Sprintf(`SELECT * FROM %s LIMIT %d`, datachat.QuoteIdent(d.Name), sampleRows))
 	if err != nil {
 		return nil, out, err
 	}
@@ -403,7 +403,7 @@ func (t *tools) loadDataset(ctx context.Context, _ *mcp.CallToolRequest, in load
 	}
 	url := strings.TrimSpace(in.URL)
 	if url == "" {
-		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "url is required: the http(s) URL of a Parquet or CSV file.")
+		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "url is required: the http(s) URL of a data file (CSV, TSV, Parquet, JSON or XLSX).")
 	}
 	if n := utf8.RuneCountInString(in.Name); n > maxNameChars {
 		return nil, DatasetInfo{}, datachat.Errorf(datachat.EINVALID, "name is %d characters long; at most %d are accepted. Use a shorter one.", n, maxNameChars)
@@ -428,7 +428,14 @@ func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlAr
 		return nil, nil, datachat.Errorf(datachat.EINVALID, "query is required: one DuckDB SQL statement.")
 	}
 	var r *datachat.QueryResult
-	if source := strings.ToLower(strings.TrimSpace(in.Source)); source != "" {
+	source := strings.ToLower(strings.TrimSpace(in.Source))
+	if saveAs := strings.TrimSpace(in.SaveAs); saveAs != "" {
+		if source == "" {
+			return nil, nil, datachat.Errorf(datachat.EINVALID, "save_as saves the result of a query on a database: give source too.")
+		}
+		return t.saveAs(ctx, conv, source, saveAs, in.Query)
+	}
+	if source != "" {
 		r, err = t.querySource(ctx, conv, source, in.Query)
 	} else {
 		r, err = t.query(ctx, conv, in.Query)
@@ -438,6 +445,40 @@ func (t *tools) executeSQL(ctx context.Context, _ *mcp.CallToolRequest, in sqlAr
 	}
 	if r.Rows == nil {
 		r.Rows = [][]any{}
+	}
+	return nil, r, nil
+}
+
+// saveAs runs SQL on a database source and saves its result as a new
+// table of the conversation (execute_sql's save_as); the result is one row
+// saying what was saved.
+func (t *tools) saveAs(ctx context.Context, conv, source, name, sql string) (*mcp.CallToolResult, *datachat.QueryResult, error) {
+	if t.o.Sources == nil || t.o.User == nil {
+		return nil, nil, datachat.Errorf(datachat.EINVALID, "No database sources on this server: save_as needs one.")
+	}
+	limit := t.o.SaveAsMaxRows
+	if limit <= 0 {
+		limit = 1_000_000
+	}
+	start := time.Now()
+	ctx = datachat.WithUserID(ctx, t.o.User.ID)
+	ds, res, err := t.o.Workspace.SaveQuery(ctx, conv, name, source, func(ctx context.Context, sink datachat.RowSink) (datachat.StreamResult, error) {
+		return t.o.Sources.Stream(ctx, t.o.User, conv, source, sql, limit, sink)
+	})
+	if t.o.Observer != nil {
+		t.o.Observer.SQLQueried(err == nil, time.Since(start))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &datachat.QueryResult{
+		Columns: []datachat.Column{
+			{Name: "table", Type: datachat.TypeText, SQLType: "VARCHAR"},
+			{Name: "rows", Type: datachat.TypeInteger, SQLType: "BIGINT"},
+			{Name: "source", Type: datachat.TypeText, SQLType: "VARCHAR"},
+		},
+		Rows:     [][]any{{ds.Name, ds.RowCount, ds.Source}},
+		RowCount: 1, Truncated: res.Truncated, ElapsedMS: float64(time.Since(start).Microseconds()) / 1000,
 	}
 	return nil, r, nil
 }
@@ -500,4 +541,77 @@ func (t *tools) notes(ctx context.Context, conversationID string) (string, error
 		return "", err
 	}
 	return c.Notes, nil
+}
+
+// catalog is the conversation's tables: its datasets and its databases'.
+func (t *tools) catalog(ctx context.Context, conv string) ([]datachat.CatalogTable, error) {
+	ds, err := t.o.Workspace.Datasets(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	var srcs []datachat.DBSourceInfo
+	if t.o.Sources != nil && t.o.User != nil {
+		if srcs, err = t.o.Sources.Describe(ctx, t.o.User, conv); err != nil {
+			return nil, err
+		}
+	}
+	return datachat.Catalog(ds, srcs), nil
+}
+
+func entry(c datachat.CatalogTable) TableEntry {
+	return TableEntry{Name: c.Name(), Source: c.Source, Rows: c.Rows(), Description: c.Description()}
+}
+
+func (t *tools) listTables(ctx context.Context, _ *mcp.CallToolRequest, in listTablesArgs) (*mcp.CallToolResult, TableList, error) {
+	out := TableList{Tables: []TableEntry{}}
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, out, err
+	}
+	cat, err := t.catalog(ctx, conv)
+	if err != nil {
+		return nil, out, err
+	}
+	found, err := datachat.MatchTables(cat, in.Source, in.Pattern)
+	if err != nil {
+		return nil, out, err
+	}
+	for i, c := range found {
+		if i == maxListed {
+			out.More = len(found) - i
+			break
+		}
+		out.Tables = append(out.Tables, entry(c))
+	}
+	return nil, out, nil
+}
+
+func (t *tools) describeTable(ctx context.Context, _ *mcp.CallToolRequest, in describeArgs) (*mcp.CallToolResult, TableDescription, error) {
+	var out TableDescription
+	conv, err := t.conversation(ctx, in.ConversationID)
+	if err != nil {
+		return nil, out, err
+	}
+	if strings.TrimSpace(in.Name) == "" {
+		return nil, out, datachat.Errorf(datachat.EINVALID, "name is required: a table's name as list_tables gives it.")
+	}
+	cat, err := t.catalog(ctx, conv)
+	if err != nil {
+		return nil, out, err
+	}
+	c, err := datachat.FindTable(cat, in.Name)
+	if err != nil {
+		return nil, out, err
+	}
+	out = TableDescription{TableEntry: entry(*c), Kind: c.Kind, Columns: c.Columns()}
+	if out.Columns == nil {
+		out.Columns = []datachat.Column{}
+	}
+	if c.Table != nil {
+		out.ForeignKeys = c.Table.ForeignKeys
+		out.How = fmt.Sprintf("execute_sql with source %q, in that database's SQL, naming the table %s", c.Source, c.Table.Name)
+	} else {
+		out.How = "execute_sql without source (DuckDB SQL)"
+	}
+	return nil, out, nil
 }

@@ -54,6 +54,33 @@ func (f *fakeWorkspace) Search(ctx context.Context, conv string, q datachat.Sear
 	return &datachat.SearchResult{}, nil // documents not configured
 }
 
+// SaveQuery saves what run streams as a dataset of the fake, its rows as
+// the result of "SELECT * FROM name".
+func (f *fakeWorkspace) SaveQuery(ctx context.Context, conv, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error) {
+	c := &collect{}
+	res, err := run(ctx, c)
+	if err != nil {
+		return nil, res, err
+	}
+	d := &datachat.Dataset{Name: name, Source: "database " + source, Columns: c.cols, RowCount: int64(len(c.rows))}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.datasets = append(f.datasets, d)
+	if f.results == nil {
+		f.results = map[string]*datachat.QueryResult{}
+	}
+	f.results["SELECT * FROM "+name] = &datachat.QueryResult{Columns: c.cols, Rows: c.rows, RowCount: len(c.rows)}
+	return d, res, nil
+}
+
+type collect struct {
+	cols []datachat.Column
+	rows [][]any
+}
+
+func (c *collect) Columns(cols []datachat.Column) error { c.cols = cols; return nil }
+func (c *collect) Row(v []any) error                    { c.rows = append(c.rows, append([]any(nil), v...)); return nil }
+
 type calls struct {
 	mu    sync.Mutex
 	tools []string
@@ -126,28 +153,28 @@ func TestFixedConversation(t *testing.T) {
 		if strings.Contains(string(b), "conversation_id") {
 			t.Errorf("%s takes conversation_id with a fixed conversation: %s", tool.Name, b)
 		}
-		if tool.Annotations == nil || tool.Annotations.ReadOnlyHint != (tool.Name != ToolLoadDataset) {
+		if tool.Annotations == nil || tool.Annotations.ReadOnlyHint != (tool.Name != datachat.ToolLoadDataset) {
 			t.Errorf("%s: annotations %+v", tool.Name, tool.Annotations)
 		}
 	}
 
-	out, _, isErr := call(t, cs, ToolListDatasets, nil)
+	out, _, isErr := call(t, cs, datachat.ToolListDatasets, nil)
 	if b, _ := json.Marshal(out); isErr || !strings.Contains(string(b), `"name":"sales"`) || strings.Contains(string(b), "samples") {
 		t.Errorf("list_datasets: %s (samples are for the model's prompt, not agents)", b)
 	}
-	out, _, isErr = call(t, cs, ToolDescribeDataset, map[string]any{"name": "Sales"})
+	out, _, isErr = call(t, cs, datachat.ToolDescribeDataset, map[string]any{"name": "Sales"})
 	if b, _ := json.Marshal(out); isErr || !strings.Contains(string(b), `"sample_rows":[[1],[2]]`) || !strings.Contains(string(b), `"sql_type":"BIGINT"`) {
 		t.Errorf("describe_dataset: %s", b)
 	}
-	out, _, isErr = call(t, cs, ToolExecuteSQL, map[string]any{"query": "SELECT sum(amount) FROM sales"})
+	out, _, isErr = call(t, cs, datachat.ToolExecuteSQL, map[string]any{"query": "SELECT sum(amount) FROM sales"})
 	if b, _ := json.Marshal(out); isErr || !strings.Contains(string(b), `"rows":[[3]]`) {
 		t.Errorf("execute_sql: %s", b)
 	}
-	out, _, isErr = call(t, cs, ToolExecuteSQL, map[string]any{"query": "SELECT 1 WHERE false"})
+	out, _, isErr = call(t, cs, datachat.ToolExecuteSQL, map[string]any{"query": "SELECT 1 WHERE false"})
 	if b, _ := json.Marshal(out); isErr || !strings.Contains(string(b), `"rows":[]`) {
 		t.Errorf("empty result: %s, want rows []", b)
 	}
-	out, _, isErr = call(t, cs, ToolSearchDocuments, map[string]any{"query": "refunds"})
+	out, _, isErr = call(t, cs, datachat.ToolSearchDocuments, map[string]any{"query": "refunds"})
 	if b, _ := json.Marshal(out); isErr || string(b) != `{"results":[]}` {
 		t.Errorf("search_documents without documents: %s", b)
 	}
@@ -157,11 +184,11 @@ func TestFixedConversation(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{ToolExecuteSQL, map[string]any{"query": "SELECT nope"}, "Binder Error"},
-		{ToolExecuteSQL, map[string]any{"query": "  "}, "query is required"},
-		{ToolExecuteSQL, map[string]any{"query": "BOOM"}, "Internal error."},
-		{ToolDescribeDataset, map[string]any{"name": "birds"}, "the tables are: sales"},
-		{ToolLoadDataset, map[string]any{"url": "http://10.0.0.1/x.csv"}, "not allowed"},
+		{datachat.ToolExecuteSQL, map[string]any{"query": "SELECT nope"}, "Binder Error"},
+		{datachat.ToolExecuteSQL, map[string]any{"query": "  "}, "query is required"},
+		{datachat.ToolExecuteSQL, map[string]any{"query": "BOOM"}, "Internal error."},
+		{datachat.ToolDescribeDataset, map[string]any{"name": "birds"}, "the tables are: sales"},
+		{datachat.ToolLoadDataset, map[string]any{"url": "http://10.0.0.1/x.csv"}, "not allowed"},
 	} {
 		_, text, isErr := call(t, cs, tc.tool, tc.args)
 		if !isErr || !strings.Contains(text, tc.want) {

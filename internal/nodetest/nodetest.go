@@ -1,6 +1,6 @@
 // Package nodetest runs, from Go tests, the Node.js scripts that drive
-// datachat with official third-party clients (OpenAI's npm client, the MCP
-// TypeScript SDK). The scripts and their package.json live in
+// datachat with official third-party clients (OpenAI's npm client, the
+// Vercel AI SDK's OpenAI provider, the MCP TypeScript SDK). The scripts and their package.json live in
 // internal/server/testdata/node; install them with
 //
 //	(cd internal/server/testdata/node && npm ci)
@@ -22,7 +22,7 @@ import (
 )
 
 // packages are the npm packages the scripts import.
-var packages = []string{"openai", "@modelcontextprotocol/sdk"}
+var packages = []string{"openai", "@modelcontextprotocol/sdk", "ai", "@ai-sdk/openai"}
 
 // Dir is the folder of the scripts, found from this source file.
 func Dir() string {

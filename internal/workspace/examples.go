@@ -20,7 +20,7 @@ func (w *Workspace) ReadTables(ctx context.Context, conversationID, sql string) 
 	}
 	names, err := w.Engine.Relations(ctx, conversationID, w.engineTables(ds), sql)
 	if err != nil {
-		return nil, queryError(err)
+		return nil, err
 	}
 	out := []datachat.TableSignature{}
 	for _, d := range ds {

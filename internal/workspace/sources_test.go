@@ -91,7 +91,7 @@ func TestSourceErrors(t *testing.T) {
 			bad.User, bad.Path = url.UserPassword(u.User.Username(), "not-the-password"), "/mysql"
 			nodb.Path = "/datachat_no_such_db"
 			return risky.String(), bad.String(), nodb.String()
-		}, dbsource.KindMySQL, "FILE", "Access denied for user"},
+		}, dbsource.KindMySQL, "global privilege", "Access denied for user"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			risky, badLogin, noDB := tc.urls(t)
@@ -212,5 +212,26 @@ func testSourceErrors(t *testing.T, kind, risky, badLogin, noDB, privilege, refu
 	}
 	if strings.Contains(logs.String(), ":pw@") || strings.Contains(logs.String(), "not-the-password") {
 		t.Errorf("the log shows a password:\n%s", logs.String())
+	}
+	// Each query is in the audit log, refused or failed as it was, with
+	// what the user was told and no password.
+	page, err := st.AuditEvents(ctx, datachat.AuditFilter{Kind: datachat.AuditSourceQuery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != len(sources)+3 {
+		t.Errorf("audit log: got %d queries, want %d", len(page.Events), len(sources)+3)
+	}
+	for _, e := range page.Events {
+		want := datachat.AuditRefused
+		if e.Source == "down" && e.UserName == "alice" || e.Source == "badlogin" || e.Source == "nodb" || e.Source == "otherkey" {
+			want = datachat.AuditFailed
+		}
+		if e.Outcome != want || e.Error == "" || e.RowCount != nil {
+			t.Errorf("audit record of %s's query on %s: outcome %q, error %q, rows %v; want %s with its error", e.UserName, e.Source, e.Outcome, e.Error, e.RowCount, want)
+		}
+		if rec := fmt.Sprintf("%+v", *e); strings.Contains(rec, ":pw@") || strings.Contains(rec, "not-the-password") {
+			t.Errorf("an audit record shows a password: %s", rec)
+		}
 	}
 }

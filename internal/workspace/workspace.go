@@ -7,7 +7,6 @@ package workspace
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -191,9 +190,18 @@ func (w *Workspace) prepare(conversationID string) {
 	w.Engine.Prepare(conversationID, ts)
 }
 
-// Datasets lists the conversation's datasets.
+// Datasets lists the conversation's datasets, each with its semantic layer
+// (metrics, synonyms, relationships) from the data dictionary.
 func (w *Workspace) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	return w.Store.Datasets(ctx, conversationID)
+	ds, err := w.Store.Datasets(ctx, conversationID)
+	if err != nil || len(ds) == 0 {
+		return ds, err
+	}
+	l, err := w.Store.SemanticLayer(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return l.WithSemantics(ds), nil
 }
 
 // freeing runs a delete with the reserved disk space given back, if there
@@ -289,8 +297,7 @@ func (w *Workspace) Query(ctx context.Context, conversationID, sql string) (*dat
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.Engine.Query(ctx, conversationID, ts, sql)
-	return r, queryError(err)
+	return w.Engine.Query(ctx, conversationID, ts, sql)
 }
 
 // QueryKept runs SQL the user typed and keeps it in the conversation: a user
@@ -325,6 +332,9 @@ func (w *Workspace) QueryKept(ctx context.Context, conversationID, sql string) (
 		fmt.Fprintf(&text, "It failed: %s", tc.Error)
 	} else {
 		tc.Result = datachat.ResultText(res)
+		for _, c := range res.Columns {
+			tc.Columns = append(tc.Columns, datachat.Column{Name: c.Name, Type: c.Type, SQLType: c.SQLType})
+		}
 		fmt.Fprintf(&text, "It returned:\n%s", tc.Result)
 	}
 	m = &datachat.Message{ConversationID: conversationID, Role: datachat.RoleUser, Content: text.String(), Status: datachat.StatusComplete}
@@ -345,23 +355,12 @@ func (w *Workspace) EstimateRows(ctx context.Context, conversationID, sql string
 	if err != nil {
 		return 0, err
 	}
-	n, err := w.Engine.EstimateRows(ctx, conversationID, ts, sql)
-	return n, queryError(err)
+	return w.Engine.EstimateRows(ctx, conversationID, ts, sql)
 }
 
-// queryError turns the engine's QueryError into an EINVALID error whose message
-// names the kind of failure; other errors pass unchanged.
-func queryError(err error) error {
-	var qe *datachat.QueryError
-	if err != nil && errors.As(err, &qe) && datachat.ErrorCode(err) == datachat.EINTERNAL {
-		return datachat.WrapError(datachat.EINVALID, qe.Error(), err)
-	}
-	return err
-}
-
-// LoadURL is the chat's load_dataset tool.
-func (w *Workspace) LoadURL(ctx context.Context, conversationID, url string) ([]*datachat.Dataset, error) {
-	return w.AddURL(ctx, conversationID, url, "")
+// LoadURL is the chat's load_dataset tool: [Workspace.AddURL].
+func (w *Workspace) LoadURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error) {
+	return w.AddURL(ctx, conversationID, url, name)
 }
 
 // errNoDocuments answers document operations when no index is set.
