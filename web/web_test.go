@@ -134,3 +134,48 @@ func TestPageIsSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestModulesFindTheirElements checks that every element a module looks up
+// by id — $('…') or document.getElementById('…') — is in index.html: a
+// renamed or missing element would otherwise fail only when that path of
+// the page runs (a null where an element was expected).
+func TestModulesFindTheirElements(t *testing.T) {
+	index, err := Files.ReadFile("index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\sid="([^"]+)"`).FindAllSubmatch(index, -1) {
+		if ids[string(m[1])] {
+			t.Errorf("index.html has two elements with id %q", m[1])
+		}
+		ids[string(m[1])] = true
+	}
+	lookup := regexp.MustCompile(`(?:\$|getElementById)\(\s*'([^'$` + "`" + `]+)'\s*\)`)
+	made := regexp.MustCompile(`\bid: '([^']+)'`) // elements a module builds itself
+	err = fs.WalkDir(Files, "assets/js", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := Files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		own := map[string]bool{}
+		for _, m := range made.FindAllSubmatch(b, -1) {
+			own[string(m[1])] = true
+		}
+		for _, m := range lookup.FindAllSubmatch(b, -1) {
+			if id := string(m[1]); !ids[id] && !own[id] {
+				t.Errorf("%s looks up #%s, which index.html does not have", p, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 50 {
+		t.Errorf("found only %d ids in index.html: the pattern no longer reads it", len(ids))
+	}
+}

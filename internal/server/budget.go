@@ -8,7 +8,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"datachat"
-	"datachat/internal/mcpserver"
 )
 
 // budget is a per-user allowance of one kind of expensive request: n a period,
@@ -114,11 +113,11 @@ func (s *Server) mcpBudget(userID string) func(tool string) error {
 	b := &s.budgets
 	return func(tool string) error {
 		switch tool {
-		case mcpserver.ToolExecuteSQL:
+		case datachat.ToolExecuteSQL:
 			return b.sql.take(userID)
-		case mcpserver.ToolSearchDocuments:
+		case datachat.ToolSearchDocuments:
 			return b.search.take(userID)
-		case mcpserver.ToolLoadDataset:
+		case datachat.ToolLoadDataset:
 			return b.uploads.take(userID)
 		}
 		return nil

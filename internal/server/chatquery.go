@@ -9,6 +9,7 @@ import (
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/retrieval"
 )
 
 // chatQueryRequest is the body of POST /chat/query.
@@ -79,19 +80,28 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	convID := conv.ID
 	out, err := s.Chat.Send(ctx, user, convID, query, opts, nil)
+	if rev := revocation(ctx); rev != nil {
+		// The key was revoked while the turn ran: it stopped, and its
+		// answer is stored cancelled.
+		s.error(w, r, rev)
+		return
+	}
 	if err != nil {
 		s.error(w, r, turnError(err))
 		return
 	}
 	total := float64(time.Since(start).Microseconds()) / 1000
 	tokens := out.Usage.Input + out.Usage.Output
-	answer := strings.TrimSpace(out.Message.Content)
-	// The checks count characters of the stored text; the answer drops its
-	// leading white space.
-	shift := utf8.RuneCountInString(out.Message.Content) - utf8.RuneCountInString(strings.TrimLeft(out.Message.Content, " \t\r\n"))
+	// The answer's parts that a tool call separates are paragraphs, as the
+	// page shows them. The checks count characters of the stored text: moved
+	// to the same characters of the answer, which also drops its leading
+	// white space.
+	joined, moved := partsText(out.Message.Parts, out.Message.Content)
+	answer := strings.TrimSpace(joined)
+	shift := utf8.RuneCountInString(joined) - utf8.RuneCountInString(strings.TrimLeft(joined, " \t\r\n"))
 	checks := make([]datachat.NumberCheck, len(out.Message.NumberChecks))
 	for i, c := range out.Message.NumberChecks {
-		c.Start, c.End = c.Start-shift, c.End-shift
+		c.Start, c.End = moved(c.Start)-shift, moved(c.End-1)+1-shift
 		checks[i] = c
 	}
 	resp := chatQueryResponse{
@@ -115,6 +125,47 @@ func (s *Server) chatQuery(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// partsText joins an answer's text parts as the page shows them, with a
+// paragraph break where a tool call separates two, and returns with it the
+// map from a character's offset in the stored text (its parts' text run
+// together) to its offset in the joined one. Parts that do not add up to
+// the stored text leave it as it is.
+func partsText(parts []datachat.Part, stored string) (string, func(int) int) {
+	same := func(i int) int { return i }
+	if datachat.PartsText(parts) != stored {
+		return stored, same
+	}
+	var b strings.Builder
+	type span struct{ from, to, shift int } // stored offsets [from, to) move by shift
+	var spans []span
+	storedAt, added := 0, 0
+	afterTool := false
+	for _, p := range parts {
+		if p.Type != datachat.PartText {
+			afterTool = true
+			continue
+		}
+		if afterTool && b.Len() > 0 {
+			br := chat.PartBreak(lastChars(b.String(), 2))
+			b.WriteString(br)
+			added += utf8.RuneCountInString(br)
+		}
+		afterTool = false
+		n := utf8.RuneCountInString(p.Text)
+		spans = append(spans, span{storedAt, storedAt + n, added})
+		storedAt += n
+		b.WriteString(p.Text)
+	}
+	return b.String(), func(i int) int {
+		for _, s := range spans {
+			if i >= s.from && i < s.to {
+				return i + s.shift
+			}
+		}
+		return i + added
+	}
 }
 
 // turnOptions validates a request's override (temperature, top_k, max tokens, model)
@@ -149,33 +200,10 @@ func (s *Server) turnOptions(req *chatQueryRequest) (chat.TurnOptions, error) {
 	return opts, nil
 }
 
-// checkFilters allows only CHAT_ALLOWED_METADATA_KEYS, with string or
-// list-of-string values.
+// checkFilters allows only CHAT_ALLOWED_METADATA_KEYS, by retrieval's one
+// rule for filters from outside.
 func (s *Server) checkFilters(filters map[string]any) error {
-	for k, v := range filters {
-		allowed := false
-		for _, a := range s.cfg.AllowedMetadataKeys {
-			allowed = allowed || a == k
-		}
-		if !allowed {
-			if len(s.cfg.AllowedMetadataKeys) == 0 {
-				return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed: no filter keys are enabled (CHAT_ALLOWED_METADATA_KEYS).", k)
-			}
-			return datachat.Errorf(datachat.EINVALID, "Metadata filter key %q is not allowed; allowed keys: %s.", k, strings.Join(s.cfg.AllowedMetadataKeys, ", "))
-		}
-		switch v := v.(type) {
-		case string:
-		case []any:
-			for _, e := range v {
-				if _, ok := e.(string); !ok {
-					return datachat.Errorf(datachat.EINVALID, "Metadata filter %q: list values must be strings.", k)
-				}
-			}
-		default:
-			return datachat.Errorf(datachat.EINVALID, "Metadata filter %q: the value must be a string or a list of strings.", k)
-		}
-	}
-	return nil
+	return retrieval.CheckFilters(filters, s.cfg.AllowedMetadataKeys)
 }
 
 // conversationFor is the user's conversation id (surrounding space ignored),

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -75,27 +76,42 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	msgs, err := s.Store.Messages(ctx, c.ID)
+	sources, err := s.attachedSources(ctx, c.ID)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
+	d, err := s.detailOf(ctx, c, sources, true)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// detailOf is conversation c as GET /api/conversations/{id} answers it, with
+// its messages, the database sources given and, when withPending, its
+// pending confirmation (else none). A conversation shared read-only is
+// answered with it too (shares.go).
+func (s *Server) detailOf(ctx context.Context, c *datachat.Conversation, sources []sourceView, withPending bool) (*conversationDetail, error) {
+	msgs, err := s.Store.Messages(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
 	if msgs == nil {
 		msgs = []*datachat.Message{}
 	}
-	d := conversationDetail{Conversation: c, Messages: msgs}
-	if d.Sources, err = s.attachedSources(ctx, c.ID); err != nil {
-		s.error(w, r, err)
-		return
+	d := &conversationDetail{Conversation: c, Messages: msgs, Sources: sources}
+	if !withPending {
+		return d, nil
 	}
 	switch p, err := s.Store.PendingConfirmation(ctx, c.ID); {
 	case err == nil:
 		d.PendingConfirmation = p
 	case datachat.ErrorCode(err) != datachat.ENOTFOUND:
-		s.error(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, d)
+	return d, nil
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"datachat"
 	"datachat/internal/workspace"
 )
@@ -145,12 +143,22 @@ func (s *Server) importDictionary(w http.ResponseWriter, r *http.Request) {
 		s.error(w, r, err)
 		return
 	}
-	d, err := workspace.ParseDictionary(body)
+	d, err := workspace.ParseDictionary(r.Context(), body)
 	if err != nil {
 		s.error(w, r, err)
 		return
 	}
 	ctx := r.Context()
+	if len(d.Sources) > 0 {
+		if s.Sources == nil {
+			s.error(w, r, datachat.Errorf(datachat.EINVALID, "The dictionary file describes database sources, and this server has none."))
+			return
+		}
+		if d, err = s.Sources.ResolveDictionary(ctx, UserFrom(ctx), conv.ID, d); err != nil {
+			s.error(w, r, err)
+			return
+		}
+	}
 	if err := s.Store.UpdateDictionary(ctx, conv.UserID, conv.ID, d); err != nil {
 		s.error(w, r, err)
 		return
@@ -183,12 +191,23 @@ func (s *Server) writeDictionary(w http.ResponseWriter, r *http.Request, convers
 		return
 	}
 	if !asFile {
+		if s.Workspace != nil {
+			if ds, err = s.Workspace.Datasets(ctx, c.ID); err != nil {
+				s.error(w, r, err)
+				return
+			}
+		}
 		writeJSON(w, http.StatusOK, dictionaryResponse{Notes: c.Notes, Datasets: ds})
 		return
 	}
-	d := workspace.DictionaryOf(c, ds)
+	layer, err := s.Store.SemanticLayer(ctx, c.ID)
+	if err != nil {
+		s.error(w, r, err)
+		return
+	}
+	d := workspace.DictionaryOf(c, ds, layer)
 	if strings.Contains(r.Header.Get("Accept"), "yaml") {
-		b, err := yaml.MarshalWithOptions(d, yaml.UseLiteralStyleIfMultiline(true))
+		b, err := workspace.DictionaryYAML(d)
 		if err != nil {
 			s.error(w, r, err)
 			return

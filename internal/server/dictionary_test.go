@@ -59,7 +59,7 @@ func TestDictionaryAPI(t *testing.T) {
 		{name: "import naming unknowns", method: "POST", url: c + "/dictionary", headers: aliceYAML, body: "notes: changed\ndatasets:\n  pengiuns:\n    description: x\n  penguins:\n    columns:\n      beak: x\n",
 			wantStatus: 400, wantContent: []string{`unknown table \"pengiuns\" (the tables are penguins)`, `table penguins has no column \"beak\"`}},
 		{name: "import bad YAML", method: "POST", url: c + "/dictionary", headers: aliceYAML, body: "datasets:\n  penguins: [1, 2]\n",
-			wantStatus: 400, wantContent: []string{"[2:", "expected shape"}},
+			wantStatus: 400, wantContent: []string{"line 2: a list where a mapping is expected", "expected shape"}},
 		{name: "import unknown field", method: "POST", url: c + "/dictionary", headers: aliceYAML, body: "tables: {}\n",
 			wantStatus: 400, wantContent: []string{`unknown field \"tables\"`}},
 		{name: "export", method: "GET", url: c + "/dictionary", headers: alice,
@@ -233,5 +233,57 @@ func TestMCPDescribesDictionary(t *testing.T) {
 	b := mustJSON(out)
 	if isErr || out["description"] != desc || out["notes"] != notes || !strings.Contains(b, `"description":"In grams.","name":"body_mass_g"`) {
 		t.Errorf("describe_dataset: %s (%s)", b, text)
+	}
+}
+
+// TestDictionaryHostile: dictionary files built to exhaust the server —
+// aliases, merge keys, nesting, keys, values — are refused at once with
+// the limit they hit, and text that is not UTF-8 is refused naming its
+// field, in YAML and JSON bodies and in the PATCH requests.
+func TestDictionaryHostile(t *testing.T) {
+	ts := newTestServer(t)
+	conv, ds := ts.penguins(t, ts.alice)
+	c := "/api/conversations/" + conv
+	yamlH := map[string]string{"X-API-Key": ts.alice, "Content-Type": "application/yaml"}
+	jsonH := map[string]string{"X-API-Key": ts.alice, "Content-Type": "application/json"}
+	for _, sc := range []scenario{
+		{name: "billion laughs", body: "notes: x\n" + testfiles.YAMLLaughs(9, 9), wantContent: []string{"through its aliases (*name) and merge keys"}},
+		{name: "merge keys", body: testfiles.YAMLMerges(20, 9), wantContent: []string{"through its aliases (*name) and merge keys"}},
+		{name: "recursive merge", body: "datasets:\n  penguins: &a\n    <<: [*a, *a]\n", wantContent: []string{"alias *a inside its own anchor"}},
+		{name: "nested 40,000 deep", body: testfiles.YAMLDeepFlow(40_000), wantContent: []string{"nests more than 64 levels deep"}},
+		{name: "nested 40,000 deep in blocks", body: testfiles.YAMLDeepBlock(40_000), wantContent: []string{"nests more than 64 levels deep"}},
+		{name: "a mapping of 10,000 keys", body: testfiles.YAMLManyKeys(10_000), wantContent: []string{"too many keys"}},
+		{name: "1 MiB of values", body: testfiles.YAMLDenseList(500_000), wantContent: []string{"more than 100000 values"}},
+		{name: "two documents", body: "notes: a\n---\nnotes: b\n", wantContent: []string{"more than one YAML document"}},
+		{name: "notes not UTF-8", body: "notes: caf\xe9\n", wantContent: []string{"the notes are not valid UTF-8", "line 1"}},
+		{name: "column description not UTF-8", body: "datasets:\n  penguins:\n    columns:\n      island: \"\xff\"\n", wantContent: []string{"the description of penguins.island is not valid UTF-8", "line 4"}},
+		{name: "column name not UTF-8", body: "datasets:\n  penguins:\n    columns:\n      isl\xffand: x\n", wantContent: []string{"a column name of penguins is not valid UTF-8", "line 4"}},
+		{name: "JSON notes not UTF-8", headers: jsonH, body: "{\"notes\": \"caf\xe9\"}", wantContent: []string{"the notes are not valid UTF-8"}},
+		{name: "JSON table description not UTF-8", headers: jsonH, body: "{\"datasets\": {\"penguins\": {\"description\": \"\xc3\"}}}", wantContent: []string{"the description of penguins is not valid UTF-8"}},
+		{name: "JSON table name not UTF-8", headers: jsonH, body: "{\"datasets\": {\"pen\xffguins\": {\"description\": \"x\"}}}", wantContent: []string{"a table name is not valid UTF-8"}},
+	} {
+		sc.method, sc.url, sc.wantStatus = "POST", c+"/dictionary", 400
+		if sc.headers == nil {
+			sc.headers = yamlH
+		}
+		sc.wantContent = append(sc.wantContent, `"type":"invalid_request"`)
+		ts.run(t, sc)
+	}
+	for _, sc := range []scenario{
+		{name: "PATCH notes not UTF-8", url: c, body: "{\"notes\": \"caf\xe9\"}", wantContent: []string{"the value of notes (line 1) has bytes that are not UTF-8"}},
+		{name: "PATCH notes with a lone surrogate", url: c, body: `{"notes": "caf\udce9"}`, wantContent: []string{"the value of notes (line 1)", "escaped surrogate"}},
+		{name: "PATCH description not UTF-8", url: c + "/datasets/" + ds, body: "{\"description\": \"\xff\"}", wantContent: []string{"the value of description (line 1)"}},
+		{name: "PATCH column description not UTF-8", url: c + "/datasets/" + ds, body: "{\"columns\": {\"island\": \"\xfe\"}}", wantContent: []string{"the value of columns.island (line 1)"}},
+		{name: "PATCH column name not UTF-8", url: c + "/datasets/" + ds, body: "{\"columns\": {\"isl\xfeand\": \"x\"}}", wantContent: []string{"a key in columns (line 1)"}},
+		{name: "PATCH title not UTF-8", url: c, body: "{\"title\": \"caf\xe9\"}", wantContent: []string{"the value of title (line 1)"}},
+	} {
+		sc.method, sc.headers, sc.wantStatus = "PATCH", jsonH, 400
+		sc.wantContent = append(sc.wantContent, `"type":"invalid_request"`)
+		ts.run(t, sc)
+	}
+	// Nothing of it was stored.
+	body := ts.run(t, scenario{name: "unchanged", method: "GET", url: c + "/dictionary", headers: jsonH, wantStatus: 200})
+	if strings.Contains(body, "\\ufffd") || strings.Contains(body, "caf") {
+		t.Errorf("a refused text was stored: %s", body)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -8,10 +9,12 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"datachat"
 	"datachat/internal/chat"
+	"datachat/internal/yamlsafe"
 )
 
 // errorKind is how an error code is answered: its HTTP status, and its type
@@ -25,6 +28,7 @@ type errorKind struct {
 var errorKinds = map[string]errorKind{
 	datachat.EINVALID:      {http.StatusBadRequest, "invalid_request_error", ""},
 	datachat.EUNAUTHORIZED: {http.StatusUnauthorized, "invalid_request_error", "invalid_api_key"},
+	datachat.EFORBIDDEN:    {http.StatusForbidden, "invalid_request_error", "forbidden"},
 	datachat.ENOTFOUND:     {http.StatusNotFound, "invalid_request_error", "not_found"},
 	datachat.ECONFLICT:     {http.StatusConflict, "invalid_request_error", "conflict"},
 	datachat.ERATELIMIT:    {http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded"},
@@ -47,6 +51,12 @@ func ErrorStatus(err error) int { return kindOf(err).status }
 // error writes err as {"error":{"message","type"}}. Internal errors are logged
 // with their detail and answered with "Internal error." only.
 func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
+	if isOpenAIPath(r.URL.Path) {
+		// /v1 answers in OpenAI's shape whatever refused the request (a
+		// route it lacks, the server draining).
+		s.openaiError(w, r, err)
+		return
+	}
 	err = s.startError(w, r, err)
 	writeJSON(w, ErrorStatus(err), map[string]any{
 		"error": map[string]string{"message": datachat.ErrorMessage(err), "type": datachat.ErrorCode(err)},
@@ -56,9 +66,14 @@ func (s *Server) error(w http.ResponseWriter, r *http.Request, err error) {
 // startError does what every error answer does before its body, whatever its
 // shape: it refuses a body not yet read, logs what the client is not told and
 // sets Retry-After when err says when to try again. It returns the error to
-// answer (the body's own, if it was cut).
+// answer: the body's own, if it was cut, or, whatever failed, why the
+// request's credential was revoked while it ran.
 func (s *Server) startError(w http.ResponseWriter, r *http.Request, err error) error {
 	err = refuseBody(w, r, err) // refused before its body was read: close, do not read it
+	if rev := revocation(r.Context()); rev != nil {
+		w.Header().Set("Connection", "close")
+		err = rev
+	}
 	s.logError(r, err)
 	if d, ok := datachat.RetryAfter(err); ok {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(d)))
@@ -74,24 +89,13 @@ func turnError(err error) error {
 	var se *chat.SaveError
 	switch {
 	case errors.As(err, &pe):
-		return datachat.WrapError(datachat.EPROVIDER, eventText(chat.ErrorEventFor(err)), err)
+		return datachat.WrapError(datachat.EPROVIDER, chat.ErrorEventFor(err).Text(), err)
 	case errors.As(err, &se) && datachat.ErrorCode(err) == datachat.EINTERNAL:
 		// Not saved for a reason the store did not name: the answer is kept
 		// and saved when it can be, as the event says.
-		return datachat.WrapError(datachat.EBUSY, eventText(chat.ErrorEventFor(err)), err)
+		return datachat.WrapError(datachat.EBUSY, chat.ErrorEventFor(err).Text(), err)
 	}
 	return err
-}
-
-// eventText is a chat_error as one sentence after another.
-func eventText(ev chat.ErrorEvent) string {
-	msg := ev.Message
-	for _, s := range []string{ev.Reason, ev.SuggestedAction} {
-		if s != "" {
-			msg += " " + s
-		}
-	}
-	return msg
 }
 
 // logError logs what an error answer does not tell the client: an internal
@@ -140,9 +144,21 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 			return datachat.Errorf(datachat.EINVALID, "Content-Type must be application/json, got %q.", mt)
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err == nil {
+		// encoding/json would turn such text into U+FFFD unseen.
+		err = yamlsafe.CheckJSONText(body, "the request body")
+		var ye *yamlsafe.Error
+		if errors.As(err, &ye) {
+			return datachat.Errorf(datachat.EINVALID, "%s.", strings.ToUpper(ye.Error()[:1])+ye.Error()[1:])
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err == nil {
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		var mbe *http.MaxBytesError
 		var de *datachat.Error
 		switch {

@@ -80,7 +80,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"describe_dataset", "execute_sql", "list_datasets", "load_dataset", "search_documents"}; !slices.Equal(names, want) {
+	if want := []string{"describe_dataset", "describe_table", "execute_sql", "list_datasets", "list_tables", "load_dataset", "search_documents"}; !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v", names, want)
 	}
 
@@ -229,7 +229,7 @@ func checkNodeMCP(t *testing.T, out []byte, wantCount int, withConversation bool
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"describe_dataset", "execute_sql", "list_datasets", "load_dataset", "search_documents"}; got.Server.Name != "datachat" || !slices.Equal(names, want) {
+	if want := []string{"describe_dataset", "describe_table", "execute_sql", "list_datasets", "list_tables", "load_dataset", "search_documents"}; got.Server.Name != "datachat" || !slices.Equal(names, want) {
 		t.Errorf("server %q, tools %v, want %v", got.Server.Name, names, want)
 	}
 	if len(got.Datasets.Datasets) != 1 || got.Datasets.Datasets[0].Name != "penguins" {

@@ -25,6 +25,7 @@ const (
 	requestIDKey ctxKey = iota
 	userKey
 	bodyKey
+	signedInKey
 )
 
 // RequestID returns the request id carried by ctx, or "".
@@ -283,45 +284,74 @@ const (
 	wsKeyProtocol = "datachat.key."
 )
 
-// auth requires an API key: X-API-Key, Authorization: Bearer, or, for the
-// WebSocket only, the subprotocol wsKeyProtocol+KEY or (kept for existing
-// clients) the api_key query parameter.
+// auth requires an API key or a sign-in session: X-API-Key, Authorization:
+// Bearer, for the WebSocket only the subprotocol wsKeyProtocol+KEY or (kept
+// for existing clients) the api_key query parameter; or the session cookie
+// (sessionCookieName) that a sign-in sets (session.go).
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	missing := func(r *http.Request) string {
 		if r.URL.Path == "/ws" {
-			return "Missing API key: send it in the X-API-Key header, as Authorization: Bearer KEY, or (from a browser) as the WebSocket subprotocol " + wsKeyProtocol + "KEY offered with " + wsSubprotocol + "."
+			return "Not signed in: sign in, or send an API key in the X-API-Key header, as Authorization: Bearer KEY, or (from a browser) as the WebSocket subprotocol " + wsKeyProtocol + "KEY offered with " + wsSubprotocol + "."
 		}
-		return "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY."
+		return "Not signed in: sign in, or send an API key in the X-API-Key header or as Authorization: Bearer KEY."
 	}
-	return s.authenticated(h, s.error, missing, "Invalid or revoked API key.")
+	return s.authenticated(h, s.error, missing, "Invalid or revoked API key.", true)
 }
 
-// authenticated runs h for the user of the request's API key, refusing a
-// request without one or with an unknown or revoked one (401, and the
-// connection closes without reading its body) in the words and shape of the
-// protocol: fail writes the error, missing and invalid are its messages. The
-// user goes in the context for the handlers, and by ID for the resources
-// shared fairly between users (the SQL engine).
-func (s *Server) authenticated(h http.HandlerFunc, fail func(http.ResponseWriter, *http.Request, error), missing func(*http.Request) string, invalid string) http.Handler {
+// keyAuth is auth for the routes that take API keys only, never the
+// session cookie: /mcp and /metrics, which scripts and other programs call.
+func (s *Server) keyAuth(h http.HandlerFunc) http.Handler {
+	missing := func(*http.Request) string {
+		return "Missing API key: send it in the X-API-Key header or as Authorization: Bearer KEY (a browser's sign-in does not reach this route)."
+	}
+	return s.authenticated(h, s.error, missing, "Invalid or revoked API key.", false)
+}
+
+// authenticated runs h for the user of the request's API key or, when
+// sessions is set and the request has no key, of its session cookie,
+// refusing a request with neither, or with an unknown or revoked one (401,
+// and the connection closes without reading its body), in the words and
+// shape of the protocol: fail writes the error, missing and invalid are its
+// messages. A request authenticated by its cookie must also pass the
+// cross-origin checks (checkCookieOrigin). The user goes in the context for
+// the handlers, and by ID for the resources shared fairly between users (the
+// SQL engine). The request is live under its credential (liveAuth) until h
+// returns: if the credential is revoked meanwhile, its context is cancelled
+// with the reason and its body fails.
+func (s *Server) authenticated(h http.HandlerFunc, fail func(http.ResponseWriter, *http.Request, error), missing func(*http.Request) string, invalid string, sessions bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := apiKey(r)
-		if key == "" {
-			w.Header().Set("Connection", "close")
-			fail(w, r, datachat.Errorf(datachat.EUNAUTHORIZED, "%s", missing(r)))
-			return
+		var who signedIn
+		var err error
+		if key := apiKey(r); key != "" {
+			who.user, who.cred, err = s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
+			who.method = methodAPIKey
+			if datachat.ErrorCode(err) == datachat.EUNAUTHORIZED && !isError(err, datachat.ErrUserDisabled) {
+				err = datachat.Errorf(datachat.EUNAUTHORIZED, "%s", invalid)
+			}
+		} else if c := sessionCookieOf(r); sessions && c != "" {
+			who, err = s.authenticateSession(w, r, c)
+		} else {
+			err = datachat.Errorf(datachat.EUNAUTHORIZED, "%s", missing(r))
 		}
-		u, err := s.Store.Authenticate(r.Context(), datachat.HashAPIKey(key))
 		if err != nil {
 			if datachat.ErrorCode(err) == datachat.EUNAUTHORIZED {
 				w.Header().Set("Connection", "close")
-				err = datachat.Errorf(datachat.EUNAUTHORIZED, "%s", invalid)
 			}
 			fail(w, r, err)
 			return
 		}
-		ctx := datachat.WithUserID(context.WithValue(r.Context(), userKey, u), u.ID)
+		ctx, g, release := s.live.bind(r.Context(), who.cred)
+		defer release()
+		defer cutBodyWhenRevoked(w, r, g)()
+		ctx = datachat.WithUserID(context.WithValue(ctx, userKey, who.user), who.user.ID)
+		ctx = context.WithValue(ctx, signedInKey, &who)
 		h(w, r.WithContext(ctx))
 	})
+}
+
+// isError reports whether err is target's error: its code and message.
+func isError(err error, target *datachat.Error) bool {
+	return datachat.ErrorCode(err) == target.Code && datachat.ErrorMessage(err) == target.Message
 }
 
 func apiKey(r *http.Request) string {

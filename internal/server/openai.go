@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"datachat"
 	"datachat/internal/chat"
@@ -48,7 +49,7 @@ func (s *Server) openaiAuth(h http.HandlerFunc) http.Handler {
 	missing := func(*http.Request) string {
 		return "You didn't provide an API key: send it as Authorization: Bearer KEY (or in the X-API-Key header)."
 	}
-	return s.authenticated(h, s.openaiError, missing, "Incorrect or revoked API key provided.")
+	return s.authenticated(h, s.openaiError, missing, "Incorrect or revoked API key provided.", false)
 }
 
 // parseCompletion reads and checks a completion request.
@@ -102,17 +103,22 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	pieces := s.produceCompletion(ctx, user, convID, ct)
+	st := s.newStreamTurn(ctx)
+	pieces := s.produceCompletion(st.ctx, user, convID, ct)
+	cut := false
 	defer func() {
-		cancel()
-		for range pieces { // let the turn end before the handler does
+		if !cut {
+			st.stop()
+			for range pieces { // let the turn end before the handler does
+			}
 		}
 	}()
 	c := &completion{id: "chatcmpl-" + RequestID(ctx), created: time.Now().Unix(), model: openaiModelID, conversationID: convID}
 	if ct.stream {
-		s.streamCompletion(w, r, c, pieces, ct.includeUsage, discard)
+		if err := s.streamCompletion(w, r, c, pieces, st, ct.includeUsage, discard); err != nil {
+			cut = true
+			s.finishCut(r, convID, err, pieces, st)
+		}
 	} else {
 		s.wholeCompletion(w, r, c, pieces, discard)
 	}
@@ -147,7 +153,8 @@ type piece struct {
 }
 
 // produceCompletion runs the turn in a goroutine, sending its text to the
-// channel it returns and closes.
+// channel it returns and closes, the turn's end last; its reader must read
+// it to its end.
 func (s *Server) produceCompletion(ctx context.Context, user *datachat.User, convID string, ct *completionTurn) <-chan piece {
 	ch := make(chan piece, 64)
 	go func() {
@@ -158,30 +165,68 @@ func (s *Server) produceCompletion(ctx context.Context, user *datachat.User, con
 			case <-ctx.Done():
 			}
 		}
+		// The answer's parts that a tool call separates are paragraphs of
+		// their own, as the page shows them, not run together.
+		var tail string // the last characters of the text sent
+		afterTool := false
+		text := func(t string) {
+			send(piece{text: t})
+			tail = lastChars(tail+t, 2)
+		}
 		sink := func(ev chat.Event) {
 			switch d := ev.Data.(type) {
 			case chat.TokenEvent:
-				send(piece{text: d.Token})
-			case chat.ToolCallStartEvent:
-				p := piece{}
-				if ct.showSQL && d.Tool == datachat.ToolExecuteSQL {
-					p.text = sqlBlock(d.Args)
+				if d.Token == "" {
+					return
 				}
-				send(p)
+				if afterTool {
+					if b := chat.PartBreak(tail); b != "" {
+						text(b)
+					}
+					afterTool = false
+				}
+				text(d.Token)
+			case chat.ToolCallStartEvent:
+				afterTool = true
+				if ct.showSQL && d.Tool == datachat.ToolExecuteSQL {
+					if b := sqlBlock(d.Args); b != "" {
+						text(b)
+						return
+					}
+				}
+				send(piece{}) // the turn started
 			}
 		}
 		out, err := s.Chat.Send(ctx, user, convID, ct.content, ct.opts, sink)
-		send(piece{end: true, out: out, err: err})
+		if rev := revocation(ctx); rev != nil {
+			err = rev // the turn stopped (stored cancelled) because the key was revoked
+		}
+		// The last piece is never dropped: the writer reads the channel to
+		// its end, and must say how the turn ended.
+		ch <- piece{end: true, out: out, err: err}
 	}()
 	return ch
+}
+
+// lastChars is the end of s, at most n bytes of it (whole characters).
+func lastChars(s string, n int) string {
+	for i := max(0, len(s)-n); i < len(s); i++ {
+		if utf8.RuneStart(s[i]) {
+			return s[i:]
+		}
+	}
+	return ""
 }
 
 // streamCompletion writes the turn as server-sent events: a chunk per text
 // delta, a last chunk with finish_reason, the usage chunk if asked, and
 // [DONE]. An error before the first chunk is a proper error response; after
-// it, an error event ends the stream.
-func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *completion, pieces <-chan piece, includeUsage bool, discard func(*chat.Outcome)) {
+// it, an error event ends the stream. It returns the error of a write that
+// failed or outlasted the write timeout before the turn ended: the client
+// is cut, and pieces not read to their end.
+func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *completion, pieces <-chan piece, st *streamTurn, includeUsage bool, discard func(*chat.Outcome)) error {
 	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
 	started := false
 	var nullUsage any
 	if includeUsage {
@@ -214,13 +259,17 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 	}
 	for p := range pieces {
 		if !p.end {
+			st.writing.Store(true)
 			if !started {
 				start()
 			}
 			if p.text != "" {
 				text(p.text)
 			}
-			rc.Flush()
+			if err := s.flushWithin(rc); err != nil {
+				return err
+			}
+			st.writing.Store(false)
 			continue
 		}
 		if p.err != nil {
@@ -228,13 +277,13 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 			if !started {
 				discard(p.out)
 				s.openaiError(w, r, err)
-				return
+				return nil
 			}
 			s.logger(r).Warn("chat completion failed mid-stream", slog.String("conversation_id", c.conversationID), slog.String("error", p.err.Error()))
 			s.logError(r, err)
 			event(map[string]any{"error": openaiErrorOf(err)})
-			rc.Flush()
-			return
+			s.flushWithin(rc)
+			return nil
 		}
 		if !started {
 			start()
@@ -249,9 +298,10 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 				Choices: []chunkChoice{}, Usage: usageOf(p.out)})
 		}
 		w.Write([]byte("data: [DONE]\n\n"))
-		rc.Flush()
-		return
+		s.flushWithin(rc)
+		return nil
 	}
+	return nil
 }
 
 // wholeCompletion drains the turn and answers with one chat.completion.

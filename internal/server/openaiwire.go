@@ -30,8 +30,20 @@ type openaiModel struct {
 
 var datachatModel = openaiModel{ID: openaiModelID, Object: "model", Created: openaiModelCreated, OwnedBy: "datachat"}
 
+// isOpenAIPath reports whether a request path is under /v1, whose answers,
+// errors included, are in OpenAI's shape.
+func isOpenAIPath(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/") }
+
+// openaiRouteError is OpenAI's error for a route or method /v1 does not
+// serve.
+func openaiRouteError(msg, code string) openaiErrorDetail {
+	return openaiErrorDetail{Message: msg, Type: "invalid_request_error", Code: &code}
+}
+
 // completionRequest is the part of OpenAI's chat completion request datachat
 // uses; other fields (tools, logprobs, user…) are accepted and ignored.
+// Fields datachat cannot honour are refused: a tool_choice that forces a
+// call to the client's tools, a response_format other than text.
 type completionRequest struct {
 	Model         string          `json:"model"`
 	Messages      []openaiMessage `json:"messages"`
@@ -39,10 +51,14 @@ type completionRequest struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Temperature         *float64 `json:"temperature"`
-	MaxTokens           *int     `json:"max_tokens"`
-	MaxCompletionTokens *int     `json:"max_completion_tokens"`
-	N                   *int     `json:"n"`
+	Temperature         *float64        `json:"temperature"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	N                   *int            `json:"n"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ResponseFormat      *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
 	// ShowSQL (extension) puts each SQL query the turn runs into the answer
 	// as a fenced code block; so does the header X-Datachat-Show-SQL: 1.
 	ShowSQL bool `json:"datachat_show_sql"`
@@ -146,6 +162,12 @@ func completionTurnOf(req completionRequest, showSQL bool, maxQueryChars int) (*
 	if req.N != nil && *req.N != 1 {
 		return nil, invalidParam("n", "n must be 1: datachat writes one answer per request.")
 	}
+	if err := checkToolChoice(req.ToolChoice); err != nil {
+		return nil, err
+	}
+	if f := req.ResponseFormat; f != nil && f.Type != "" && f.Type != "text" {
+		return nil, invalidParam("response_format", "response_format %q is not supported: datachat answers in text (response_format type \"text\"), and cannot promise %s output.", f.Type, f.Type)
+	}
 	ct := &completionTurn{stream: req.Stream, showSQL: req.ShowSQL || showSQL}
 	ct.includeUsage = req.Stream && req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	if t := req.Temperature; t != nil {
@@ -197,6 +219,52 @@ func completionTurnOf(req completionRequest, showSQL bool, maxQueryChars int) (*
 		}
 	}
 	return ct, nil
+}
+
+// checkToolChoice accepts a tool_choice that leaves the choice to the model
+// ("auto", "none", or none at all) and refuses one that forces a tool call:
+// datachat's model calls datachat's own tools, never the request's, so such
+// a request could only be answered as if the choice had been honoured.
+func checkToolChoice(raw json.RawMessage) error {
+	c := strings.TrimSpace(string(raw))
+	if c == "" || c == "null" {
+		return nil
+	}
+	forced := func(what string) error {
+		return invalidParam("tool_choice", "tool_choice %s forces a tool call, but datachat runs its own tools (SQL over the conversation's datasets, document search) and never calls a request's tools: leave tool_choice out or set it to \"auto\" (tools are accepted and not used).", what)
+	}
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		switch str {
+		case "auto", "none":
+			return nil
+		case "required":
+			return forced(`"required"`)
+		}
+		return invalidParam("tool_choice", "tool_choice %q is not one of \"auto\", \"none\" or \"required\"; datachat accepts \"auto\" and \"none\".", str)
+	}
+	var obj struct {
+		Type     string `json:"type"`
+		Mode     string `json:"mode"`
+		Name     string `json:"name"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return invalidParam("tool_choice", "tool_choice must be \"auto\", \"none\" or \"required\", or an object naming a tool.")
+	}
+	if obj.Type == "allowed_tools" && obj.Mode == "auto" {
+		return nil // the model may call one of them, or answer
+	}
+	name := obj.Name
+	if obj.Function != nil {
+		name = obj.Function.Name
+	}
+	if name != "" {
+		return forced(fmt.Sprintf("{\"type\":%q} naming %q", obj.Type, name))
+	}
+	return forced(fmt.Sprintf("{\"type\":%q}", obj.Type))
 }
 
 // sqlBlock renders an execute_sql call's query as fenced code.

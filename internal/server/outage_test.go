@@ -46,9 +46,9 @@ func (s *downStore) Ping(ctx context.Context) error {
 	return s.Store.Ping(ctx)
 }
 
-func (s *downStore) Authenticate(ctx context.Context, hash string) (*datachat.User, error) {
+func (s *downStore) Authenticate(ctx context.Context, hash string) (*datachat.User, datachat.Credential, error) {
 	if err := s.fail(); err != nil {
-		return nil, err
+		return nil, datachat.Credential{}, err
 	}
 	return s.Store.Authenticate(ctx, hash)
 }
@@ -72,6 +72,13 @@ func (s *downStore) RecentMessages(ctx context.Context, conversationID string, n
 		return nil, err
 	}
 	return s.Store.RecentMessages(ctx, conversationID, n)
+}
+
+func (s *downStore) TurnStart(ctx context.Context, userID, conversationID string, n int) (*datachat.Conversation, *datachat.Confirmation, []*datachat.Message, error) {
+	if err := s.fail(); err != nil {
+		return nil, nil, nil, err
+	}
+	return s.Store.TurnStart(ctx, userID, conversationID, n)
 }
 
 func (s *downStore) TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (bool, time.Duration, error) {

@@ -19,6 +19,7 @@ import (
 	"datachat"
 	"datachat/internal/chat"
 	"datachat/internal/metrics"
+	"datachat/internal/sso"
 	"datachat/internal/workspace"
 	"datachat/web"
 )
@@ -71,10 +72,37 @@ type Config struct {
 	// MaxWSPerUser caps the chat WebSockets one user holds open (0: no cap).
 	MaxWSPerUser int
 	// WebSocket keep-alive: a ping every WSPingInterval, which the client
-	// must answer within WSPingTimeout or be dropped as gone, its streaming
-	// turn cancelled (zero: 20 s and 10 s).
+	// must answer within WSPingTimeout or be dropped as gone; its streaming
+	// turn goes on and is stored (zero: 20 s and 10 s).
 	WSPingInterval time.Duration
 	WSPingTimeout  time.Duration
+	// A chat WebSocket's client that leaves more than WSOutboxBytes of
+	// events unsent, or takes longer than WSWriteTimeout to take one, is
+	// cut; its turn goes on and its answer is stored (zero: 1 MiB and
+	// 10 s). WSWriteTimeout also bounds each write of a streaming HTTP
+	// answer (/v1/chat/completions, /v1/responses).
+	WSOutboxBytes  int
+	WSWriteTimeout time.Duration
+
+	// AuthCheckInterval is how often the credentials of the requests in
+	// flight are checked against the store, so that one revoked by another
+	// process ends its requests and WebSockets within about this long
+	// (zero: 500 ms). Revocations through the server itself (Revoke) act at
+	// once.
+	AuthCheckInterval time.Duration
+
+	// SessionIdle is how long a sign-in session lasts unused
+	// (DATACHAT_SESSION_IDLE; zero: 7 days).
+	SessionIdle time.Duration
+	// PublicURL is DATACHAT_PUBLIC_URL, the origin people open datachat at
+	// ("" when not set): invite URLs start with it, the session cookie is
+	// Secure when it is https, and requests made with the cookie from it
+	// are its own page's (besides those from the request's own host).
+	PublicURL string
+	// Sign-in attempts (passwords and invites) admitted per user name and
+	// per address in 15 minutes (zero: 10 and 50; negative: no limit).
+	SignInPerUser    int
+	SignInPerAddress int
 }
 
 // Server serves datachat's HTTP API. Make one with New.
@@ -85,6 +113,16 @@ type Server struct {
 	handler    http.Handler
 	httpServer *http.Server
 	budgets    budgets
+	live       *liveAuth // authenticated requests in flight, by credential
+
+	mux *http.ServeMux // the routes (EnableSSO adds to them)
+	// crossOrigin checks the state-changing requests made with the session
+	// cookie, and sign-ins (session.go).
+	crossOrigin *http.CrossOriginProtection
+	// sso is single sign-on, nil when off (EnableSSO); ssoRoles: its
+	// admin group sets users' roles at each sign-in.
+	sso      *sso.Handler
+	ssoRoles bool
 
 	closing    chan struct{} // closed by Shutdown: ends WebSocket sessions
 	closeOnce  sync.Once
@@ -121,12 +159,22 @@ func New(d Deps, c Config) *Server {
 			uploads: newBudget("uploads", c.UploadsPerHour, time.Hour),
 		},
 	}
+	s.live = newLiveAuth(d.Store.RevokedCredentials, c.AuthCheckInterval, d.Logger)
+	s.crossOrigin = http.NewCrossOriginProtection()
+	if c.PublicURL != "" {
+		if err := s.crossOrigin.AddTrustedOrigin(c.PublicURL); err != nil {
+			// config.Load checked it is an origin; a caller that did
+			// not gets the page's own host only.
+			d.Logger.Error("DATACHAT_PUBLIC_URL is not an origin: cookie requests are trusted from the request's own host only", slog.String("error", err.Error()))
+		}
+	}
 	s.addGauges()
 	mux := http.NewServeMux()
+	s.mux = mux
 	s.routes(mux)
 	// withDrain gives requests a new context: it goes outside withMetrics,
 	// which reads the route the mux records on the request it is given.
-	s.handler = withSecurityHeaders(s.withRequestID(s.withLogging(s.withBodyPace(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux))))))))
+	s.handler = withSecurityHeaders(s.withRequestID(s.withAuditOrigin(s.withLogging(s.withBodyPace(s.withDrain(s.withMetrics(s.withRecover(s.withJSONFallback(mux)))))))))
 	s.httpServer = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -152,12 +200,32 @@ func (s *Server) interruptAtStop(ctx context.Context, cancel context.CancelCause
 	}()
 }
 
-func (s *Server) routes(mux *http.ServeMux) {
+// router is where routes registers the server's routes: the server's
+// ServeMux, or a test's list of them (every route the server has goes
+// through routes, so a test can enumerate them all).
+type router interface {
+	Handle(pattern string, h http.Handler)
+	HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request))
+}
+
+// routes registers every route. Access is each route's wrapper: none
+// (public), auth (an API key or the sign-in cookie), keyAuth and openaiAuth
+// (an API key only), and admin inside auth (an administrator).
+func (s *Server) routes(mux router) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	page := web.Handler()
 	mux.Handle("GET /{$}", page)
 	mux.Handle("GET /index.html", page)
 	mux.Handle("GET /assets/", page)
+
+	mux.HandleFunc("GET /api/auth/methods", s.authMethods)
+	mux.HandleFunc("POST /api/auth/login", s.login)
+	mux.HandleFunc("POST /api/auth/invite", s.useInvite)
+	mux.HandleFunc("POST /api/auth/logout", s.logout)
+	mux.Handle("GET /api/me", s.auth(s.getMe))
+	mux.Handle("GET /api/keys", s.auth(s.listOwnKeys))
+	mux.Handle("POST /api/keys", s.auth(s.createOwnKey))
+	mux.Handle("DELETE /api/keys/{id}", s.auth(s.revokeOwnKey))
 
 	mux.Handle("POST /api/conversations", s.auth(s.createConversation))
 	mux.Handle("GET /api/conversations", s.auth(s.listConversations))
@@ -171,6 +239,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("PATCH /api/conversations/{id}/datasets/{dataset_id}", s.auth(s.patchDataset))
 	mux.Handle("POST /api/conversations/{id}/dictionary", s.auth(s.importDictionary))
 	mux.Handle("GET /api/conversations/{id}/dictionary", s.auth(s.getDictionary))
+	mux.Handle("GET /api/conversations/{id}/dictionary/tables", s.auth(s.listSemantic)) // semantic.go
+	mux.Handle("PATCH /api/conversations/{id}/dictionary/tables", s.auth(s.patchSemantic))
+	mux.Handle("GET /api/shared/{id}/dictionary/tables", s.auth(s.listSharedSemantic))
 	mux.Handle("POST /api/examples", s.auth(s.createExample))
 	mux.Handle("GET /api/examples", s.auth(s.listExamples))
 	mux.Handle("DELETE /api/examples/{id}", s.auth(s.deleteExample))
@@ -179,11 +250,18 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /api/conversations/{id}/documents", s.auth(s.listDocuments))
 	mux.Handle("DELETE /api/conversations/{id}/documents/{doc_id}", s.auth(s.deleteDocument))
 	mux.Handle("POST /api/conversations/{id}/search", s.auth(s.search))
+	// Issue 24: the formats the page accepts, conversation search, Markdown export.
+	mux.Handle("GET /api/formats", s.auth(s.listFormats))
+	mux.Handle("GET /api/search", s.auth(s.searchConversations))
+	mux.Handle("GET /api/conversations/{id}/export.md", s.auth(s.exportMarkdown))
+	mux.Handle("POST /api/conversations/{id}/sample", s.auth(s.addSample))
 
 	mux.Handle("GET /api/sources", s.auth(s.listSources))
 	mux.Handle("GET /api/conversations/{id}/sources", s.auth(s.listConversationSources))
 	mux.Handle("POST /api/conversations/{id}/sources", s.auth(s.attachSource))
 	mux.Handle("DELETE /api/conversations/{id}/sources/{name}", s.auth(s.detachSource))
+
+	s.shareRoutes(mux) // shares.go
 
 	mux.Handle("GET /ws", s.auth(s.serveWS))
 	mux.Handle("POST /chat/query", s.auth(s.asTurn(s.chatQuery)))
@@ -191,9 +269,23 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("GET /v1/models", s.openaiAuth(s.listModels))
 	mux.Handle("GET /v1/models/{model}", s.openaiAuth(s.getModel))
 	mux.Handle("POST /v1/chat/completions", s.openaiAuth(s.asTurn(s.chatCompletions)))
-	mux.Handle("/mcp", s.auth(s.mcpHandler()))
-	mux.Handle("GET /metrics", s.auth(s.serveMetrics()))
+	mux.Handle("POST /v1/responses", s.openaiAuth(s.asTurn(s.createResponse)))
+	mux.Handle("/mcp", s.keyAuth(s.mcpHandler()))
+	mux.Handle("GET /metrics", s.keyAuth(s.serveMetrics()))
 
+	mux.Handle("GET /api/admin/users", s.auth(s.admin(s.listUsers)))
+	mux.Handle("POST /api/admin/users", s.auth(s.admin(s.createUser)))
+	mux.Handle("POST /api/admin/users/{name}/reset", s.auth(s.admin(s.resetUser)))
+	mux.Handle("POST /api/admin/users/{name}/disable", s.auth(s.admin(s.disableUser)))
+	mux.Handle("POST /api/admin/users/{name}/enable", s.auth(s.admin(s.enableUser)))
+	mux.Handle("PATCH /api/admin/users/{name}", s.auth(s.admin(s.patchUser)))
+	mux.Handle("DELETE /api/admin/users/{name}", s.auth(s.admin(s.removeUser)))
+	mux.Handle("GET /api/admin/keys", s.auth(s.admin(s.listAllKeys)))
+	mux.Handle("DELETE /api/admin/keys/{id}", s.auth(s.admin(s.revokeAnyKey)))
+	mux.Handle("GET /api/admin/sources", s.auth(s.admin(s.listAllSources)))
+	mux.Handle("PUT /api/admin/sources/{name}/grants", s.auth(s.admin(s.putGrants)))
+	mux.Handle("GET /api/admin/usage", s.auth(s.admin(s.listUsage)))
+	mux.Handle("GET /api/admin/audit", s.auth(s.admin(s.listAudit)))
 }
 
 // withJSONFallback answers requests that match no route in JSON: 404, or 405
@@ -208,10 +300,17 @@ func (s *Server) withJSONFallback(mux *http.ServeMux) http.Handler {
 		mux.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": map[string]string{
-				"message": fmt.Sprintf("Method %s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, probe.header.Get("Allow")),
-				"type":    datachat.EINVALID,
-			}})
+			msg := fmt.Sprintf("Method %s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, probe.header.Get("Allow"))
+			if isOpenAIPath(r.URL.Path) {
+				writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": openaiRouteError(msg, "method_not_allowed")})
+				return
+			}
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": map[string]string{"message": msg, "type": datachat.EINVALID}})
+			return
+		}
+		if isOpenAIPath(r.URL.Path) {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": openaiRouteError(fmt.Sprintf(
+				"No route for %s %s: datachat's OpenAI-compatible API serves GET /v1/models, POST /v1/chat/completions and POST /v1/responses.", r.Method, r.URL.Path), "unknown_url")})
 			return
 		}
 		s.error(w, r, datachat.Errorf(datachat.ENOTFOUND, "No route for %s %s.", r.Method, r.URL.Path))
@@ -301,6 +400,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		hcancel()
 		<-requests
 	}
+	s.live.stop() // no request is left to watch
 	return errors.Join(append(errs, serveErr)...)
 }
 

@@ -57,6 +57,10 @@ func newTestServer(t *testing.T, opts ...func(*Deps, *Config)) *testServer {
 	for _, opt := range opts {
 		opt(&d, &c)
 	}
+	hs := httptest.NewUnstartedServer(nil)
+	if c.PublicURL == selfURL {
+		c.PublicURL = "http://" + hs.Listener.Addr().String()
+	}
 	ts := &testServer{Server: New(d, c)}
 	key := func(name string) (string, string) {
 		u, err := st.EnsureUser(ctx, name)
@@ -71,11 +75,16 @@ func newTestServer(t *testing.T, opts ...func(*Deps, *Config)) *testServer {
 	}
 	ts.alice, ts.aliceID = key("alice")
 	ts.bob, _ = key("bob")
-	hs := httptest.NewServer(ts.Handler())
+	hs.Config.Handler = ts.Handler()
+	hs.Start()
 	t.Cleanup(hs.Close)
 	ts.URL = hs.URL
 	return ts
 }
+
+// selfURL, as an option's Config.PublicURL, makes DATACHAT_PUBLIC_URL the
+// test server's own address.
+const selfURL = "http://self.invalid"
 
 // scenario is one HTTP exchange and what its answer must (not) contain.
 type scenario struct {

@@ -1,14 +1,17 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -97,9 +100,19 @@ func decodeClientMessage(b []byte) (clientMessage, error) {
 const (
 	defaultPingInterval = 20 * time.Second
 	defaultPingTimeout  = 10 * time.Second
-	// wsWriteTimeout bounds one event's write to a client that reads too slowly.
-	wsWriteTimeout = 10 * time.Second
+	// defaultWriteTimeout bounds one event's write to a client that reads
+	// too slowly (Config.WSWriteTimeout).
+	defaultWriteTimeout = 10 * time.Second
+	// defaultOutboxBytes bounds the events queued for one WebSocket
+	// (Config.WSOutboxBytes).
+	defaultOutboxBytes = 1 << 20
 )
+
+// wsStatusRevoked is the close code of a WebSocket whose credential was
+// revoked (the API key, the session, or its user disabled), as HTTP's 401;
+// the close reason says why, for the page to show. The client should not
+// reconnect with the same credential.
+const wsStatusRevoked websocket.StatusCode = 4401
 
 // serveWS runs the chat protocol of one conversation over a WebSocket. Auth,
 // the conversation and the user's cap on open sockets are checked before the
@@ -121,7 +134,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	// longer sees the connection, and Shutdown waits on wsWG instead.
 	s.wsWG.Add(1)
 	defer s.wsWG.Done()
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}})
+	opts := &websocket.AcceptOptions{Subprotocols: []string{wsSubprotocol}}
+	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
+		// The page at DATACHAT_PUBLIC_URL is the server's own, whatever
+		// Host a proxy in front passes on.
+		opts.OriginPatterns = []string{u.Scheme + "://" + u.Host}
+	}
+	c, err := websocket.Accept(w, r, opts)
 	if err != nil {
 		return // Accept has answered the client
 	}
@@ -129,7 +148,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.wsSessions.Add(1)
 	defer s.wsSessions.Add(-1)
 
-	sess := &wsSession{s: s, conn: c, user: user, conv: conv, out: make(chan chat.Event, 64), log: s.logger(r)}
+	sess := &wsSession{s: s, conn: c, user: user, conv: conv, log: s.logger(r), grant: grantFrom(r.Context())}
+	sess.out = newOutbox(cmp.Or(s.cfg.WSOutboxBytes, defaultOutboxBytes))
 	sess.run(context.WithoutCancel(r.Context()))
 }
 
@@ -163,8 +183,11 @@ type wsSession struct {
 	conn *websocket.Conn
 	user *datachat.User
 	conv *datachat.Conversation
-	out  chan chat.Event
+	out  *outbox // the events for the writer, encoded
 	log  *slog.Logger
+	// grant is the session's hold on its credential: revoked, the
+	// connection closes (wsStatusRevoked) and its turn is cancelled.
+	grant *grant
 
 	mu         sync.Mutex
 	turnCancel func() // set while a turn runs
@@ -172,36 +195,51 @@ type wsSession struct {
 }
 
 // run serves the session until its connection closes: the client closed it,
-// stopped answering pings, could not be written to, or the server shut down.
+// stopped answering pings, could not be written to or fell too far behind,
+// its credential was revoked, or the server shut down.
 // Three goroutines share the connection: the reader (client messages, pongs),
 // the pinger, and the writer, which writes every event and alone closes the
-// connection, so nothing queued before a close is lost to it.
+// connection, so nothing queued before a close is lost to it. A turn never
+// waits for the client: its events go to the session's bounded outbox.
 func (ss *wsSession) run(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	if p, err := ss.s.Store.PendingConfirmation(ctx, ss.conv.ID); err == nil {
-		ss.sendConfirmation(ctx, p) // queued first; the writer starts below
+		ss.sendConfirmation(p) // queued first; the writer starts below
 	}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		ss.readLoop(ctx)
 	}()
-	// live ends when the client fails a ping: that also stops a write
-	// blocked on a client that stopped reading.
+	// live ends when the client fails a ping or falls more than the
+	// outbox behind: that also stops a write blocked on a client that
+	// stopped reading.
 	live, gone := context.WithCancelCause(ctx)
 	defer gone(nil)
+	ss.out.onOverflow = func() {
+		gone(fmt.Errorf("%w: more than %d bytes of events waited for it", errTooSlow, ss.out.max))
+	}
 	go ss.pingLoop(live, gone)
 
-	ss.writeLoop(live, readDone)
-	// The connection is closed. A streaming turn is cancelled (not one
-	// awaiting confirmation: that holds no stream and waits for the next
-	// connection); the turn keeps the text streamed so far.
-	ss.cancelTurn()
-	cancel() // ends the pinger, the reader and sends nobody will write
+	cut := ss.writeLoop(live, readDone)
+	ss.out.close() // events from now on are dropped, none held
+	if !cut {
+		// The client closed the connection: a streaming turn is cancelled
+		// (not one awaiting confirmation: that holds no stream and waits
+		// for the next connection); the turn keeps the text streamed so far.
+		ss.cancelTurn()
+	}
+	// A client the server cut (it stopped reading, or answering pings)
+	// does not cancel its turn: the answer is completed and stored, and
+	// the client finds it in the conversation when it comes back.
+	cancel() // ends the pinger and the reader
 	<-readDone
 	ss.turns.Wait()
 }
+
+// errTooSlow is why a client that does not keep up with its events is cut.
+var errTooSlow = errors.New("the client reads too slowly")
 
 // readLoop handles the client's messages until the connection fails or closes.
 func (ss *wsSession) readLoop(ctx context.Context) {
@@ -212,7 +250,7 @@ func (ss *wsSession) readLoop(ctx context.Context) {
 		}
 		msg, err := decodeClientMessage(data)
 		if err != nil {
-			ss.sendError(ctx, err)
+			ss.sendError(err)
 			continue
 		}
 		ss.handle(ctx, msg)
@@ -251,63 +289,94 @@ func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc
 
 // writeLoop writes the session's events in order and owns the connection's
 // end: it closes the connection when the reader is done (the client closed or
-// broke it), when a ping went unanswered (live ended) or a write failed (the
-// client is gone or stopped reading), or, on shutdown, after writing every
-// event queued — Shutdown closes s.closing only once no turn runs, and a turn
-// queues its last event (chat_complete, or the chat_error of an interrupted
-// turn) before it counts as ended.
-func (ss *wsSession) writeLoop(live context.Context, readDone <-chan struct{}) {
+// broke it), when a ping went unanswered or the outbox overflowed (live
+// ended) or a write failed or timed out (the client is gone or stopped
+// reading), when the credential is revoked (with wsStatusRevoked and why,
+// nothing queued written: the turn is cancelled already), or, on shutdown,
+// after writing every event queued — Shutdown closes s.closing only once no
+// turn runs, and a turn queues its last event (chat_complete, or the
+// chat_error of an interrupted turn) before it counts as ended. cut reports
+// a client the server cut for not keeping up (not one that closed).
+func (ss *wsSession) writeLoop(live context.Context, readDone <-chan struct{}) (cut bool) {
+	var batch [][]byte
+	// flush writes the events queued; false when the connection is done.
+	flush := func() bool {
+		batch = ss.out.take(batch)
+		for i, b := range batch {
+			batch[i] = nil
+			if ss.grant.err() != nil {
+				ss.closeRevoked()
+				return false
+			}
+			err := ss.write(live, b)
+			ss.out.sent(len(b))
+			if err != nil {
+				ss.drop(live, err)
+				return false
+			}
+		}
+		return true
+	}
 	for {
 		select {
-		case ev := <-ss.out:
-			if err := ss.write(live, ev); err != nil {
-				ss.drop(live, err)
-				return
+		case <-ss.grant.ctx.Done():
+			ss.closeRevoked()
+			return false
+		case <-ss.out.ready:
+			if !flush() {
+				return ss.grant.err() == nil
 			}
 		case <-readDone:
 			ss.conn.CloseNow()
-			return
+			return false
 		case <-live.Done():
 			ss.drop(live, nil)
-			return
+			return true
 		case <-ss.s.closing:
-			for queued := true; queued; {
-				select {
-				case ev := <-ss.out:
-					if err := ss.write(live, ev); err != nil {
-						ss.drop(live, err)
-						return
-					}
-				default:
-					queued = false
-				}
+			if flush() {
+				ss.conn.Close(websocket.StatusGoingAway, "the server is restarting")
 			}
-			ss.conn.Close(websocket.StatusGoingAway, "the server is restarting")
-			return
+			return false
 		}
 	}
 }
 
+// closeRevoked closes the connection of a revoked credential with
+// wsStatusRevoked and why.
+func (ss *wsSession) closeRevoked() {
+	msg := datachat.ErrorMessage(ss.grant.err())
+	ss.log.Info("websocket credential revoked: closing", slog.String("conversation_id", ss.conv.ID), slog.String("reason", msg))
+	ss.conn.Close(wsStatusRevoked, closeReason(msg))
+}
+
 // drop closes the connection of a client that is gone or stopped reading.
 func (ss *wsSession) drop(live context.Context, err error) {
-	if cause := context.Cause(live); cause != nil && !errors.Is(cause, context.Canceled) {
+	cause := context.Cause(live)
+	switch {
+	case errors.Is(cause, errTooSlow) || errors.Is(err, context.DeadlineExceeded):
+		// The outbox overflowed, or a write outlasted the write timeout.
+		why := cause
+		if !errors.Is(cause, errTooSlow) {
+			why = fmt.Errorf("%w: a write took more than %s", errTooSlow, ss.writeTimeout())
+		}
+		ss.log.Info("websocket client too slow: closing", slog.String("conversation_id", ss.conv.ID), slog.String("error", why.Error()))
+	case cause != nil && !errors.Is(cause, context.Canceled):
 		// An unanswered ping (which also ended a blocked write).
 		ss.log.Info("websocket client gone: closing", slog.String("conversation_id", ss.conv.ID), slog.String("error", cause.Error()))
-	} else if err != nil {
+	case err != nil:
 		ss.log.Debug("websocket write failed: closing", slog.String("conversation_id", ss.conv.ID), slog.String("error", err.Error()))
 	}
 	ss.conn.CloseNow()
 }
 
-// write writes one event, waiting at most wsWriteTimeout for the client.
-func (ss *wsSession) write(live context.Context, ev chat.Event) error {
-	name := wsEventNames[ev.Type]
-	b, err := json.Marshal(wsEvent{Type: name, Data: ev.Data})
-	if err != nil {
-		ss.log.Error("encode event", slog.String("type", name), slog.String("error", err.Error()))
-		return nil
-	}
-	wctx, cancel := context.WithTimeout(live, wsWriteTimeout)
+func (ss *wsSession) writeTimeout() time.Duration {
+	return cmp.Or(ss.s.cfg.WSWriteTimeout, defaultWriteTimeout)
+}
+
+// write writes one encoded event, waiting at most the write timeout for the
+// client.
+func (ss *wsSession) write(live context.Context, b []byte) error {
+	wctx, cancel := context.WithTimeout(live, ss.writeTimeout())
 	defer cancel()
 	return ss.conn.Write(wctx, websocket.MessageText, b)
 }
@@ -338,20 +407,29 @@ func (ss *wsSession) handle(ctx context.Context, msg clientMessage) {
 // startTurn runs a turn in its own goroutine, one at a time per connection.
 func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, chat.Sink) (*chat.Outcome, error)) {
 	ss.mu.Lock()
+	if ss.grant.err() != nil {
+		// Revoked: the writer is closing the connection; nothing more runs.
+		ss.mu.Unlock()
+		return
+	}
 	if ss.turnCancel != nil {
 		ss.mu.Unlock()
-		ss.sendError(ctx, datachat.ErrReplyInProgress)
+		ss.sendError(datachat.ErrReplyInProgress)
 		return
 	}
 	if !ss.s.beginTurn() {
 		ss.mu.Unlock()
-		ss.sendError(ctx, errDrainingTurn)
+		ss.sendError(errDrainingTurn)
 		return
 	}
 	// A shutdown whose grace ran out interrupts the turn (chat.ErrInterrupted);
-	// chat_cancel or a closed socket cancels it.
-	tctx, cancel := context.WithCancelCause(ctx)
+	// chat_cancel or a socket the client closed cancels it, and so does the
+	// revocation of the credential (its reason the cause), at once. The end
+	// of the session alone does not: a client cut for not keeping up has
+	// its answer completed and stored.
+	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	ss.s.interruptAtStop(tctx, cancel)
+	unrevoke := context.AfterFunc(ss.grant.ctx, func() { cancel(ss.grant.err()) })
 	tctx = WithRequestID(tctx, NewRequestID())
 	ss.turnCancel = func() { cancel(context.Canceled) }
 	ss.mu.Unlock()
@@ -361,7 +439,8 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 		defer ss.turns.Done()
 		defer ss.s.endTurn() // after the turn's last event is queued
 		defer cancel(nil)
-		sink := func(ev chat.Event) { ss.send(ctx, ev) }
+		defer unrevoke()
+		sink := ss.send
 		start := time.Now()
 		out, err := fn(tctx, sink)
 		ss.mu.Lock()
@@ -369,11 +448,11 @@ func (ss *wsSession) startTurn(ctx context.Context, fn func(context.Context, cha
 		ss.mu.Unlock()
 		if err != nil {
 			ss.log.Warn("chat turn failed", slog.String("conversation_id", ss.conv.ID), slog.String("error", err.Error()))
-			ss.sendError(ctx, err)
+			ss.sendError(err)
 		} else if out != nil && out.Complete != nil {
-			ss.send(ctx, chat.Event{Type: chat.EventComplete, Data: out.Complete})
+			ss.send(chat.Event{Type: chat.EventComplete, Data: out.Complete})
 		} else if out != nil && out.Confirmation != nil {
-			ss.sendConfirmation(ctx, out.Confirmation)
+			ss.sendConfirmation(out.Confirmation)
 		}
 		if out != nil && out.Message != nil {
 			ss.log.Info("chat turn", slog.String("conversation_id", ss.conv.ID), slog.String("status", out.Message.Status),
@@ -394,21 +473,53 @@ func (ss *wsSession) cancelTurn() bool {
 	return true
 }
 
-// send queues an event for the writer; it waits while the client is slow, and
-// drops the event once the connection is gone.
-func (ss *wsSession) send(ctx context.Context, ev chat.Event) {
-	select {
-	case ss.out <- ev:
-	case <-ctx.Done():
+// closeReason fits a message into a close frame's reason (at most 123
+// bytes), cut at a rune boundary.
+func closeReason(msg string) string {
+	const max = 123
+	if len(msg) <= max {
+		return msg
 	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut]
 }
 
-func (ss *wsSession) sendConfirmation(ctx context.Context, c *datachat.Confirmation) {
-	ss.send(ctx, chat.Event{Type: chat.EventConfirmation, Data: chat.ConfirmationEvent{
+// send encodes an event and queues it for the writer. It never waits: a
+// client that falls more than the outbox behind is cut (its turn goes on),
+// and once the connection is gone events are dropped.
+func (ss *wsSession) send(ev chat.Event) {
+	if !ss.out.accepting() {
+		return // cut or closed: not even encoded
+	}
+	b, err := encodeEvent(ev)
+	if err != nil {
+		ss.log.Error("encode event", slog.String("type", wsEventNames[ev.Type]), slog.String("error", err.Error()))
+		return
+	}
+	ss.out.push(b)
+}
+
+// encodeEvent is an event as the WebSocket sends it, {"type", "data"}; a
+// token, the most frequent, without reflection.
+func encodeEvent(ev chat.Event) ([]byte, error) {
+	if tok, ok := ev.Data.(chat.TokenEvent); ok && ev.Type == chat.EventToken {
+		b := make([]byte, 0, len(`{"type":"chat_token","data":{"token":""}}`)+len(tok.Token)+8)
+		b = append(b, `{"type":"chat_token","data":{"token":`...)
+		b = appendJSONString(b, tok.Token)
+		return append(b, "}}"...), nil
+	}
+	return json.Marshal(wsEvent{Type: wsEventNames[ev.Type], Data: ev.Data})
+}
+
+func (ss *wsSession) sendConfirmation(c *datachat.Confirmation) {
+	ss.send(chat.Event{Type: chat.EventConfirmation, Data: chat.ConfirmationEvent{
 		ID: c.ID, Action: c.Action, Parameters: c.Parameters, Explanation: c.Explanation,
 	}})
 }
 
-func (ss *wsSession) sendError(ctx context.Context, err error) {
-	ss.send(ctx, chat.Event{Type: chat.EventError, Data: chat.ErrorEventFor(err)})
+func (ss *wsSession) sendError(err error) {
+	ss.send(chat.Event{Type: chat.EventError, Data: chat.ErrorEventFor(err)})
 }

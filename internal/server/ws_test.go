@@ -91,6 +91,8 @@ type rawWS struct {
 	t  *testing.T
 	c  net.Conn
 	br *bufio.Reader
+	// onPing, if set, is called after each ping answered.
+	onPing func()
 }
 
 func dialRawWS(t *testing.T, addr, path string, header map[string]string, readBuffer int) *rawWS {
@@ -183,6 +185,9 @@ func (w *rawWS) next() (string, error) {
 		switch h[0] & 0x0f {
 		case 0x9: // ping: pong
 			w.write(0xA, payload)
+			if w.onPing != nil {
+				w.onPing()
+			}
 		case 0x8:
 			return "", fmt.Errorf("close frame %x", payload)
 		case 0x1:
@@ -218,20 +223,22 @@ func TestWSEventNames(t *testing.T) {
 
 // TestVanishedClientIsDropped: a client that stops reading and answering
 // pings, while its answer still fits in the kernel's buffers, is closed on
-// the first unanswered ping, and its turn ends cancelled with the text
-// streamed so far, as when the socket closes.
+// the first unanswered ping, and its turn goes on: the answer is completed
+// and stored, for the client to find when it comes back.
 func TestVanishedClientIsDropped(t *testing.T) {
 	release := make(chan struct{})
-	defer close(release)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{{
-		Text:  []string{"hello ", "there "},
-		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3, Release: release}, // never released while the client is there
+		Text:  []string{"hello ", "there ", "again"},
+		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3, Release: release}, // released once the client is gone
 	}}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
 	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
 	conv := cs.newConversation(t, cs.alice)
-	cancelled := logs.watch("chat turn", "conversation_id", conv, "status", "cancelled")
+	completed := logs.watch("chat turn", "conversation_id", conv, "status", datachat.StatusComplete)
 	dropped := logs.watch("websocket client gone: closing", "conversation_id", conv)
 
 	ws := dialRawWS(t, strings.TrimPrefix(cs.URL, "http://"), "/ws?conversation_id="+conv, map[string]string{"X-API-Key": cs.alice}, 0)
@@ -254,13 +261,14 @@ func TestVanishedClientIsDropped(t *testing.T) {
 	}
 	// From here on the client reads nothing and answers nothing.
 	await(t, dropped, 10*time.Second, "the unanswered ping closing the connection")
-	await(t, cancelled, 10*time.Second, "the turn ending cancelled")
 	if err := ws.closedWithin(5 * time.Second); err != nil {
 		t.Error(err)
 	}
+	free()
+	await(t, completed, 10*time.Second, "the turn completing without its client")
 	msgs := cs.messages(t, conv)
-	if len(msgs) != 2 || msgs[1].Status != datachat.StatusCancelled || msgs[1].Content != "hello there " {
-		t.Errorf("stored %v, want the answer cancelled with the text streamed", msgs)
+	if len(msgs) != 2 || msgs[1].Status != datachat.StatusComplete || msgs[1].Content != "hello there again" {
+		t.Errorf("stored %v, want the whole answer complete", msgs)
 	}
 }
 
@@ -276,40 +284,96 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// TestClientThatStopsReadingIsDropped: a client that reads nothing of a long
-// answer blocks the server's writes; the unanswered ping ends the blocked
-// write too (not only after the write timeout), and the turn is cancelled.
-func TestClientThatStopsReadingIsDropped(t *testing.T) {
+// TestClientThatStopsReadingIsCut: a client that reads nothing of a long
+// answer (through tiny socket buffers) is cut — by the write timeout, by
+// its outbox's bound, or by the ping it cannot answer while the server's
+// writes to it are blocked —, its answer is still completed and stored, and
+// meanwhile, while the stalled turn still runs, another client's turn
+// streams and completes. Each step waits for an event (a log record, the
+// fake provider's release), none for time.
+func TestClientThatStopsReadingIsCut(t *testing.T) {
 	chunks := make([]string, 400)
 	for i := range chunks {
 		chunks[i] = fmt.Sprintf("%03d%s ", i, strings.Repeat("x", 8<<10))
 	}
-	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{{Text: chunks}}})
-	logs := &logWatch{}
-	cs.Logger = slog.New(logs)
-	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 50*time.Millisecond, 200*time.Millisecond
-	conv := cs.newConversation(t, cs.alice)
-	cancelled := logs.watch("chat turn", "conversation_id", conv, "status", "cancelled")
+	const never = time.Hour
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		log  string // what the server logs as it cuts the client
+	}{
+		{"write timeout", func(c *Config) {
+			c.WSOutboxBytes, c.WSWriteTimeout, c.WSPingInterval = 64<<20, 100*time.Millisecond, never
+		}, "websocket client too slow: closing"},
+		{"outbox bound", func(c *Config) {
+			c.WSOutboxBytes, c.WSWriteTimeout, c.WSPingInterval = 64<<10, never, never
+		}, "websocket client too slow: closing"},
+		{"unanswered ping", func(c *Config) {
+			c.WSOutboxBytes, c.WSWriteTimeout, c.WSPingInterval, c.WSPingTimeout = 64<<20, never, 50*time.Millisecond, 200*time.Millisecond
+		}, "websocket client gone: closing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var once sync.Once
+			free := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(free)
+			cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
+				{Match: &llmtest.Match{Contains: "long answer"}, Text: chunks,
+					// Held after its last chunk (the first frame is the role's) until the test says.
+					Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 1 + len(chunks), Release: release}},
+				{Match: &llmtest.Match{Contains: "short answer"}, Text: []string{"one ", "two ", "three"}},
+			}})
+			logs := &logWatch{}
+			cs.Logger = slog.New(logs)
+			tc.cfg(&cs.cfg)
+			stalled, other := cs.newConversation(t, cs.alice), cs.newConversation(t, cs.alice)
+			cut := logs.watch(tc.log, "conversation_id", stalled)
+			completed := logs.watch("chat turn", "conversation_id", stalled, "status", datachat.StatusComplete)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: cs.Handler()}
-	go hs.Serve(smallBuffers{ln})
-	t.Cleanup(func() { hs.Close() })
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &http.Server{Handler: cs.Handler()}
+			go hs.Serve(smallBuffers{ln})
+			t.Cleanup(func() { hs.Close() })
 
-	ws := dialRawWS(t, ln.Addr().String(), "/ws?conversation_id="+conv, map[string]string{"X-API-Key": cs.alice}, 4096)
-	ws.send("chat_send", map[string]string{"content": "a long answer, please"})
-	// The client reads nothing from here on.
-	await(t, cancelled, 10*time.Second, "the turn ending cancelled")
-	if err := ws.closedWithin(5 * time.Second); err != nil {
-		t.Error(err)
-	}
-	msgs := cs.messages(t, conv)
-	full := strings.Join(chunks, "")
-	if len(msgs) != 2 || msgs[1].Status != datachat.StatusCancelled || len(msgs[1].Content) >= len(full) || !strings.HasPrefix(full, msgs[1].Content) {
-		t.Errorf("stored status %s with %d of %d bytes, want cancelled with a prefix of the answer", msgs[1].Status, len(msgs[1].Content), len(full))
+			ws := dialRawWS(t, ln.Addr().String(), "/ws?conversation_id="+stalled, map[string]string{"X-API-Key": cs.alice}, 4096)
+			ws.send("chat_send", map[string]string{"content": "a long answer, please"})
+			// The client reads nothing from here on.
+			await(t, cut, 10*time.Second, "the stalled client cut")
+			if err := ws.closedWithin(5 * time.Second); err != nil {
+				t.Error(err)
+			}
+
+			// The stalled turn still runs (its provider is held), and another
+			// client's turn streams to its end meanwhile.
+			c := cs.dialEvents(t, other)
+			c.send("chat_send", map[string]string{"content": "a short answer, please"})
+			evs, ok := c.until("chat_complete")
+			var text string
+			for _, ev := range evs {
+				if ev.Type == "chat_token" {
+					var d chat.TokenEvent
+					json.Unmarshal(ev.Data, &d)
+					text += d.Token
+				}
+			}
+			if !ok || evs[len(evs)-1].Type != "chat_complete" || text != "one two three" {
+				t.Fatalf("the other client got %v, %q; want its tokens and chat_complete", types(evs), text)
+			}
+			if msgs := cs.messages(t, stalled); len(msgs) != 2 || msgs[1].Status != datachat.StatusStreaming {
+				t.Fatalf("the stalled conversation while held: %v, want its answer streaming", msgs)
+			}
+
+			free()
+			await(t, completed, 10*time.Second, "the stalled client's turn completed")
+			msgs := cs.messages(t, stalled)
+			full := strings.Join(chunks, "")
+			if len(msgs) != 2 || msgs[1].Status != datachat.StatusComplete || msgs[1].Content != full {
+				t.Errorf("stored status %s with %d of %d bytes, want the whole answer complete", msgs[1].Status, len(msgs[1].Content), len(full))
+			}
+		})
 	}
 }
 

@@ -13,9 +13,14 @@
 //   "error"                answers chat_error with reason and suggested action
 //   "cite" / "document"    answers with [1] citations and sources
 //   "html"                 answers with hostile Markdown (XSS attempts)
+//   "follow-up"            counts the rows of the first dataset (execute_sql)
 //   anything else          one failing and one working execute_sql over the
 //                          first uploaded CSV, then a Markdown answer
 // A message starting with "slow:" makes the non-long answers stream slowly too.
+//
+// Accounts, sessions, the admin API and sharing (mock-teams.mjs): user
+// "browser" signs in with MOCK_KEY; the first admin's setup link is printed
+// at the start ("setup URL: …#invite=TOKEN").
 
 import http from 'node:http';
 import fs from 'node:fs';
@@ -23,6 +28,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer } from 'ws';
+import { Teams } from './mock-teams.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const WEB = path.resolve(here, '..');
@@ -30,7 +36,8 @@ const PORT = Number(process.env.PORT || 8099);
 const KEY = process.env.MOCK_KEY || 'test-key';
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.md': 'text/markdown; charset=utf-8', '.svg': 'image/svg+xml' };
 
-const conversations = new Map(); // id → {id,title,created_at,updated_at,messages,datasets,documents,pending,turn}
+const conversations = new Map(); // id → {id,owner,title,created_at,updated_at,messages,datasets,documents,pending,turn}
+const teams = new Teams({ key: KEY, base: () => `http://127.0.0.1:${PORT}` });
 const id = (p) => `${p}_${crypto.randomBytes(6).toString('hex')}`;
 const now = () => new Date().toISOString();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -125,13 +132,14 @@ function detail(c) {
   };
 }
 
-// The key of a request: a header, or for the WebSocket the subprotocol
-// datachat.key.KEY the page sends (or ?api_key=, which older clients use).
-const keyOf = (req, url) => {
-  const sub = (req.headers['sec-websocket-protocol'] || '').split(',').map((p) => p.trim()).find((p) => p.startsWith('datachat.key.'));
-  return req.headers['x-api-key'] || (req.headers.authorization || '').replace(/^Bearer /, '') || (sub && sub.slice('datachat.key.'.length)) || url.searchParams.get('api_key');
-};
-const authed = (req, url) => keyOf(req, url) === KEY;
+/** copyConversation is POST /api/shared/{id}/copy's copy, the viewer's now. */
+function copyConversation(c, owner) {
+  const { turn, pending, ...rest } = c;
+  const copy = structuredClone(rest);
+  Object.assign(copy, { id: id('conv'), owner, created_at: now(), updated_at: now(), sources: [], turn: null, pending: null });
+  conversations.set(copy.id, copy);
+  return { conversation: { id: copy.id, title: copy.title, created_at: copy.created_at, updated_at: copy.updated_at }, sources: c.sources || [] };
+}
 
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
@@ -144,27 +152,42 @@ const server = http.createServer(async (req, res) => {
       return res.end(fs.readFileSync(file));
     }
     if (p === '/healthz') return send(res, 200, { status: 'ok' });
-    if (!authed(req, url)) return fail(res, 401, 'unauthorized', 'Missing or invalid API key.');
-    if (p === '/api/conversations' && req.method === 'GET') {
-      return send(res, 200, { conversations: [...conversations.values()].map((c) => ({ id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at })) });
+    let body = null;
+    const ctx = {
+      req, res, url, p, send, fail, conversations,
+      body: async () => (body === null ? (body = await readBody(req)) : body),
+      detail: (c) => ({ ...detail(c), datasets: c.datasets.map(publicDataset), documents: c.documents, sources: (c.sources || []).map((name) => ({ name })) }),
+      copy: copyConversation,
+    };
+    if (p.startsWith('/api/auth/') && await teams.route({ ...ctx, who: null })) return;
+    const who = teams.who(req, url);
+    if (!who || who.error) return fail(res, 401, 'unauthorized', who ? who.error : 'Sign in first: send an API key, or sign in on the page.');
+    if (who.cookie && req.method !== 'GET' && req.method !== 'HEAD' && req.headers['sec-fetch-site'] && req.headers['sec-fetch-site'] !== 'same-origin') {
+      return fail(res, 403, 'forbidden', 'cross-origin request detected from Sec-Fetch-Site header');
     }
+    if (await teams.route({ ...ctx, who })) return;
+    const mine = (c) => c && c.owner === who.user.name;
+    if (p === '/api/conversations' && req.method === 'GET') {
+      return send(res, 200, { conversations: [...conversations.values()].filter(mine).map((c) => ({ id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at })) });
+    }
+    if (p === '/api/sources' && req.method === 'GET') return send(res, 200, { sources: [] });
     if (p === '/api/conversations' && req.method === 'POST') {
-      const body = await readBody(req);
+      const body = await ctx.body();
       const j = body.length ? JSON.parse(body) : {};
-      const c = { id: id('conv'), title: j.title || 'New conversation', created_at: now(), updated_at: now(), messages: [], datasets: [], documents: [], pending: null, turn: null };
+      const c = { id: id('conv'), owner: who.user.name, title: j.title || 'New conversation', created_at: now(), updated_at: now(), messages: [], datasets: [], documents: [], pending: null, turn: null };
       conversations.set(c.id, c);
       return send(res, 201, { id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at });
     }
-    if (p === '/api/examples' || p.startsWith('/api/examples/')) return examplesRoute(req, res, p);
-    const m = /^\/api\/conversations\/([^/]+)(?:\/(datasets|documents|dictionary)(?:\/([^/]+))?)?$/.exec(p);
+    if (p === '/api/examples' || p.startsWith('/api/examples/')) return examplesRoute(req, res, p, who);
+    const m = /^\/api\/conversations\/([^/]+)(?:\/(datasets|documents|dictionary|sql|sources)(?:\/([^/]+))?)?$/.exec(p);
     if (!m) return fail(res, 404, 'not_found', 'Not found.');
     const c = conversations.get(m[1]);
-    if (!c) return fail(res, 404, 'not_found', 'Conversation not found.');
+    if (!mine(c)) return fail(res, 404, 'not_found', 'Conversation not found.');
     const [, , kind, itemId] = m;
     if (!kind) {
       if (req.method === 'GET') return send(res, 200, detail(c));
       if (req.method === 'PATCH') {
-        const j = JSON.parse(await readBody(req));
+        const j = JSON.parse(await ctx.body());
         if (j.title === undefined && j.notes === undefined) return fail(res, 400, 'invalid_request', 'Send {"title": "…"}, {"notes": "…"} or both.');
         if (j.title !== undefined && !String(j.title).trim()) return fail(res, 400, 'invalid_request', 'title must not be empty.');
         if (j.title !== undefined) {
@@ -180,9 +203,22 @@ const server = http.createServer(async (req, res) => {
         return res.end();
       }
     }
+    if (kind === 'sources' && req.method === 'GET') return send(res, 200, { sources: (c.sources || []).map((name) => ({ name })) });
+    if (kind === 'sql' && req.method === 'POST') {
+      const j = JSON.parse(await ctx.body());
+      const r = countQuery(c, String(j.query || ''));
+      if (r.error) return fail(res, 400, 'invalid_request', r.error);
+      if (j.keep) {
+        const callId = id('call');
+        c.messages.push({ id: id('msg'), conversation_id: c.id, role: 'user', content: '', status: 'complete', input_tokens: 0, output_tokens: 0, created_at: now(), updated_at: now(),
+          tool_calls: [{ id: id('tc'), call_id: callId, tool: 'execute_sql', args: { query: j.query }, ok: true, result: resultText(r.columns, r.rows), duration_ms: 2 }] });
+        c.updated_at = now();
+      }
+      return send(res, 200, { ...r, row_count: r.rows.length, truncated: false, elapsed_ms: 1.2 });
+    }
     if (kind === 'dictionary' && req.method === 'GET') return send(res, 200, { notes: c.notes || '', datasets: {} });
     if (kind === 'dictionary' && req.method === 'POST') {
-      const body = await readBody(req);
+      const body = await ctx.body();
       const f = /multipart/.test(req.headers['content-type'] || '') ? parseMultipart(body, req.headers['content-type']) : { data: body };
       if (!f) return fail(res, 400, 'invalid_request', 'No file: upload it as multipart field "file".');
       const d = parseSimpleYAML(f.data.toString('utf8'));
@@ -204,7 +240,7 @@ const server = http.createServer(async (req, res) => {
       if (req.method === 'PATCH') {
         const d = c.datasets.find((x) => x.id === itemId);
         if (!d) return fail(res, 404, 'not_found', 'dataset not found');
-        const j = JSON.parse(await readBody(req));
+        const j = JSON.parse(await ctx.body());
         if (j.description !== undefined) d.description = String(j.description).trim();
         for (const [col, text] of Object.entries(j.columns || {})) {
           const cd = d.columns.find((x) => x.name === col);
@@ -219,7 +255,7 @@ const server = http.createServer(async (req, res) => {
         return res.end();
       }
       if (req.method === 'POST') {
-        const body = await readBody(req);
+        const body = await ctx.body();
         if (/multipart/.test(req.headers['content-type'] || '')) {
           const f = parseMultipart(body, req.headers['content-type']);
           if (!f) return fail(res, 400, 'invalid_request', 'Multipart field "file" is missing.');
@@ -246,7 +282,7 @@ const server = http.createServer(async (req, res) => {
         return res.end();
       }
       if (req.method === 'POST') {
-        const f = parseMultipart(await readBody(req), req.headers['content-type']);
+        const f = parseMultipart(await ctx.body(), req.headers['content-type']);
         if (!f) return fail(res, 400, 'invalid_request', 'Multipart field "file" is missing.');
         const pages = /\.pdf$/i.test(f.filename) ? Math.max(1, (f.data.toString('latin1').match(/\/Type\s*\/Page[^s]/g) || []).length) : 1;
         const d = { id: id('doc'), conversation_id: c.id, name: f.filename, media_type: 'application/octet-stream', pages, chunks: Math.max(1, Math.ceil(f.data.length / 2000)), bytes: f.data.length, metadata: {}, created_at: now() };
@@ -260,6 +296,15 @@ const server = http.createServer(async (req, res) => {
     fail(res, 500, 'internal', 'Internal error.');
   }
 });
+
+/** countQuery runs the only SQL this mock knows: SELECT count(*) … FROM a dataset. */
+function countQuery(c, query) {
+  const m = /^\s*SELECT\s+count\(\*\)(?:\s+AS\s+(\w+))?\s+FROM\s+(\w+)\s*;?\s*$/i.exec(query);
+  if (!m) return { error: 'This mock runs only SELECT count(*) [AS name] FROM table.' };
+  const d = c.datasets.find((x) => x.name === m[2]);
+  if (!d) return { error: `Catalog Error: Table with name ${m[2]} does not exist!` };
+  return { columns: [{ name: m[1] || 'count_star()', type: 'integer', sql_type: 'BIGINT' }], rows: [[d.row_count]] };
+}
 
 // parseSimpleYAML reads the block maps of scalars a dictionary file is made
 // of (and one-line {k: v} maps): enough for the browser test's files.
@@ -288,7 +333,7 @@ function parseSimpleYAML(text) {
 
 // Verified examples: marks on answers' SQL cards, kept for the one user.
 const examples = [];
-async function examplesRoute(req, res, p) {
+async function examplesRoute(req, res, p, who) {
   if (req.method === 'GET' && p === '/api/examples') return send(res, 200, { examples });
   if (req.method === 'DELETE') {
     const i = examples.findIndex((e) => `/api/examples/${e.id}` === p);
@@ -300,12 +345,18 @@ async function examplesRoute(req, res, p) {
   if (req.method !== 'POST' || p !== '/api/examples') return fail(res, 404, 'not_found', 'Not found.');
   const j = JSON.parse(await readBody(req));
   const c = conversations.get(j.conversation_id);
-  if (!c) return fail(res, 404, 'not_found', 'conversation not found');
+  if (!c || c.owner !== who.user.name) return fail(res, 404, 'not_found', 'conversation not found');
   const at = c.messages.findIndex((m) => m.id === j.message_id);
   const tc = at >= 0 && (c.messages[at].tool_calls || []).find((t) => t.call_id === j.call_id);
   if (!tc) return fail(res, 404, 'not_found', 'The answer has no such SQL query.');
   const question = (c.messages.slice(0, at).reverse().find((m) => m.role === 'user') || {}).content || '';
-  const ex = { id: id('ex'), question, sql: j.sql || tc.args.query, verdict: j.verdict, tables: c.datasets.map((d) => ({ name: d.name, columns: [] })),
+  let result;
+  if (j.sql !== undefined) {
+    const r = countQuery(c, String(j.sql));
+    if (r.error) return fail(res, 400, 'invalid_request', r.error);
+    result = { ...r, row_count: r.rows.length };
+  }
+  const ex = { id: id('ex'), question, sql: j.sql || tc.args.query, verdict: j.verdict, result, tables: c.datasets.map((d) => ({ name: d.name, columns: [] })),
     conversation_id: c.id, message_id: j.message_id, call_id: j.call_id, created_at: now() };
   const old = examples.findIndex((e) => e.message_id === ex.message_id && e.call_id === ex.call_id);
   if (old >= 0) examples.splice(old, 1);
@@ -320,12 +371,21 @@ const wss = new WebSocketServer({ noServer: true, handleProtocols: (protocols) =
 server.on('upgrade', (req, socket, head) => {
   const url = new URL(req.url, 'http://x');
   const c = conversations.get(url.searchParams.get('conversation_id') || '');
-  if (url.pathname !== '/ws' || !authed(req, url) || !c) {
-    socket.write(`HTTP/1.1 ${!authed(req, url) ? '401 Unauthorized' : '404 Not Found'}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+  const who = teams.who(req, url);
+  const ok = who && !who.error;
+  // A cookie's upgrade must come from this server's own page.
+  const foreign = ok && who.cookie && req.headers.origin !== `http://${req.headers.host}`;
+  if (url.pathname !== '/ws' || !ok || foreign || !c || c.owner !== who.user.name) {
+    socket.write(`HTTP/1.1 ${!ok ? '401 Unauthorized' : foreign ? '403 Forbidden' : '404 Not Found'}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
     socket.destroy();
     return;
   }
-  wss.handleUpgrade(req, socket, head, (ws) => session(ws, c));
+  wss.handleUpgrade(req, socket, head, (ws) => {
+    const entry = { ws, user: who.user, cred: who.cred };
+    teams.sockets.add(entry);
+    ws.on('close', () => teams.sockets.delete(entry));
+    session(ws, c);
+  });
 });
 
 function session(ws, c) {
@@ -369,19 +429,46 @@ async function stream(c, emit, a, text, delay) {
   for (const w of words(text)) {
     if (c.turn && c.turn.cancelled) return false;
     a.content += w;
+    // The answer's parts in the order they streamed, as the server stores them.
+    const last = (a.parts = a.parts || [])[a.parts.length - 1];
+    if (last && last.type === 'text') last.text += w;
+    else a.parts.push({ type: 'text', text: w });
     emit('chat_token', { token: w });
     await sleep(delay);
   }
   return !(c.turn && c.turn.cancelled);
 }
 
-function finish(c, emit, a, status, sources = []) {
+function finish(c, emit, a, status, sources = [], checks = []) {
   a.status = status;
+  if (sources.length) a.sources = sources;
+  if (checks.length) a.number_checks = checks;
   a.input_tokens = 812 + a.content.length;
   a.output_tokens = Math.ceil(a.content.length / 4);
+  teams.turnUsed(c.owner, a.input_tokens, a.output_tokens);
   c.turn = null;
   c.updated_at = now();
-  emit('chat_complete', { message_id: a.id, status, input_tokens: a.input_tokens, output_tokens: a.output_tokens, total_tokens: a.input_tokens + a.output_tokens, sources });
+  emit('chat_complete', { message_id: a.id, status, input_tokens: a.input_tokens, output_tokens: a.output_tokens, total_tokens: a.input_tokens + a.output_tokens, sources, number_checks: checks });
+}
+
+/**
+ * numberChecks checks the answer's numbers as the server's checker would,
+ * for the ones this mock writes: each is found in the result (row, column)
+ * or flagged. Offsets count the characters of the answer's text.
+ */
+function numberChecks(a, callId, result) {
+  const checks = [];
+  for (const m of a.content.matchAll(/\d[\d,]*(?:\.\d+)?/g)) {
+    const v = Number(m[0].replace(/,/g, ''));
+    let row = -1;
+    let col = -1;
+    result.rows.forEach((r, i) => r.forEach((x, j) => { if (row < 0 && x === v) { row = i; col = j; } }));
+    const start = Array.from(a.content.slice(0, m.index)).length;
+    checks.push(row >= 0
+      ? { start, end: start + m[0].length, text: m[0], value: v, status: 'matched', source: { tool_call_id: callId, row, column: col } }
+      : { start, end: start + m[0].length, text: m[0], value: v, status: 'unmatched' });
+  }
+  return checks;
 }
 
 function sqlResult(c) {
@@ -417,6 +504,7 @@ async function runSQL(c, emit, a, query, result, fails) {
   const callId = id('call');
   const tc = { id: id('tc'), message_id: a.id, seq: a.tool_calls.length, call_id: callId, tool: 'execute_sql', args: { query }, ok: !fails, result: '', started_at: now(), duration_ms: 0 };
   emit('tool_call_start', { id: callId, tool: 'execute_sql', args: { query } });
+  (a.parts = a.parts || []).push({ type: 'tool_call', call_id: callId });
   await sleep(350);
   if (fails) {
     tc.error = fails;
@@ -430,6 +518,7 @@ async function runSQL(c, emit, a, query, result, fails) {
   tc.duration_ms = 14;
   a.tool_calls.push(tc);
   emit('tool_call_result', { id: callId, tool: 'execute_sql', ok: true, content: tc.result, columns: result.columns, rows: result.rows, row_count: result.rows.length, truncated: false, elapsed_ms: 13.7 });
+  return callId;
 }
 
 async function runTurn(c, emit, content) {
@@ -449,9 +538,11 @@ async function runTurn(c, emit, content) {
   }
   if (/\berror\b/i.test(content)) {
     a.status = 'error';
-    a.error = 'The language model rejected the API key.';
+    a.error = 'The language model request failed.';
+    a.error_reason = 'Gemini answered 401: API key not valid.';
+    a.error_suggested_action = 'Check GEMINI_API_KEY and restart datachat.';
     c.turn = null;
-    return emit('chat_error', { message: 'The language model request failed.', reason: 'Gemini answered 401: API key not valid.', suggested_action: 'Check GEMINI_API_KEY and restart datachat.' });
+    return emit('chat_error', { message: a.error, reason: a.error_reason, suggested_action: a.error_suggested_action });
   }
   if (/\b(confirm|delete|everything)\b/i.test(content)) {
     await stream(c, emit, a, 'That query reads every row, so I will ask first. ', delay);
@@ -474,17 +565,24 @@ async function runTurn(c, emit, content) {
     const ok = await stream(c, emit, a, 'Hostile: <img src=x onerror=alert(1)> and [click me](javascript:alert(1)) and <script>alert(2)</script>\n\n| a | b |\n|---|---|\n| <script>alert(3)</script> | <b>bold?</b> |\n', delay);
     return finish(c, emit, a, ok ? 'complete' : 'cancelled');
   }
+  if (/\bfollow-up\b/i.test(content)) {
+    const d = c.datasets[0];
+    await stream(c, emit, a, 'Counting the rows of the table. ', delay);
+    await runSQL(c, emit, a, `SELECT count(*) AS n FROM ${d ? d.name : 'data'}`, { columns: [{ name: 'n', type: 'integer', sql_type: 'BIGINT' }], rows: [[d ? d.row_count : 0]] }, null);
+    const ok = await stream(c, emit, a, `It holds ${d ? d.row_count : 0} rows.`, delay);
+    return finish(c, emit, a, ok ? 'complete' : 'cancelled');
+  }
   await stream(c, emit, a, 'Let me look at the data. ', delay);
   const r = sqlResult(c);
   const bad = r.query.replace(/count\(\*\) AS n/, 'count(species_name) AS n');
   await runSQL(c, emit, a, bad, null, c.datasets[0] ? 'Binder Error: Referenced column "species_name" not found in FROM clause!' : null);
   if (c.turn.cancelled) return finish(c, emit, a, 'cancelled');
-  await runSQL(c, emit, a, r.query, r, null);
+  const callId = await runSQL(c, emit, a, r.query, r, null);
   if (c.turn.cancelled) return finish(c, emit, a, 'cancelled');
   const top = r.rows[0];
-  const text = `\n\nHere is what I found:\n\n- **${r.rows.length}** groups in total\n- The largest is **${top ? top[0] : '?'}** with ${top ? top[1] : 0} rows\n\n| ${r.columns.map((x) => x.name).join(' | ')} |\n|${r.columns.map(() => '---').join('|')}|\n${r.rows.slice(0, 5).map((x) => `| ${x.map((v) => (v === null ? 'NULL' : v)).join(' | ')} |`).join('\n')}\n\nThe query used \`GROUP BY\`; see the card above for the full result.`;
+  const text = `\n\nHere is what I found:\n\n- **${r.rows.length}** groups in total\n- The largest is **${top ? top[0] : '?'}** with ${top ? top[1] : 0} rows, the heaviest weigh about 9,999 g\n\n| ${r.columns.map((x) => x.name).join(' | ')} |\n|${r.columns.map(() => '---').join('|')}|\n${r.rows.slice(0, 5).map((x) => `| ${x.map((v) => (v === null ? 'NULL' : v)).join(' | ')} |`).join('\n')}\n\nThe query used \`GROUP BY\`; see the card above for the full result.`;
   const ok = await stream(c, emit, a, text, delay);
-  finish(c, emit, a, ok ? 'complete' : 'cancelled');
+  finish(c, emit, a, ok ? 'complete' : 'cancelled', [], ok ? numberChecks(a, callId, r) : []);
 }
 
 async function resumeTurn(c, emit, approved, note) {
@@ -507,4 +605,5 @@ async function resumeTurn(c, emit, approved, note) {
 
 server.listen(PORT, '127.0.0.1', () => {
   console.log(`mock datachat on http://127.0.0.1:${PORT}/#key=${KEY}`);
+  console.log(`setup URL: ${teams.setupURL}`);
 });

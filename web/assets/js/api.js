@@ -1,5 +1,6 @@
-// The HTTP API client: JSON requests with the API key, and uploads with
-// progress (XMLHttpRequest, since fetch has no upload progress).
+// The HTTP API client: JSON requests signed in by the session cookie (the
+// browser sends it: same origin only) or by an API key (X-API-Key), and
+// uploads with progress (XMLHttpRequest, since fetch has no upload progress).
 
 export class ApiError extends Error {
   /** @param {number} status @param {string} type @param {string} message */
@@ -16,22 +17,31 @@ function errorFrom(status, body, fallback) {
   const e = body && typeof body === 'object' ? body.error : null;
   const message = (e && typeof e.message === 'string' && e.message) || fallback || `Request failed (HTTP ${status}).`;
   const type = (e && typeof e.type === 'string' && e.type) || (status === 401 ? 'unauthorized' : 'error');
-  return new ApiError(status, type, message);
+  const err = new ApiError(status, type, message);
+  if (e && Array.isArray(e.problems)) err.problems = e.problems; // by field: the semantic layer editor shows each beside its field
+  return err;
 }
 
 export class Api {
   /**
-   * @param {string} key the API key, sent as X-API-Key
-   * @param {() => void} onUnauthorized called when the server answers 401
+   * @param {string|null} key the API key, sent as X-API-Key; null: the
+   *   session cookie signs the requests in (or nothing does, for sign-in itself)
+   * @param {(err: ApiError) => void} onUnauthorized called when the server answers 401
    */
   constructor(key, onUnauthorized = () => {}) {
-    this.key = key;
+    this.key = key || null;
     this.onUnauthorized = onUnauthorized;
   }
 
+  /** how the requests are signed in: 'key' or 'session'. */
+  get auth() {
+    return this.key ? 'key' : 'session';
+  }
+
   async request(method, path, body) {
-    const headers = { 'X-API-Key': this.key, Accept: 'application/json' };
-    const init = { method, headers, cache: 'no-store' };
+    const headers = { Accept: 'application/json' };
+    if (this.key) headers['X-API-Key'] = this.key;
+    const init = { method, headers, cache: 'no-store', credentials: 'same-origin' };
     if (body !== undefined) {
       headers['Content-Type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -53,16 +63,46 @@ export class Api {
       }
     }
     if (!res.ok) {
-      const err = errorFrom(res.status, data, res.status === 401 ? 'That API key was not accepted.' : null);
+      const err = errorFrom(res.status, data, res.status === 401 ? (this.key ? 'That API key was not accepted.' : 'You are not signed in. Sign in again.') : null);
       if (res.status === 401) this.onUnauthorized(err);
       throw err;
     }
     return data;
   }
 
+  /**
+   * file GETs a file the server makes (e.g. an export), signed in like the
+   * other requests, and returns it with the name the server gave it.
+   * @returns {Promise<{blob: Blob, filename: string}>}
+   */
+  async file(path) {
+    const headers = {};
+    if (this.key) headers['X-API-Key'] = this.key;
+    let res;
+    try {
+      res = await fetch(path, { headers, cache: 'no-store', credentials: 'same-origin' });
+    } catch {
+      throw new ApiError(0, 'network', NETWORK_MESSAGE);
+    }
+    if (!res.ok) {
+      let data = null;
+      try {
+        data = await res.json();
+      } catch {
+        data = null;
+      }
+      const err = errorFrom(res.status, data, null);
+      if (res.status === 401) this.onUnauthorized(err);
+      throw err;
+    }
+    const m = /filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') || '');
+    return { blob: await res.blob(), filename: m ? m[1] : '' };
+  }
+
   get(path) { return this.request('GET', path); }
   post(path, body) { return this.request('POST', path, body ?? {}); }
   patch(path, body) { return this.request('PATCH', path, body); }
+  put(path, body) { return this.request('PUT', path, body); }
   del(path) { return this.request('DELETE', path); }
 
   /**
@@ -76,7 +116,7 @@ export class Api {
     const xhr = new XMLHttpRequest();
     const promise = new Promise((resolve, reject) => {
       xhr.open('POST', path);
-      xhr.setRequestHeader('X-API-Key', this.key);
+      if (this.key) xhr.setRequestHeader('X-API-Key', this.key);
       xhr.setRequestHeader('Accept', 'application/json');
       xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
       xhr.upload.onload = () => onProgress(file.size, file.size);

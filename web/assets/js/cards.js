@@ -4,9 +4,10 @@
 
 import { h, icon, clear, append, downloadText, formatCount, formatMS } from './dom.js';
 import { tokenizeSQL, displaySQL } from './sqlhl.js';
-import { formatCell, sortRows, nextSort, toCSV, csvFileName, isNumericType, parsePipeResult, parseSourcesText } from './table.js';
-import { pickChart } from './chartpick.js';
+import { formatCell, sortRows, nextSort, toCSV, resultFileName, isNumericType, storedResult, parseSourcesText } from './table.js';
+import { pickChart, kindsFor, whyNoChart } from './chartpick.js';
 import { drawChart } from './charts.js';
+import { toXLSX, XLSX_TYPE } from './xlsx.js';
 
 const MAX_TABLE_ROWS = 1000;
 
@@ -90,7 +91,7 @@ class SQLCard {
     if (Array.isArray(ev.columns)) {
       const r = { columns: ev.columns, rows: ev.rows || [], row_count: ev.row_count ?? (ev.rows || []).length, truncated: !!ev.truncated, elapsed_ms: ev.elapsed_ms };
       this.status.append(icon('check', 14), `${formatCount(r.row_count)} row${r.row_count === 1 ? '' : 's'}${r.elapsed_ms !== undefined && r.elapsed_ms !== null ? ` · ${formatMS(r.elapsed_ms)}` : ''}`);
-      this.view = new ResultView(r, { query: this.query });
+      this.view = new ResultView(r, { query: this.query, title: () => questionOf(this.el) });
       this.result.append(this.view.el);
     } else {
       this.showText(ev.content);
@@ -115,7 +116,7 @@ class SQLCard {
       else {
         const c = this.view.columns[col];
         const r = this.view.rows[row];
-        if (c && r) lines.push(`From the query result, row ${row + 1}, ${c.name}: ${formatCell(r[col], c.type)}`);
+        if (c && r) lines.push(`From the query result, row ${row + 1}, ${c.name}: ${formatCell(r[col], c.type, c.name)}`);
       }
     }
     if (this.query) lines.push(`Query: ${this.query.length > 300 ? `${this.query.slice(0, 300)}…` : this.query}`);
@@ -133,12 +134,12 @@ class SQLCard {
     this.el.dataset.state = 'ok';
     // An approved confirmation stores its result behind this line.
     const text = String(tc.result ?? '').replace(/^The user approved\. Result:\n/, '');
-    const parsed = parsePipeResult(text);
+    const parsed = storedResult(text, tc.columns);
     const ms = Number.isFinite(tc.duration_ms) && tc.duration_ms > 0 ? ` · ${formatMS(tc.duration_ms)}` : '';
     if (parsed) {
       this.status.append(icon('check', 14), `${formatCount(parsed.row_count)} row${parsed.row_count === 1 ? '' : 's'}${ms}`);
       const note = parsed.partial ? `Reopened: showing the ${formatCount(parsed.rows.length)} rows the assistant read; run the query again for all of them.` : '';
-      this.view = new ResultView(parsed, { query: this.query, note, elapsedMS: tc.duration_ms });
+      this.view = new ResultView(parsed, { query: this.query, note, elapsedMS: tc.duration_ms, title: () => questionOf(this.el) });
       this.result.append(this.view.el);
     } else {
       this.status.append(icon('check', 14), `Done${ms}`);
@@ -160,6 +161,21 @@ class SQLCard {
   }
 }
 
+/**
+ * questionOf is the question an answer's card answers (the user's message
+ * before it), or "" for SQL the user ran: downloads are named after it.
+ */
+export function questionOf(el) {
+  const msg = el && el.closest && el.closest('article.msg');
+  if (!msg || msg.classList.contains('user-sql')) return '';
+  for (let m = msg.previousElementSibling; m; m = m.previousElementSibling) {
+    if (m.matches('article.msg.user:not(.user-sql)')) return (m.querySelector('.bubble') || m).textContent || '';
+  }
+  return '';
+}
+
+const KIND_LABELS = { bar: 'Bar', line: 'Line', area: 'Area', scatter: 'Scatter', pie: 'Pie' };
+
 async function copy(btn, text) {
   try {
     await navigator.clipboard.writeText(text);
@@ -171,11 +187,14 @@ async function copy(btn, text) {
 }
 
 /**
- * ResultView is a result table (sortable by its headers, scrollable), with CSV
- * download and a one-click chart when the result suits one.
+ * ResultView is a result table (sortable by its headers, scrollable), with
+ * CSV and XLSX downloads, and a chart drawn at once when the result suits
+ * one (a label column and a few numeric ones), whose kind can be switched or
+ * which can be hidden; a result that does not suit one says why.
+ * title, when given, returns what downloads are named after (the question).
  */
 export class ResultView {
-  constructor(result, { query = '', note = '', elapsedMS } = {}) {
+  constructor(result, { query = '', note = '', elapsedMS, title } = {}) {
     this.columns = result.columns || [];
     this.rows = (result.rows || []).slice(0, MAX_TABLE_ROWS);
     this.sorted = this.rows;
@@ -184,6 +203,7 @@ export class ResultView {
     this.chart = null;
     this.spec = pickChart(this.columns, this.rows);
     this.kind = this.spec ? this.spec.kind : 'bar';
+    this.title = typeof title === 'function' ? title : () => '';
 
     const count = result.row_count ?? this.rows.length;
     this.rowCount = count;
@@ -192,22 +212,35 @@ export class ResultView {
     if (elapsed !== undefined && elapsed !== null && Number(elapsed) > 0) meta.push(formatMS(elapsed));
     if (result.truncated) meta.push('more rows exist (result cut)');
 
+    const why = this.spec ? '' : whyNoChart(this.columns, this.rows);
     this.chartBtn = this.spec
-      ? h('button.btn.small.ghost', { type: 'button', testid: 'chart-button', 'aria-pressed': 'false', title: this.spec.kind === 'line' ? 'Line chart over time' : 'Bar chart', onclick: () => this.toggleChart() }, icon('chart', 15), 'Chart')
-      : null;
-    const csvBtn = h('button.btn.small.ghost', { type: 'button', title: 'Download as CSV', onclick: () => downloadText(toCSV(this.columns, this.sorted), csvFileName(this.query)) }, icon('download', 15), 'CSV');
-    this.chartWrap = h('div.chart-wrap', { hidden: true });
+      ? h('button.btn.small.ghost', { type: 'button', testid: 'chart-button', 'aria-pressed': 'true', title: 'Hide the chart', onclick: () => this.toggleChart() }, icon('chart', 15), 'Chart')
+      : h('span.chart-none', { testid: 'chart-none', title: 'A chart needs two rows or more, a label column (text or dates) and a number column' }, `No chart: ${why}`);
+    const csvBtn = h('button.btn.small.ghost', { type: 'button', testid: 'csv-button', title: 'Download as CSV', onclick: () => downloadText(toCSV(this.columns, this.sorted), this.fileName('csv')) }, icon('download', 15), 'CSV');
+    const xlsxBtn = h('button.btn.small.ghost', { type: 'button', testid: 'xlsx-button', title: 'Download as an Excel workbook', onclick: () => this.downloadXLSX() }, icon('download', 15), 'XLSX');
+    this.chartWrap = h('div.chart-wrap', { hidden: !this.spec });
     this.thead = h('thead');
     this.tbody = h('tbody');
     this.table = h('table.result-table', { testid: 'result-table' }, this.thead, this.tbody);
     this.el = h('div.result',
       null,
-      h('div.result-bar', null, h('span.result-meta', null, meta.join(' · ')), h('span.spacer'), this.chartBtn, csvBtn),
+      h('div.result-bar', null, h('span.result-meta', null, meta.join(' · ')), h('span.spacer'), this.chartBtn, csvBtn, xlsxBtn),
       note ? h('p.result-note', null, note) : null,
       this.chartWrap,
       h('div.table-wrap', { tabindex: '0', 'aria-label': 'Query result' }, this.table));
     this.renderHead();
     this.renderBody();
+    if (this.spec) this.drawChart();
+  }
+
+  /** fileName names a download after the question, else the query. */
+  fileName(ext) {
+    return resultFileName(this.title() || this.query, ext);
+  }
+
+  downloadXLSX() {
+    const name = this.fileName('xlsx');
+    downloadText(toXLSX(this.columns, this.sorted, name.replace(/\.xlsx$/, '')), name, XLSX_TYPE);
   }
 
   renderHead() {
@@ -242,7 +275,7 @@ export class ResultView {
         const td = document.createElement('td');
         if (numeric[i]) td.className = 'num';
         if (v === null || v === undefined) td.classList.add('null');
-        td.textContent = formatCell(v, c.type);
+        td.textContent = formatCell(v, c.type, c.name);
         tr.append(td);
       });
       frag.append(tr);
@@ -280,28 +313,34 @@ export class ResultView {
     if (!this.chartWrap.hidden) {
       this.chartWrap.hidden = true;
       this.chartBtn.setAttribute('aria-pressed', 'false');
+      this.chartBtn.title = 'Show the chart';
       if (this.chart) this.chart.destroy();
       this.chart = null;
       return;
     }
     this.chartWrap.hidden = false;
     this.chartBtn.setAttribute('aria-pressed', 'true');
+    this.chartBtn.title = 'Hide the chart';
     await this.drawChart();
   }
 
   async drawChart() {
     const spec = pickChart(this.columns, this.rows, { kind: this.kind });
     clear(this.chartWrap);
-    const kinds = h('div.seg', { role: 'group', 'aria-label': 'Chart type' },
-      ['bar', 'line'].map((k) => h('button.seg-btn', { type: 'button', 'aria-pressed': String(k === spec.kind), onclick: () => { this.kind = k; this.drawChart(); } }, k === 'bar' ? 'Bar' : 'Line')));
+    const kinds = h('div.seg', { role: 'group', 'aria-label': 'Chart type', testid: 'chart-kinds' },
+      kindsFor(spec).map((k) => h('button.seg-btn', { type: 'button', dataset: { kind: k }, 'aria-pressed': String(k === spec.kind), onclick: () => { this.kind = k; this.drawChart(); } }, KIND_LABELS[k])));
     const canvas = h('canvas', { role: 'img', 'aria-label': spec.title });
     append(this.chartWrap, [
       h('div.chart-head', null, h('span.chart-title', null, spec.title), h('span.spacer'), kinds),
       h('div.chart-view', { testid: 'chart', dataset: { kind: spec.kind } }, canvas),
       spec.note ? h('p.result-note', null, spec.note) : null]);
     if (this.chart) this.chart.destroy();
+    this.chart = null;
+    const drawing = (this.drawing = {});
     try {
-      this.chart = await drawChart(canvas, spec);
+      const chart = await drawChart(canvas, spec);
+      if (this.drawing !== drawing || this.chartWrap.hidden) chart.destroy(); // switched or hidden meanwhile
+      else this.chart = chart;
     } catch (err) {
       this.chartWrap.append(h('p.card-error', null, err.message));
     }
@@ -396,6 +435,6 @@ export function sourceLabel(s) {
   const m = (s && s.metadata) || {};
   const parts = [String(m.document || m.source || 'Document')];
   if (Number(m.page) > 0) parts.push(`page ${m.page}`);
-  else if (m.heading) parts.push(`“${m.heading}”`);
+  else if (m.heading || m.section) parts.push(`“${m.heading || m.section}”`);
   return parts.join(' · ');
 }

@@ -6,12 +6,20 @@
 // - otherwise a text (or boolean) column with numeric columns → a bar chart of
 //   the top 20 rows by the first numeric column (the query's own order is kept
 //   when it has 20 rows or fewer);
-// - anything else (one row, no numbers, no category) → null: no chart offered.
+// - otherwise a first numeric column whose values rise row by row (a bucket,
+//   an hour, a size) with other numeric columns → a line chart over it;
+// - anything else (one row, no numbers, no label) → null: no chart, and
+//   whyNoChart says why in a few words.
+//
+// A picked chart can be drawn as another kind (KINDS; pie only for a few
+// parts of one series of non-negative numbers: kindsFor).
 
 import { isNumericType, toNumber } from './table.js';
 
 export const MAX_BARS = 20;
 export const MAX_SERIES = 5;
+export const MAX_PIE = 8;
+export const KINDS = ['bar', 'line', 'area', 'scatter', 'pie'];
 const ISO_DATE = /^\d{4}-\d{2}(-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?)?$/;
 const TIME_NAME = /^(year|yr|month|day|week|quarter|hour|date|period|time)$|(_|^)(year|month|day|week|quarter|hour|date)s?$/i;
 
@@ -35,12 +43,48 @@ function label(v) {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
+// isOrderedColumn: a numeric column whose values rise strictly row by row.
+function isOrderedColumn(col, rows, i) {
+  if (!isNumericType(col.type)) return false;
+  let prev = -Infinity;
+  for (const r of rows) {
+    const n = toNumber(r[i]);
+    if (n === null || n <= prev) return false;
+    prev = n;
+  }
+  return true;
+}
+
 /**
- * pickChart returns {kind:'line'|'bar', x, ys, labels, datasets:[{label, data}],
- * title, note} or null when the result does not chart well.
+ * whyNoChart says in a few words why a result has no chart ("" when it has
+ * one): one row, no number column, no label column, or no numbers at all.
+ */
+export function whyNoChart(columns, rows) {
+  if (!Array.isArray(columns) || !Array.isArray(rows) || rows.length === 0) return 'no rows';
+  if (rows.length < 2) return 'one row';
+  if (!columns.some((c) => isNumericType(c.type))) return 'no number column';
+  if (pickChart(columns, rows)) return '';
+  const labelled = columns.some((c, i) => isTimeColumn(c, rows, i) || isCategoryColumn(c)) ||
+    (columns.length > 1 && isOrderedColumn(columns[0], rows, 0));
+  if (!labelled) return 'no label column for the numbers';
+  return 'no numbers to plot';
+}
+
+/** kindsFor lists the kinds a picked chart can be drawn as. */
+export function kindsFor(spec) {
+  if (!spec) return [];
+  const pie = spec.labels.length <= MAX_PIE && spec.datasets.length === 1 &&
+    spec.datasets[0].data.every((v) => v === null || v >= 0) && spec.datasets[0].data.some((v) => v > 0);
+  return KINDS.filter((k) => k !== 'pie' || pie);
+}
+
+/**
+ * pickChart returns {kind, x, ys, labels, datasets:[{label, data}], title,
+ * note} or null when the result does not chart well. kind is 'line' or
+ * 'bar', or opts.kind when the chart can be drawn so (kindsFor).
  * @param {{name:string,type:string}[]} columns
  * @param {any[][]} rows
- * @param {{kind?: 'line'|'bar'}} [opts] force a kind once a chart is possible
+ * @param {{kind?: string}} [opts] force a kind once a chart is possible
  */
 export function pickChart(columns, rows, opts = {}) {
   if (!Array.isArray(columns) || !Array.isArray(rows) || rows.length < 2) return null;
@@ -50,6 +94,10 @@ export function pickChart(columns, rows, opts = {}) {
   if (x === -1) {
     x = columns.findIndex(isCategoryColumn);
     kind = 'bar';
+  }
+  if (x === -1 && columns.length > 1 && isOrderedColumn(columns[0], rows, 0)) {
+    x = 0;
+    kind = 'line';
   }
   if (x === -1) return null;
   const ys = [];
@@ -89,8 +137,7 @@ export function pickChart(columns, rows, opts = {}) {
       .map(([r]) => r);
     note = `Top ${MAX_BARS} of ${rows.length} rows by ${columns[y].name}.`;
   }
-  if (opts.kind === 'bar' || opts.kind === 'line') kind = opts.kind;
-  return {
+  const spec = {
     kind,
     x,
     ys,
@@ -99,4 +146,6 @@ export function pickChart(columns, rows, opts = {}) {
     title: `${ys.map((i) => columns[i].name).join(', ')} by ${columns[x].name}`,
     note,
   };
+  if (opts.kind && kindsFor(spec).includes(opts.kind)) spec.kind = opts.kind;
+  return spec;
 }

@@ -3,8 +3,8 @@
 
 import { h, icon, clear, renderTree, formatCount } from './dom.js';
 import { parseMarkdown, textOf } from './markdown.js';
-import { createToolCard, sourceLabel } from './cards.js';
-import { parseSourcesText } from './table.js';
+import { createToolCard, sourceLabel, highlightedSQL } from './cards.js';
+import { parseSourcesText, formatCell } from './table.js';
 import { verifyAnswer } from './verify.js';
 
 const STATUS_LABELS = {
@@ -15,6 +15,26 @@ const STATUS_LABELS = {
   streaming: 'Still being written',
 };
 
+/**
+ * forReader is a source as the citation popover shows it: its page and its
+ * section (the heading path, as "heading"), without the retrieval score — a
+ * ranking number ("score 7.18") that tells a reader nothing.
+ */
+export function forReader(src) {
+  const { score, distance, ...rest } = src || {};
+  const m = { ...(rest.metadata || {}) };
+  if (!m.heading && m.section) m.heading = String(m.section);
+  return { ...rest, metadata: m };
+}
+
+/** describeCell says which result cell a checked number is: "row 1, n: 152 in the query result". */
+function describeCell(view, row, col) {
+  const c = view.columns[col];
+  const r = view.rows[row];
+  if (!c || !r) return `in the query result, row ${Number(row) + 1}`;
+  return `in the query result, row ${row + 1}, column ${c.name} (${formatCell(r[col], c.type, c.name)})`;
+}
+
 export function userMessage(text) {
   return h('article.msg.user', { testid: 'message-user' }, h('div.bubble', null, text));
 }
@@ -22,13 +42,14 @@ export function userMessage(text) {
 /**
  * userSQL is SQL the user ran from the composer: the same card an answer's
  * query gets (table, chart, CSV), on the user's side. tc, when given, is the
- * stored tool call of a reopened conversation.
+ * stored tool call of a reopened conversation; owner names who ran it when
+ * it was not the reader (a shared conversation).
  */
-export function userSQL(query, tc) {
+export function userSQL(query, tc, owner = '') {
   const card = createToolCard('execute_sql', { query });
   if (tc) card.setStored(tc);
   const el = h('article.msg.user.user-sql', { testid: 'message-user' },
-    h('div.user-sql-label', null, 'You ran'), card.el);
+    h('div.user-sql-label', null, owner ? `${owner} ran` : 'You ran'), card.el);
   return { el, card };
 }
 
@@ -148,8 +169,10 @@ export class AssistantView {
   numberMark(c) {
     const src = c.source || null;
     if (c.status !== 'matched' || !src) {
-      return h('span.num-check.num-unmatched', { testid: 'number-check', dataset: { status: 'unmatched' }, tabindex: '0',
-        title: 'Not found in this answer’s query results: check it' });
+      const el = h('span.num-check.num-unmatched', { testid: 'number-check', dataset: { status: 'unmatched' }, tabindex: '0', role: 'button',
+        'aria-expanded': 'false', title: 'Not found in this answer’s query results: check it' });
+      this.onActivate(el, () => this.explainNumber(c, el));
+      return el;
     }
     let title = 'Found in this answer’s evidence';
     if (src.question) title = 'From your question';
@@ -159,20 +182,79 @@ export class AssistantView {
       title = (card && card.describe && card.describe(src.row, src.column)) ||
         (src.row === null || src.row === undefined ? 'The row count of the query result' : `From the query result: row ${src.row + 1}, column ${src.column + 1}`);
     }
-    const el = h('span.num-check.num-matched', { testid: 'number-check', dataset: { status: 'matched' }, tabindex: '0', role: 'button', title });
-    const show = () => {
-      if (!src.tool_call_id) return;
+    const el = h('span.num-check.num-matched', { testid: 'number-check', dataset: { status: 'matched' }, tabindex: '0', role: 'button', 'aria-expanded': 'false', title });
+    this.onActivate(el, () => {
+      const open = this.explainNumber(c, el);
+      if (!open || !src.tool_call_id) return;
       const card = this.cards.get(src.tool_call_id);
       if (card && card.highlight) card.highlight(src.row, src.column);
-    };
-    el.addEventListener('click', show);
+    });
+    return el;
+  }
+
+  /** onActivate runs fn on a click or tap, and on Enter or Space. */
+  onActivate(el, fn) {
+    el.addEventListener('click', (e) => {
+      e.stopPropagation();
+      fn();
+    });
     el.addEventListener('keydown', (e) => {
       if (e.key === 'Enter' || e.key === ' ') {
         e.preventDefault();
-        show();
+        fn();
       }
     });
-    return el;
+  }
+
+  /**
+   * explainNumber shows, under the text holding a checked number's mark,
+   * what the check found: where a matched number came from (the result
+   * cell and the query, the question, an excerpt), or that an unmatched one
+   * was not found — on a touch screen, where a tooltip never shows. A second
+   * tap on the same mark closes it. Returns whether it is now open.
+   */
+  explainNumber(c, mark) {
+    const old = this.explainEl;
+    if (old) {
+      old.remove();
+      if (old.mark) old.mark.setAttribute('aria-expanded', 'false');
+      this.explainEl = null;
+      if (old.mark === mark) return false;
+    }
+    const src = c.source || null;
+    const matched = c.status === 'matched' && !!src;
+    const num = h('strong', null, String(c.text || ''));
+    const body = [];
+    if (!matched) {
+      body.push(h('p', null, num, ' is not found in this answer’s query results — check it.'));
+    } else if (src.question) {
+      body.push(h('p', null, num, ' is from your question.'));
+    } else if (src.source_id) {
+      const s = this.sources.find((x) => x && x.id === src.source_id);
+      body.push(h('p', null, num, ` is in a cited excerpt${s ? `: ${sourceLabel(s)}` : ''}.`));
+    } else if (src.tool_call_id) {
+      const card = this.cards.get(src.tool_call_id);
+      const where = card && card.view
+        ? (src.row === null || src.row === undefined ? 'the row count of the query result' : describeCell(card.view, src.row, src.column))
+        : 'the query result';
+      body.push(h('p', null, num, ` is ${where}.`));
+      if (card && card.query) body.push(h('pre.sql.num-explain-sql', null, highlightedSQL(card.query)));
+    } else {
+      body.push(h('p', null, num, ' is in this answer’s evidence.'));
+    }
+    const box = h(`div.num-explain.${matched ? 'matched' : 'unmatched'}`, { testid: 'number-explain', role: 'status', dataset: { status: matched ? 'matched' : 'unmatched' } },
+      h('span.num-explain-icon', { 'aria-hidden': 'true' }, icon(matched ? 'check' : 'alert', 14)),
+      h('div.num-explain-body', null, body),
+      h('button.icon-btn.small.num-explain-close', { type: 'button', 'aria-label': 'Close', title: 'Close', onclick: () => this.explainNumber(c, mark) }, icon('close', 13)));
+    box.mark = mark;
+    // Under the paragraph (or the whole list, table or quote) holding the mark.
+    const md = mark.closest('.md');
+    const outer = mark.closest('ul, ol, table, blockquote');
+    const anchor = (outer && md && md.contains(outer) ? outer : null) || mark.closest('p, h1, h2, h3, h4, h5, h6') || md || mark;
+    anchor.after(box);
+    mark.setAttribute('aria-expanded', 'true');
+    this.explainEl = box;
+    return true;
   }
 
   cite(n) {
@@ -181,7 +263,7 @@ export class AssistantView {
     const b = h('button.cite', { type: 'button', title: sourceLabel(src), 'aria-label': `Source ${n}: ${sourceLabel(src)}` }, String(n));
     b.addEventListener('click', (e) => {
       e.stopPropagation();
-      this.ctx.showSource(b, src, n);
+      this.ctx.showSource(b, forReader(src), n);
     });
     return h('sup.cite-wrap', null, b);
   }

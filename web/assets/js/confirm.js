@@ -53,7 +53,10 @@ export class ConfirmDialog {
       h('div.confirm-action', null, h('span.label', null, 'Action'), h('span.value', null, ACTION_LABELS[c.action] || String(c.action || '')), h('code.action-name', null, String(c.action || ''))));
     const rest = { ...params };
     if (typeof params.query === 'string') {
-      this.body.append(h('pre.sql.confirm-sql', null, highlightedSQL(params.query)));
+      // The whole query, wrapped and highlighted; a long one scrolls in its box.
+      const lines = params.query.trim().split('\n').length;
+      this.body.append(h('pre.sql.confirm-sql', { testid: 'confirm-sql', tabindex: '0', 'aria-label': 'The query to approve' }, highlightedSQL(params.query)));
+      if (lines > 12) this.body.append(h('p.confirm-sql-note', null, `${formatCount(lines)} lines: scroll to read it all.`));
       delete rest.query;
     }
     if (params.estimated_rows !== undefined && params.estimated_rows !== null) {

@@ -4,6 +4,8 @@
 
 import { h, icon, clear } from './dom.js';
 
+export { SemanticSection, showSharedLayer } from './semantic.js';
+
 /**
  * editableText shows a text that turns into an input when clicked: Enter (or
  * leaving the field) saves, Escape cancels; Shift+Enter is a new line where

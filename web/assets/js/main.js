@@ -1,5 +1,7 @@
 // datachat's web page: sign-in, conversations, chat over the WebSocket, the
-// data panel and the confirmation dialog. Plain ES modules, no build step.
+// data panel and the confirmation dialog; conversations shared with the user
+// (read-only, rendered by the same code), the user's keys, and the admin
+// page for admins. Plain ES modules, no build step.
 
 import { Api, ApiError, listOf } from './api.js';
 import { ChatSocket, socketURL, socketProtocols } from './socket.js';
@@ -9,15 +11,30 @@ import { DataPanel } from './panel.js';
 import { Examples } from './verify.js';
 import { ConfirmDialog } from './confirm.js';
 import { sourceLabel } from './cards.js';
+import { readFragment, loadKey, saveKey, KEY_STORAGE } from './auth.js';
+import { SignIn } from './signin.js';
+import { renderUser, KeysDialog } from './account.js';
+import { AdminPage, ADMIN_TABS } from './admin.js';
+import { ShareDialog, renderSharedList } from './share.js';
+import { relTime, notCopiedText } from './teams.js';
+import { maxQuestionChars } from './formats.js';
+import { ConversationSearch } from './search.js';
+import { ExportButton } from './export.js';
+import { wireSample } from './sample.js';
+import { showSharedLayer } from './semantic.js';
 
-const KEY_STORAGE = 'datachat.key';
 const DEFAULT_TITLE = 'New conversation';
+const SIGNED_OUT = 'You were signed out. Sign in again.';
 const $ = (id) => document.getElementById(id);
 
 const state = {
   api: null,
+  me: null, // GET /api/me: {id, name, role, auth, email?}
   conversations: [],
-  current: null, // {id, title, …}
+  sharedWithMe: [], // GET /api/shared
+  current: null, // {id, title, …}: one of the user's conversations
+  shared: null, // {id, owner, title}: a conversation shared with the user, read-only
+  copyNote: null, // {id, owner, items}: what the copy just made left out
   messageCount: 0,
   socket: null,
   turn: null, // the AssistantView receiving events
@@ -25,88 +42,161 @@ const state = {
   stopping: null, // timer while waiting for chat_complete after Stop
   pending: null, // the confirmation waiting for an answer
   openGen: 0,
+  blank: new Set(), // conversations "New conversation" made that nothing was added to or asked in yet
 };
 
 let panel;
 let dialog;
 let examples;
+let signin;
+let keysDialog;
+let shareDialog;
+let admin;
+let search;
+let exporter;
+// Tabs of this browser tell each other when one signs in or out.
+const tabs = typeof BroadcastChannel === 'function' ? new BroadcastChannel('datachat.session') : null;
 
 // ---------- sign-in ----------
 
-function readKeyFromFragment() {
-  const hash = location.hash.replace(/^#/, '');
-  if (!hash) return null;
-  const params = new URLSearchParams(hash);
-  const key = params.get('key');
-  if (!key) return null;
-  params.delete('key');
-  const rest = params.toString();
-  history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
-  return key.trim();
+const isAdmin = () => !!(state.me && state.me.role === 'admin');
+
+/** unauthorized signs out when the server no longer takes the credential, saying why. */
+function unauthorized(err) {
+  if (!state.api) return;
+  signOut(err && err.message ? err.message : SIGNED_OUT);
 }
 
-function storedKey() {
+/** signInWithKey signs in with an API key (the key form, a #key= link, or the one kept). */
+async function signInWithKey(key, { fromForm = false } = {}) {
+  const api = new Api(key, unauthorized);
+  signin.busy(true);
   try {
-    return sessionStorage.getItem(KEY_STORAGE);
-  } catch {
-    return null;
-  }
-}
-
-function storeKey(key) {
-  try {
-    if (key) sessionStorage.setItem(KEY_STORAGE, key);
-    else sessionStorage.removeItem(KEY_STORAGE);
-  } catch {
-    /* storage disabled: the key lives for this page only */
-  }
-}
-
-function showSignIn(message) {
-  $('app').hidden = true;
-  $('signin').hidden = false;
-  const err = $('signin-error');
-  err.textContent = message || '';
-  err.hidden = !message;
-  const input = $('api-key-input');
-  input.value = '';
-  input.focus();
-}
-
-async function signIn(key, { fromForm = false } = {}) {
-  const api = new Api(key, () => signOut('Your API key is no longer accepted. Sign in again.'));
-  const btn = $('api-key-submit');
-  btn.disabled = true;
-  try {
-    const data = await api.request('GET', '/api/conversations');
-    storeKey(key);
-    state.api = api;
-    state.conversations = listOf(data, 'conversations');
-    startApp();
+    const me = await fetchMe(api);
+    saveKey(localStorage, key);
+    await startSession(api, me);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
-      storeKey(null);
-      showSignIn(fromForm ? 'That API key was not accepted. Check it and try again.' : 'The saved API key was not accepted. Sign in again.');
+      saveKey(localStorage, null);
+      // A kept key that no longer works may sit beside a live session.
+      if (!fromForm && (await resumeSession({ quiet: true }))) return;
+      signin.show(fromForm ? 'That API key was not accepted. Check it and try again.' : (err.message && !/not accepted/.test(err.message) ? err.message : 'The saved API key was not accepted. Sign in again.'));
     } else {
       // The server may just be restarting: keep the key so "Sign in" retries.
-      showSignIn(err.message || 'Sign-in failed.');
+      signin.show(err.message || 'Sign-in failed.');
+      $('key-signin').open = true;
       $('api-key-input').value = key;
     }
   } finally {
-    btn.disabled = false;
+    signin.busy(false);
   }
 }
 
-function signOut(message) {
-  storeKey(null);
+/** fetchMe asks who the credential signs in (null from a server without accounts). */
+async function fetchMe(api) {
+  try {
+    return await api.get('/api/me');
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      await api.get('/api/conversations'); // an older server: the key is checked here
+      return null;
+    }
+    throw err;
+  }
+}
+
+/**
+ * resumeSession signs in with the browser's session cookie, if it has a live
+ * one, and says whether it did; quiet: without one, leave the page as it is.
+ */
+async function resumeSession({ quiet = false } = {}) {
+  const api = new Api(null, unauthorized);
+  try {
+    const me = await api.get('/api/me');
+    await startSession(api, me);
+    return true;
+  } catch (err) {
+    if (quiet) return false;
+    if (err instanceof ApiError && (err.status === 401 || err.status === 404)) signin.show('');
+    else signin.show(err.message || 'Sign-in failed.');
+    return false;
+  }
+}
+
+/** refreshMe reads who is signed in again (an admin may have changed their own role). */
+async function refreshMe() {
+  try {
+    state.me = await state.api.get('/api/me');
+  } catch {
+    return; // a 401 signs out through the Api's handler
+  }
+  renderUser(state.me);
+  $('open-admin').hidden = !isAdmin();
+  if (!isAdmin() && !$('admin-view').hidden) {
+    hideAdmin();
+    toast('You are no longer an administrator.');
+  }
+}
+
+/** signedIn: a password or an invite set the session cookie. */
+async function signedIn(me) {
+  saveKey(localStorage, null); // the session speaks for this browser now
+  const api = new Api(null, unauthorized);
+  try {
+    await startSession(api, me || (await api.get('/api/me')));
+    if (tabs) tabs.postMessage('signed-in');
+  } catch (err) {
+    signin.show(err.message || 'Sign-in failed.');
+  }
+}
+
+async function startSession(api, me) {
+  const data = await api.get('/api/conversations');
+  state.api = api;
+  state.me = me;
+  state.conversations = listOf(data, 'conversations');
+  startApp();
+}
+
+/**
+ * signOut ends the page's sign-in and shows the sign-in form with message.
+ * byUser: the user asked, so the session is ended on the server too (a
+ * revoked or disabled credential is already over there).
+ */
+async function signOut(message, { byUser = false } = {}) {
+  const api = state.api;
+  if (!api) {
+    signin.show(message || '');
+    return;
+  }
+  state.api = null;
   closeSocket();
   dialog && dialog.dismiss();
-  state.api = null;
+  for (const d of ['share-dialog', 'keys-dialog']) if ($(d).open) $(d).close();
+  if (api.key) saveKey(localStorage, null);
   state.current = null;
+  state.shared = null;
+  state.me = null;
   state.conversations = [];
+  state.sharedWithMe = [];
+  state.blank.clear();
+  if (search) search.clear();
+  setReadOnly(false);
   history.replaceState(null, '', location.pathname + location.search);
-  showSignIn(message || '');
+  if (byUser && !api.key) {
+    // The session ends on the server before the page says so: a reload
+    // right after must not find it alive.
+    try {
+      await api.post('/api/auth/logout');
+    } catch {
+      /* already signed out there, or the server is away: the cookie is all that is left */
+    }
+  }
+  signin.show(message || '', byUser ? 'info' : 'error');
+  if (byUser && tabs) tabs.postMessage('signed-out');
 }
+
+// ---------- app shell ----------
 
 // ---------- app shell ----------
 
@@ -115,6 +205,7 @@ let started = false;
 function startApp() {
   $('signin').hidden = true;
   $('app').hidden = false;
+  $('admin-view').hidden = true;
   if (!started) {
     started = true;
     examples = new Examples(() => state.api);
@@ -122,26 +213,223 @@ function startApp() {
       api: () => state.api,
       ensureConversation,
       examples,
-      onChange: ({ datasets, documents }) => {
-        const n = datasets + documents;
+      onChange: ({ datasets, documents, sources }) => {
+        const n = datasets + documents + sources;
+        if (n && state.current) state.blank.delete(state.current.id);
         const badge = $('data-count');
         badge.textContent = n ? String(n) : '';
         badge.hidden = !n;
       },
     });
+    wireSample(panel);
     dialog = new ConfirmDialog(answerConfirmation);
+    keysDialog = new KeysDialog(() => state.api);
+    shareDialog = new ShareDialog(() => state.api);
+    search = new ConversationSearch({ api: () => state.api, onOpen: (id) => openConversation(id), current: () => (state.current ? state.current.id : null) });
+    exporter = new ExportButton({ api: () => state.api, current: () => state.current, toast });
+    admin = new AdminPage({ api: () => state.api, me: () => state.me, onTab: (tab) => setHash(`admin=${tab}`), onSelfChanged: () => refreshMe() });
     wireShell();
   }
+  renderUser(state.me);
+  $('open-admin').hidden = !isAdmin();
+  fitPlaceholder();
   examples.load();
   renderConversations();
-  const id = new URLSearchParams(location.hash.replace(/^#/, '')).get('c');
-  if (id && state.conversations.some((c) => c.id === id)) openConversation(id);
+  loadShared();
+  route();
+}
+
+/** route shows what the address names: a conversation, a shared one, or the admin page. */
+function route() {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''));
+  const tab = params.get('admin');
+  if (tab !== null && isAdmin()) {
+    showEmpty();
+    showAdmin(ADMIN_TABS.includes(tab) ? tab : 'users');
+    return;
+  }
+  const shared = params.get('shared');
+  if (shared) {
+    openShared(shared);
+    return;
+  }
+  // A conversation made in another tab is not in this one's list yet: opening it asks the server.
+  const id = params.get('c');
+  if (id) openConversation(id);
   else showEmpty();
 }
 
+/** refreshConversations reloads the list (another tab may have added or removed some). */
+async function refreshConversations() {
+  try {
+    const data = await state.api.get('/api/conversations');
+    const fresh = listOf(data, 'conversations');
+    if (state.current && !fresh.some((c) => c.id === state.current.id)) fresh.push(state.current);
+    state.conversations = fresh;
+    renderConversations();
+  } catch {
+    /* keep the list shown; a 401 signs out through the Api's handler */
+  }
+}
+
+// ---------- admin page ----------
+
+function showAdmin(tab) {
+  closeDrawers();
+  $('app').hidden = true;
+  $('admin-view').hidden = false;
+  admin.show(tab);
+}
+
+function hideAdmin() {
+  $('admin-view').hidden = true;
+  $('app').hidden = false;
+  if (state.current) setHash(`c=${encodeURIComponent(state.current.id)}`);
+  else if (state.shared) setHash(`shared=${encodeURIComponent(state.shared.id)}`);
+  else setHash(null);
+}
+
+// ---------- shared with me ----------
+
+async function loadShared() {
+  if (!state.api) return;
+  try {
+    state.sharedWithMe = listOf(await state.api.get('/api/shared'), 'conversations');
+  } catch {
+    state.sharedWithMe = []; // a server without sharing, or a passing failure: the list stays empty
+  }
+  renderShared();
+}
+
+function renderShared() {
+  renderSharedList(state.sharedWithMe, state.shared && state.shared.id, (id) => openShared(id));
+}
+
+/** setReadOnly switches the chat between the user's own conversation and a shared one. */
+function setReadOnly(on) {
+  document.body.classList.toggle('read-only', on);
+  $('readonly-bar').hidden = !on;
+  $('composer').hidden = on;
+  $('readonly-status').hidden = true;
+  $('open-data').hidden = on;
+  updateShareButton();
+}
+
+function updateShareButton() {
+  $('share-button').hidden = !state.current || !!state.shared;
+  if (exporter) exporter.update();
+}
+
+/**
+ * openShared shows a conversation someone shared with the user: the owner's
+ * messages and cards, built by the code that builds the owner's, without the
+ * composer, the data panel or anything that acts on the owner's data.
+ */
+async function openShared(id) {
+  const gen = ++state.openGen;
+  closeSocket();
+  dialog.dismiss();
+  hidePopover();
+  closeDrawers();
+  state.current = null;
+  state.turn = null;
+  state.pending = null;
+  setStreaming(false);
+  const known = state.sharedWithMe.find((c) => c.id === id);
+  state.shared = { id, owner: known ? known.owner : '', title: known ? known.title : '' };
+  setReadOnly(true);
+  setHash(`shared=${encodeURIComponent(id)}`);
+  $('conv-title').textContent = state.shared.title || 'Shared conversation';
+  $('conv-title').classList.remove('placeholder');
+  renderReadOnlyBar(state.shared, null);
+  showSharedLayer(state.api, id); // the semantic layer, read-only, under the bar
+  renderConversations();
+  renderShared();
+  panel.load(null);
+  const list = $('message-list');
+  clear(list);
+  $('empty').hidden = true;
+  list.append(h('div.loading', null, h('span.spinner'), 'Loading the shared conversation…'));
+  let detail;
+  try {
+    detail = await state.api.get(`/api/shared/${encodeURIComponent(id)}`);
+  } catch (err) {
+    if (gen !== state.openGen) return;
+    clear(list);
+    if (err.status === 404) {
+      state.sharedWithMe = state.sharedWithMe.filter((c) => c.id !== id);
+      renderShared();
+      list.append(errorBlock({ message: 'This conversation is no longer shared with you.', suggested_action: 'Ask its owner to share it again.' }));
+    } else {
+      list.append(errorBlock({ message: err.message }));
+    }
+    return;
+  }
+  if (gen !== state.openGen) return;
+  state.shared = { id, owner: String(detail.owner || state.shared.owner || ''), title: String(detail.title || state.shared.title || '') };
+  $('conv-title').textContent = state.shared.title || 'Shared conversation';
+  renderReadOnlyBar(state.shared, detail);
+  renderHistory(detail, { readOnly: true });
+}
+
+/** renderReadOnlyBar says whose conversation this is and what data it holds. */
+function renderReadOnlyBar(shared, detail) {
+  $('readonly-owner').textContent = shared.owner ? `Shared by ${shared.owner} · read-only` : 'Shared with you · read-only';
+  const names = [];
+  if (detail) {
+    for (const d of detail.datasets || []) if (d && d.name) names.push(String(d.name));
+    for (const d of detail.documents || []) if (d && d.name) names.push(String(d.name));
+    for (const d of detail.sources || []) if (d && d.name) names.push(`${d.name} (database)`);
+  }
+  $('readonly-data').textContent = names.length ? `Data: ${names.join(', ')}` : '';
+  $('copy-shared').disabled = false;
+}
+
+/** copyShared copies the shared conversation into the user's own and opens the copy. */
+async function copyShared() {
+  const shared = state.shared;
+  if (!shared) return;
+  const btn = $('copy-shared');
+  btn.disabled = true;
+  $('readonly-status').hidden = true;
+  try {
+    const res = await state.api.post(`/api/shared/${encodeURIComponent(shared.id)}/copy`);
+    const conv = res && res.conversation;
+    if (!conv || !conv.id) throw new Error('The server did not return the copy.');
+    state.conversations = [...state.conversations.filter((c) => c.id !== conv.id), conv];
+    const items = Array.isArray(res.not_copied) ? res.not_copied : [];
+    state.copyNote = { id: conv.id, owner: shared.owner, items };
+    await openConversation(conv.id);
+    toast(items.length ? `Copied, without ${items.length} item${items.length === 1 ? '' : 's'}: see the note above the messages.` : 'Copied into your conversations.');
+  } catch (err) {
+    btn.disabled = false;
+    const st = $('readonly-status');
+    st.textContent = err.message || 'The conversation was not copied.';
+    st.hidden = false;
+  }
+}
+
+/** copyNote says, above a fresh copy's messages, where it came from and what it left out. */
+function copyNote(note) {
+  const items = note.items.map(notCopiedText).filter(Boolean);
+  return h('div.copy-note', { testid: 'copy-note', role: 'status' },
+    h('div.copy-note-head', null, icon('copy', 15),
+      h('span', null, `A copy of ${note.owner ? `${note.owner}’s` : 'a shared'} conversation: its messages${items.length ? ' and the data you may have' : ', datasets, documents and databases'} are yours now. Ask a follow-up below.`)),
+    items.length ? h('div.copy-note-missing', null, h('strong', null, 'Not copied:'),
+      h('ul', { testid: 'not-copied' }, items.map((t) => h('li', { testid: 'not-copied-item' }, t)))) : null);
+}
+
 function wireShell() {
-  $('new-conversation').addEventListener('click', () => newConversation());
-  $('sign-out').addEventListener('click', () => signOut('Signed out.'));
+  $('new-conversation').addEventListener('click', () => startConversation());
+  $('sign-out').addEventListener('click', () => signOut('Signed out.', { byUser: true }));
+  $('my-keys').addEventListener('click', () => {
+    closeDrawers();
+    keysDialog.open();
+  });
+  $('open-admin').addEventListener('click', () => showAdmin(admin.tab || 'users'));
+  $('admin-back').addEventListener('click', () => hideAdmin());
+  $('share-button').addEventListener('click', () => state.current && shareDialog.open(state.current));
+  $('copy-shared').addEventListener('click', () => copyShared());
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
     send();
@@ -154,11 +442,15 @@ function wireShell() {
       send();
     }
   });
-  input.addEventListener('input', autoGrow);
+  input.addEventListener('input', () => {
+    autoGrow();
+    showLength();
+  });
+  window.addEventListener('resize', fitPlaceholder);
   $('stop-button').addEventListener('click', stop);
   document.addEventListener('keydown', (e) => {
     if (e.key !== 'Escape' || e.defaultPrevented) return;
-    if (dialog.isOpen) return; // the dialog closes itself
+    if (dialog.isOpen || $('share-dialog').open || $('keys-dialog').open) return; // a dialog closes itself
     if (!$('popover').hidden) {
       hidePopover();
       return;
@@ -181,7 +473,10 @@ function wireShell() {
     if (!pop.hidden && !pop.contains(e.target)) hidePopover();
   });
   document.addEventListener('visibilitychange', () => {
-    if (!document.hidden && state.socket) state.socket.reconnectNow();
+    if (document.hidden || !state.api) return;
+    if (state.socket) state.socket.reconnectNow();
+    refreshConversations();
+    loadShared();
   });
   window.addEventListener('online', () => state.socket && state.socket.reconnectNow());
   wireDragAndDrop();
@@ -198,7 +493,7 @@ function wireDragAndDrop() {
   let depth = 0;
   const hasFiles = (e) => [...(e.dataTransfer?.types || [])].includes('Files');
   window.addEventListener('dragenter', (e) => {
-    if (!hasFiles(e) || $('app').hidden) return;
+    if (!hasFiles(e) || $('app').hidden || state.shared) return;
     depth++;
     document.body.classList.add('dragging');
   });
@@ -214,7 +509,7 @@ function wireDragAndDrop() {
     e.preventDefault();
     depth = 0;
     document.body.classList.remove('dragging');
-    if ($('app').hidden) return;
+    if ($('app').hidden || state.shared) return; // a shared conversation is read-only
     openDrawerIfNarrow('datapanel');
     panel.uploadAll([...e.dataTransfer.files], null);
   });
@@ -252,6 +547,60 @@ function closeDrawers() {
   $('scrim').hidden = true;
 }
 
+// The composer's placeholders, longest first: the first that fits is shown
+// (a phone cuts the long one).
+const PLACEHOLDERS = {
+  ask: ['Ask a question about your data…', 'Ask about your data…', 'Ask a question…'],
+  sql: ['SELECT … — runs over this conversation’s datasets', 'SELECT … over your datasets', 'SELECT …'],
+};
+
+/** fitPlaceholder shows the longest placeholder that fits the composer on one line. */
+function fitPlaceholder() {
+  const input = $('chat-input');
+  const options = PLACEHOLDERS[state.sqlMode ? 'sql' : 'ask'];
+  const cs = getComputedStyle(input);
+  const room = input.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  const ctx = (fitPlaceholder.canvas ||= document.createElement('canvas')).getContext('2d');
+  let pick = options[0]; // not laid out yet (hidden): fitted again on start and on resize
+  if (ctx && room > 0) {
+    ctx.font = `${cs.fontStyle} ${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    pick = options.find((t) => ctx.measureText(t).width <= room) || options[options.length - 1];
+  }
+  input.placeholder = pick;
+}
+
+/**
+ * showLength counts the question's characters against the chat's limit
+ * (GET /api/formats): near it the count shows, over it a message says the
+ * limit. sending: the user tried to send; returns true when the question is
+ * too long to send.
+ */
+function showLength({ sending = false } = {}) {
+  const input = $('chat-input');
+  let note = $('composer-length');
+  if (!note) {
+    note = h('div.composer-length', { id: 'composer-length', testid: 'composer-length', 'aria-live': 'polite', hidden: true });
+    $('composer').querySelector('.composer-box').after(note);
+  }
+  const limit = state.sqlMode ? 0 : maxQuestionChars(panel && panel.formats);
+  const n = [...input.value.trim()].length;
+  const over = limit > 0 && n > limit;
+  note.hidden = !(limit > 0 && n > limit * 0.9);
+  note.classList.toggle('over', over);
+  input.classList.toggle('too-long', over);
+  if (over) input.setAttribute('aria-invalid', 'true');
+  else input.removeAttribute('aria-invalid');
+  if (!note.hidden) {
+    const count = `${n.toLocaleString('en-US')} / ${limit.toLocaleString('en-US')} characters`;
+    note.textContent = over
+      ? `${count}: a question may be at most ${limit.toLocaleString('en-US')} characters long. Shorten it${sending ? ' to send it' : ''}, or add the long text as a document and ask about it.`
+      : count;
+    if (over && sending) note.setAttribute('role', 'alert');
+    else note.removeAttribute('role');
+  }
+  return over;
+}
+
 function autoGrow() {
   const input = $('chat-input');
   input.style.height = 'auto';
@@ -266,17 +615,6 @@ function toast(message, kind = '') {
 }
 
 // ---------- conversations ----------
-
-function relTime(iso) {
-  const t = Date.parse(iso);
-  if (!Number.isFinite(t)) return '';
-  const s = (Date.now() - t) / 1000;
-  if (s < 60) return 'just now';
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  if (s < 7 * 86400) return `${Math.floor(s / 86400)} d ago`;
-  return new Date(t).toLocaleDateString();
-}
 
 function renderConversations() {
   const list = $('conversation-list');
@@ -335,6 +673,7 @@ function renameInline(c, target) {
     if (!save || !title || title === c.title) return;
     try {
       const updated = await state.api.patch(`/api/conversations/${encodeURIComponent(c.id)}`, { title });
+      state.blank.delete(c.id);
       upsertConversation(updated && updated.id ? updated : { ...c, title });
     } catch (err) {
       clear(host).append(old);
@@ -375,6 +714,34 @@ function confirmDelete(c, li) {
   bar.querySelector('button').focus();
 }
 
+/**
+ * startConversation is the "New conversation" button: it opens a fresh
+ * conversation — the open one when nothing was added to or asked in it yet,
+ * or another such one this page made — so clicks leave no trail of empty
+ * entries; else it makes one.
+ */
+async function startConversation() {
+  if (search) search.clear();
+  const c = state.current;
+  const untouched = c && !state.shared && !state.streaming && !state.pending && state.messageCount === 0
+    && !panel.datasets.length && !panel.documents.length && !panel.sources.attached.size
+    && (!c.title || c.title === DEFAULT_TITLE);
+  if (untouched) {
+    closeDrawers();
+    $('chat-input').focus();
+    return c;
+  }
+  const spare = state.conversations.find((x) => state.blank.has(x.id) && (!x.title || x.title === DEFAULT_TITLE) && (!c || x.id !== c.id));
+  if (spare) {
+    await openConversation(spare.id);
+    $('chat-input').focus();
+    return spare;
+  }
+  const made = await newConversation();
+  state.blank.add(made.id);
+  return made;
+}
+
 async function newConversation(title) {
   try {
     const c = await state.api.post('/api/conversations', title ? { title } : {});
@@ -395,13 +762,16 @@ async function ensureConversation() {
   return c.id;
 }
 
-function setHash(id) {
-  history.replaceState(null, '', location.pathname + location.search + (id ? `#c=${encodeURIComponent(id)}` : ''));
+/** setHash keeps the page's place in the address: "c=ID", "shared=ID", "admin=TAB" (null: none). */
+function setHash(frag) {
+  history.replaceState(null, '', location.pathname + location.search + (frag ? `#${frag}` : ''));
 }
 
 function showEmpty() {
   closeSocket();
   state.current = null;
+  state.shared = null;
+  setReadOnly(false);
   state.turn = null;
   state.pending = null;
   state.messageCount = 0;
@@ -414,6 +784,7 @@ function showEmpty() {
   $('empty').hidden = false;
   panel.load(null);
   renderConversations();
+  renderShared();
 }
 
 async function openConversation(id, { fresh = null } = {}) {
@@ -427,11 +798,14 @@ async function openConversation(id, { fresh = null } = {}) {
   setStreaming(false);
   const known = state.conversations.find((c) => c.id === id);
   state.current = fresh || known || { id, title: '' };
+  state.shared = null;
+  setReadOnly(false);
   state.messageCount = 0;
-  setHash(id);
+  setHash(`c=${encodeURIComponent(id)}`);
   $('conv-title').textContent = state.current.title || DEFAULT_TITLE;
   $('conv-title').classList.remove('placeholder');
   renderConversations();
+  renderShared();
   const list = $('message-list');
   clear(list);
   $('empty').hidden = !fresh; // a new conversation shows the welcome
@@ -459,13 +833,21 @@ async function openConversation(id, { fresh = null } = {}) {
   connectSocket(id);
 }
 
-function renderHistory(detail) {
+/**
+ * renderHistory shows a stored conversation: the user's own, or (readOnly)
+ * one shared with them, through the same message and card code.
+ */
+function renderHistory(detail, { readOnly = false } = {}) {
   const list = $('message-list');
   clear(list);
   const { messages = [], pending_confirmation: pending, ...conv } = detail || {};
-  if (conv.id) upsertConversation(conv);
+  if (!readOnly && conv.id) upsertConversation(conv);
   state.messageCount = messages.length;
-  $('empty').hidden = messages.length > 0;
+  if (messages.length && conv.id) state.blank.delete(conv.id);
+  $('empty').hidden = messages.length > 0 || readOnly;
+  if (!readOnly && state.copyNote && state.copyNote.id === conv.id) list.append(copyNote(state.copyNote));
+  if (readOnly && !messages.length) list.append(h('p.muted.readonly-empty', null, 'This conversation has no messages yet.'));
+  const ctx = viewContext({ readOnly });
   let last = null;
   for (const m of messages) {
     const ran = m.role === 'user' && (m.tool_calls || []).find((tc) => tc.tool === 'execute_sql');
@@ -474,14 +856,14 @@ function renderHistory(detail) {
       try {
         query = (typeof ran.args === 'string' ? JSON.parse(ran.args) : ran.args).query || '';
       } catch { /* keep it empty */ }
-      list.append(userSQL(query, ran).el);
+      list.append(userSQL(query, ran, readOnly && state.shared ? state.shared.owner : '').el);
     } else if (m.role === 'user') list.append(userMessage(m.content));
     else if (m.role === 'assistant') {
-      last = AssistantView.fromStored(m, viewContext());
+      last = AssistantView.fromStored(m, ctx);
       list.append(last.el);
     }
   }
-  if (pending) {
+  if (pending && !readOnly) {
     state.pending = pending;
     if (last && last.el.dataset.status === 'awaiting_confirmation') state.turn = last;
     else {
@@ -495,7 +877,9 @@ function renderHistory(detail) {
 
 // ---------- chat ----------
 
-function viewContext() {
+/** viewContext is what answers may do: a shared conversation's only show (no verdicts, no reloads of the owner's data). */
+function viewContext({ readOnly = false } = {}) {
+  if (readOnly) return { showSource, readOnly: true };
   return {
     showSource,
     onDatasetLoaded: () => panel.refresh(),
@@ -535,6 +919,9 @@ function connectSocket(id) {
         // 401 signs out through the Api's handler.
       }
     },
+    onRevoked: (reason) => {
+      if (state.socket === sock) signOut(reason || (state.api && state.api.key ? 'Your API key is no longer accepted. Sign in again.' : SIGNED_OUT));
+    },
   });
   state.socket = sock;
   sock.connect();
@@ -545,6 +932,7 @@ function closeSocket() {
   state.socket = null;
   if (s) s.close();
   setConn('');
+  delete document.body.dataset.socket;
 }
 
 function setConn(text, kind = '') {
@@ -555,6 +943,7 @@ function setConn(text, kind = '') {
 }
 
 function onSocketState(s, info) {
+  document.body.dataset.socket = s; // tests and styles read whether the chat socket is open
   if (s === 'open') {
     setConn('');
     if (info && info.reopened) {
@@ -671,7 +1060,8 @@ function setSQLMode(on) {
   state.sqlMode = on;
   document.body.classList.toggle('sql-mode', on);
   $('sql-mode').setAttribute('aria-pressed', String(on));
-  $('chat-input').placeholder = on ? 'SELECT … — runs over this conversation’s datasets' : 'Ask a question about your data…';
+  fitPlaceholder();
+  showLength();
   $('chat-input').setAttribute('aria-label', on ? 'SQL query' : 'Message');
   $('send-button').querySelector('span').textContent = on ? 'Run' : 'Send';
   $('chat-input').focus();
@@ -690,6 +1080,7 @@ async function runSQL(text) {
   const input = $('chat-input');
   input.value = '';
   autoGrow();
+  state.blank.delete(conv.id);
   $('empty').hidden = true;
   const { el, card } = userSQL(text);
   $('message-list').append(el);
@@ -710,7 +1101,7 @@ async function runSQL(text) {
 async function send() {
   const input = $('chat-input');
   const text = input.value.trim();
-  if (!text || state.streaming) return;
+  if (!text || state.streaming || state.shared) return;
   if (state.sqlMode) {
     await runSQL(text);
     return;
@@ -722,6 +1113,11 @@ async function send() {
   if (state.pending) {
     dialog.show(state.pending);
     toast('Answer the pending request first.', 'warn');
+    return;
+  }
+  // A question the chat would refuse is neither stored nor made a title.
+  if (showLength({ sending: true })) {
+    input.focus();
     return;
   }
   let conv = state.current;
@@ -739,6 +1135,8 @@ async function send() {
   }
   input.value = '';
   autoGrow();
+  showLength();
+  state.blank.delete(conv.id);
   $('empty').hidden = true;
   $('message-list').append(userMessage(text));
   state.messageCount++;
@@ -825,18 +1223,44 @@ function scrollToBottom(force = false) {
 // ---------- boot ----------
 
 function boot() {
-  $('signin-form').addEventListener('submit', (e) => {
-    e.preventDefault();
-    const key = $('api-key-input').value.trim();
-    if (!key) {
-      showSignIn('Enter your API key.');
-      return;
-    }
-    signIn(key, { fromForm: true });
+  signin = new SignIn({
+    onKey: (key) => signInWithKey(key, { fromForm: true }),
+    onSignedIn: (me) => signedIn(me),
   });
-  const key = readKeyFromFragment() || storedKey();
-  if (key) signIn(key);
-  else showSignIn('');
+  const f = readFragment(location.hash);
+  // Sign-in's parts of the address leave it at once (and its history).
+  history.replaceState(null, '', location.pathname + location.search + (f.rest ? `#${f.rest}` : ''));
+  window.addEventListener('hashchange', () => {
+    // An address typed or followed in this tab (setHash's replaceState fires nothing).
+    const g = readFragment(location.hash);
+    if (g.key || g.invite || g.signinError) location.reload();
+    else if (state.api) route();
+  });
+  window.addEventListener('storage', (e) => {
+    // Another tab signed out with the key this one uses.
+    if (e.key === KEY_STORAGE && !e.newValue && state.api && state.api.key) signOut('Signed out in another tab.');
+  });
+  if (tabs) {
+    tabs.onmessage = (e) => {
+      if (e.data === 'signed-out' && state.api && !state.api.key) signOut('Signed out in another tab.');
+      else if (e.data === 'signed-in' && !state.api && !$('signin').hidden && $('invite-form').hidden) resumeSession();
+    };
+  }
+  if (f.invite) {
+    signin.showInvite(f.invite);
+    return;
+  }
+  if (f.key) {
+    signInWithKey(f.key);
+    return;
+  }
+  if (f.signinError) {
+    signin.show(f.signinError);
+    return;
+  }
+  const key = loadKey(localStorage, sessionStorage);
+  if (key) signInWithKey(key);
+  else resumeSession();
 }
 
 boot();

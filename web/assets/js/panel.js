@@ -1,19 +1,23 @@
 // The data panel: a conversation's datasets and documents, added by URL,
-// file picker or drag and drop, with upload progress.
+// file picker or drag and drop, with upload progress. Which files go where
+// is the server's list (GET /api/formats, formats.js).
 
 import { h, icon, clear, append, formatBytes, formatCount } from './dom.js';
 import { listOf } from './api.js';
-import { editableText, NotesBox, renderExamples } from './dictionary.js';
+import { editableText, NotesBox, renderExamples, SemanticSection } from './dictionary.js';
 import { SourcesSection } from './sources.js';
+import { kindOfFile, acceptList, formatNames } from './formats.js';
 
-const DATASET_EXT = /\.(csv|tsv|parquet|pq|json|jsonl|ndjson)(\.(gz|gzip|zst|zstd|bz2|snappy))?$/i;
-const DOCUMENT_EXT = /\.(pdf|docx|md|markdown|html?|txt|text)$/i;
+/** withName prefixes a message with the file's name unless it names the file already. */
+export function withName(name, message) {
+  const m = String(message || '');
+  return m.includes(name) ? m : `${name}: ${m}`;
+}
 
-/** kindOfFile routes a dropped file: 'dataset', 'document' or null. */
-export function kindOfFile(name) {
-  if (DATASET_EXT.test(name)) return 'dataset';
-  if (DOCUMENT_EXT.test(name)) return 'document';
-  return null;
+/** tableList names tables for a status line: "a", "a and b", "a, b and c". */
+function tableList(names) {
+  if (names.length < 2) return names.join('');
+  return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
 
 export class DataPanel {
@@ -21,7 +25,7 @@ export class DataPanel {
    * @param {object} o
    * @param {() => import('./api.js').Api} o.api returns the signed-in API client
    * @param {() => Promise<string>} o.ensureConversation returns the open conversation's id, creating one if needed
-   * @param {(counts: {datasets: number, documents: number}) => void} o.onChange
+   * @param {(counts: {datasets: number, documents: number, sources: number}) => void} o.onChange
    * @param {import('./verify.js').Examples} [o.examples] the user's verified examples, listed here
    */
   constructor({ api, ensureConversation, onChange, examples }) {
@@ -53,19 +57,26 @@ export class DataPanel {
       examples.subscribe(show);
       show();
     }
-    this.sources = new SourcesSection({ api, ensureConversation });
+    this.sources = new SourcesSection({ api, ensureConversation, onChange: () => this.counted() });
+    /** @type {import('./formats.js').Formats|null} the server's list, once it came */
+    this.formats = null;
+    this.formatsReady = this.loadFormats();
+    // Metrics, synonyms, joins (semantic.js): below the datasets and the Databases section, whose tables it describes too.
+    this.semantic = new SemanticSection({ api, after: document.getElementById('source-section') });
 
     this.urlForm.addEventListener('submit', (e) => {
       e.preventDefault();
       this.addURL();
     });
     const dsInput = document.getElementById('dataset-upload');
+    this.dsInput = dsInput;
     dsInput.addEventListener('change', () => {
       const files = [...dsInput.files];
       dsInput.value = '';
       this.uploadAll(files, 'dataset');
     });
     const docInput = document.getElementById('document-upload');
+    this.docInput = docInput;
     docInput.addEventListener('change', () => {
       const files = [...docInput.files];
       docInput.value = '';
@@ -83,13 +94,45 @@ export class DataPanel {
         e.stopPropagation();
         zone.classList.remove('over');
         document.body.classList.remove('dragging');
-        this.uploadAll([...(e.dataTransfer?.files || [])], kind);
+        // A file of the other kind goes where it belongs; one the list does not name, where it was dropped.
+        this.uploadAll([...(e.dataTransfer?.files || [])], null, kind);
       });
     }
   }
 
   get api() {
     return this.getApi();
+  }
+
+  /**
+   * loadFormats asks the server which files it reads, then fills the
+   * pickers' accept lists and the drop zones' words from its answer.
+   */
+  async loadFormats() {
+    try {
+      this.formats = await this.api.get('/api/formats');
+    } catch {
+      // An older server, or the network: the pickers take any file, the
+      // server says what it refuses, and the next conversation opened asks again.
+      this.formats = null;
+      this.formatsFailed = true;
+      return;
+    }
+    this.formatsFailed = false;
+    this.dsInput.accept = acceptList('dataset', this.formats);
+    this.docInput.accept = acceptList('document', this.formats);
+    const ds = formatNames('dataset', this.formats);
+    const docs = formatNames('document', this.formats);
+    const say = (id, names) => {
+      const span = document.querySelector(`#${id} > span`);
+      if (span && names) {
+        span.textContent = '';
+        append(span, [`Drop ${names}, or `, h('u', null, 'browse')]);
+      }
+    };
+    say('dataset-drop', ds);
+    say('document-drop', docs);
+    this.render();
   }
 
   /** load shows a conversation's data (null: none open). */
@@ -104,6 +147,11 @@ export class DataPanel {
     if (this.dictStatus) this.setStatus(this.dictStatus, '');
     this.render();
     this.sources.load(convId);
+    if (this.formatsFailed) {
+      this.formatsFailed = false;
+      this.formatsReady = this.loadFormats();
+    }
+    this.semantic.load(convId);
     if (!convId) return;
     try {
       const [ds, docs, dict] = await Promise.all([
@@ -174,16 +222,26 @@ export class DataPanel {
       this.urlInput.focus();
       return;
     }
+    // A link to a document: the server loads datasets by link, documents as files only.
+    await this.formatsReady;
+    let file = '';
+    try {
+      file = decodeURIComponent(new URL(url).pathname.split('/').pop() || '');
+    } catch {
+      file = '';
+    }
+    if (file && kindOfFile(file, this.formats) === 'document') {
+      this.setStatus(this.dsStatus, `${file} is a document: documents are added as files. Download it, then drop it on Documents below.`, 'error');
+      return;
+    }
     const btn = this.urlForm.querySelector('button');
     btn.disabled = true;
     this.setStatus(this.dsStatus, 'Loading the dataset…', 'busy');
     try {
       await this.ensureConversation();
-      const ds = await this.api.post(`${this.base()}/datasets`, { url });
+      const res = await this.api.post(`${this.base()}/datasets`, { url });
       this.urlInput.value = '';
-      this.datasets = [...this.datasets.filter((d) => d.id !== ds.id), ds];
-      this.setStatus(this.dsStatus, `Added table ${ds.name}.`, 'ok');
-      this.render();
+      this.added(res);
     } catch (err) {
       this.setStatus(this.dsStatus, err.message, 'error');
     } finally {
@@ -191,12 +249,35 @@ export class DataPanel {
     }
   }
 
-  /** uploadAll uploads files one after another; kind null routes each by extension. */
-  async uploadAll(files, kind) {
+  /**
+   * added shows the tables a dataset upload or URL made: every one (a
+   * workbook gives one per sheet), at once.
+   */
+  added(res) {
+    const made = Array.isArray(res && res.datasets) && res.datasets.length ? res.datasets : [res];
+    const ids = new Set(made.map((d) => d.id));
+    this.datasets = [...this.datasets.filter((d) => !ids.has(d.id)), ...made];
+    const names = made.map((d) => String(d.name));
+    this.setStatus(this.dsStatus, `Added ${names.length === 1 ? 'table' : `${names.length} tables:`} ${tableList(names)}.`, 'ok');
+    this.render();
+  }
+
+  /**
+   * uploadAll uploads files one after another. kind: where they go (a
+   * picker's); null routes each by the server's list of formats, and a
+   * file it does not name goes to fallback (the drop zone's), or is refused
+   * saying what is read.
+   */
+  async uploadAll(files, kind, fallback = null) {
+    await this.formatsReady;
     for (const f of files) {
-      const k = kind || kindOfFile(f.name);
+      const k = kind || kindOfFile(f.name, this.formats) || fallback;
       if (!k) {
-        this.setStatus(this.dsStatus, `${f.name}: not a dataset (CSV, TSV, Parquet) or document (PDF, DOCX, Markdown, HTML, text).`, 'error');
+        const ds = formatNames('dataset', this.formats);
+        const docs = formatNames('document', this.formats);
+        this.setStatus(this.dsStatus, ds && docs
+          ? `${f.name} is not a file datachat reads. Add a dataset (${ds}) or a document (${docs}).`
+          : `${f.name}: drop it on Datasets or Documents in the data panel.`, 'error');
         continue;
       }
       await this.upload(f, k);
@@ -229,15 +310,14 @@ export class DataPanel {
       cancel.addEventListener('click', () => up.abort());
       const item = await up.promise;
       if (kind === 'dataset') {
-        this.datasets = [...this.datasets.filter((d) => d.id !== item.id), item];
-        this.setStatus(status, `Added table ${item.name}.`, 'ok');
+        this.added(item);
       } else {
         this.documents = [...this.documents.filter((d) => d.id !== item.id), item];
         this.setStatus(status, `Added ${item.name}.`, 'ok');
       }
       this.render();
     } catch (err) {
-      this.setStatus(status, `${file.name}: ${err.message}`, 'error');
+      this.setStatus(status, withName(file.name, err.message), 'error');
     }
   }
 
@@ -261,7 +341,9 @@ export class DataPanel {
     clear(this.docList);
     const none = !this.convId;
     document.getElementById('datapanel').classList.toggle('no-conv', none);
-    if (!this.datasets.length) this.dsList.append(h('li.empty-item', null, 'No datasets yet. Add a CSV or Parquet file, or ask with a link to one.'));
+    const dsNames = formatNames('dataset', this.formats);
+    const docNames = formatNames('document', this.formats);
+    if (!this.datasets.length) this.dsList.append(h('li.empty-item', null, `No datasets yet. Add ${dsNames ? `a file (${dsNames})` : 'a data file'}, or ask with a link to one.`));
     for (const d of this.datasets) {
       const cols = d.columns || [];
       const li = h('li.item.dataset-item', { testid: 'dataset-item', dataset: { id: d.id, name: d.name } });
@@ -292,7 +374,7 @@ export class DataPanel {
       ]);
       this.dsList.append(li);
     }
-    if (!this.documents.length) this.docList.append(h('li.empty-item', null, 'No documents yet. Add PDF, Word, Markdown, HTML or text files to cite.'));
+    if (!this.documents.length) this.docList.append(h('li.empty-item', null, `No documents yet. Add ${docNames || 'documents'} to cite.`));
     for (const d of this.documents) {
       const li = h('li.item.document-item', { testid: 'document-item', dataset: { id: d.id } });
       li.append(h('div.item-head', null,
@@ -307,6 +389,12 @@ export class DataPanel {
         h('button.icon-btn.small.remove', { type: 'button', title: `Remove ${d.name}`, 'aria-label': `Remove document ${d.name}`, onclick: () => this.remove('document', d, li) }, icon('trash', 15))));
       this.docList.append(li);
     }
-    this.onChange({ datasets: this.datasets.length, documents: this.documents.length });
+    this.semantic.sync(this.datasets);
+    this.counted();
+  }
+
+  /** counted tells the page how much data the conversation has: datasets, documents and attached databases. */
+  counted() {
+    this.onChange({ datasets: this.datasets.length, documents: this.documents.length, sources: this.convId ? this.sources.attached.size : 0 });
   }
 }

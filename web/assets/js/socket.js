@@ -4,6 +4,12 @@
 
 export const BACKOFF_MS = [400, 1000, 2000, 4000, 8000, 15000];
 
+/**
+ * The close code of a socket whose credential ended (its key revoked, its
+ * session signed out, its user disabled): reconnecting cannot help.
+ */
+export const CLOSE_REVOKED = 4401;
+
 /** backoffDelay is the wait before reconnect attempt n (0-based), with ±20 % jitter. */
 export function backoffDelay(attempt, random = Math.random) {
   const base = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)];
@@ -23,10 +29,11 @@ export function socketURL(loc, conversationId) {
 /**
  * socketProtocols carries the API key to the WebSocket as a subprotocol (a
  * browser cannot set headers on one): the server selects datachat.v1 and never
- * echoes the key back.
+ * echoes the key back. Signed in by the session cookie (no key), the browser
+ * sends the cookie with the upgrade and no key is offered.
  */
 export function socketProtocols(key) {
-  return ['datachat.v1', `datachat.key.${key}`];
+  return key ? ['datachat.v1', `datachat.key.${key}`] : ['datachat.v1'];
 }
 
 export class ChatSocket {
@@ -38,13 +45,16 @@ export class ChatSocket {
    * @param {(state: 'connecting'|'open'|'reconnecting'|'closed', info?: {attempt: number, delay: number, reopened: boolean, queued?: number}) => void} o.onState
    *   on 'open', queued counts the messages sent while it was down, which it sends now
    * @param {(failures: number) => void} [o.onFailing] called after repeated failed connects (to check the key)
+   * @param {(reason: string) => void} [o.onRevoked] called when the server closes the socket because the key
+   *   was revoked (CLOSE_REVOKED), with its reason; the socket is then closed for good
    */
-  constructor({ url, protocols, onEvent, onState, onFailing }) {
+  constructor({ url, protocols, onEvent, onState, onFailing, onRevoked }) {
     this.url = url;
     this.protocols = protocols || [];
     this.onEvent = onEvent;
     this.onState = onState;
     this.onFailing = onFailing || (() => {});
+    this.onRevoked = onRevoked || (() => {});
     this.ws = null;
     this.queue = [];
     this.attempt = 0;
@@ -88,10 +98,15 @@ export class ChatSocket {
       }
       if (msg && typeof msg.type === 'string') this.onEvent(msg.type, msg.data ?? {});
     };
-    ws.onclose = () => {
+    ws.onclose = (e) => {
       if (this.ws !== ws) return;
       this.ws = null;
       if (this.closed) return;
+      if (e && e.code === CLOSE_REVOKED) {
+        this.close();
+        this.onRevoked(e.reason || '');
+        return;
+      }
       if (!opened) {
         this.failures++;
         if (this.failures >= 2) this.onFailing(this.failures);

@@ -18,9 +18,11 @@ export class SourcesSection {
    * @param {object} o
    * @param {() => import('./api.js').Api} o.api returns the signed-in API client
    * @param {() => Promise<string>} o.ensureConversation returns the open conversation's id, creating one if needed
+   * @param {() => void} [o.onChange] called when the attached sources change (the Data badge counts them)
    */
-  constructor({ api, ensureConversation }) {
+  constructor({ api, ensureConversation, onChange = () => {} }) {
     this.getApi = api;
+    this.onChange = onChange;
     this.ensureConversation = ensureConversation;
     this.convId = null;
     this.granted = [];
@@ -90,6 +92,7 @@ export class SourcesSection {
   render() {
     clear(this.list);
     this.section.hidden = !this.granted.length;
+    this.onChange();
     for (const s of this.granted) {
       const on = this.attached.has(s.name);
       const tables = (s.tables || []).join(', ');

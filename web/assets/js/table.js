@@ -20,17 +20,38 @@ export function toNumber(v) {
   return Number.isFinite(n) ? n : null;
 }
 
+// Columns whose numbers are names, not amounts: no thousands separators
+// (2024, not 2,024; an id of 12345 as it is).
+const NAME_LIKE = /^(year|yr|id|code|zip|zipcode|postcode|phone)$|(_|^)(year|yr|id|code|zip)$|Id$/i;
+
+/**
+ * groupDigits puts thousands separators in a plain decimal number's text
+ * ("-1234567.5" → "-1,234,567.5"); other text (NaN, 1e+21) is returned as is.
+ */
+export function groupDigits(s) {
+  const m = /^([+-]?)(\d+)(\.\d+)?$/.exec(String(s));
+  if (!m) return String(s);
+  return `${m[1]}${m[2].replace(/\B(?=(\d{3})+(?!\d))/g, ',')}${m[3] || ''}`;
+}
+
 /**
  * formatCell gives the text shown for a cell. null is "NULL"; lists, structs
- * and maps are JSON; floats keep at most 6 decimals; everything else is as sent.
+ * and maps are JSON; numbers (integer, float, decimal columns) get thousands
+ * separators unless the column's name says they are a year or an id; floats
+ * keep at most 6 decimals; everything else is as sent.
+ * @param {any} v
+ * @param {string} type the column's friendly type
+ * @param {string} [name] the column's name
  */
-export function formatCell(v, type) {
+export function formatCell(v, type, name = '') {
   if (v === null || v === undefined) return 'NULL';
   if (typeof v === 'object') return JSON.stringify(v);
-  if (typeof v === 'number' && String(type).toLowerCase() === 'float' && !Number.isInteger(v)) {
-    return String(Number(v.toFixed(6)));
-  }
-  return String(v);
+  const t = String(type).toLowerCase();
+  let s = String(v);
+  if (typeof v === 'number' && t === 'float' && !Number.isInteger(v)) s = String(Number(v.toFixed(6)));
+  if (typeof v === 'number' && Math.abs(v) >= 1e21) return s; // exponent notation
+  if (isNumericType(t) && (typeof v === 'number' || typeof v === 'string') && !NAME_LIKE.test(String(name))) return groupDigits(s);
+  return s;
 }
 
 /** compareCells orders two cells of one column; nulls always sort last. */
@@ -110,6 +131,24 @@ export function toCSV(columns, rows) {
   const lines = [columns.map((c) => csvField(c.name)).join(',')];
   for (const r of rows) lines.push(columns.map((_, i) => csvField(r[i])).join(','));
   return lines.join('\r\n') + '\r\n';
+}
+
+/**
+ * resultFileName names a download after what the reader asked (the question,
+ * or the card's query): lower-case words joined by "-", at most 60
+ * characters, then ext ("result" when nothing is left).
+ */
+export function resultFileName(title, ext = 'csv') {
+  const words = String(title || '').normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase()
+    .match(/[a-z0-9]+/g) || [];
+  let name = '';
+  for (const w of words) {
+    const next = name ? `${name}-${w}` : w;
+    if (next.length > 60) break;
+    name = next;
+  }
+  if (!name && words.length) name = words[0].slice(0, 60);
+  return `${name || 'result'}.${ext}`;
 }
 
 /** csvFileName names a download after the query's first table, if any. */
@@ -196,4 +235,41 @@ export function parseSourcesText(text) {
     out.set(Number(m[1]), { id: '', text: m[3].trim(), metadata });
   }
   return out;
+}
+
+/**
+ * storedResult reads a stored execute_sql call's text (parsePipeResult) and
+ * gives its columns the types stored with the call, when they are the same
+ * columns: the text alone makes a float column of whole numbers "integer".
+ * Returns null when the text is not a result table.
+ * @param {string} text
+ * @param {{name:string,type:string,sql_type?:string}[]} [columns] the tool call's stored columns
+ */
+export function storedResult(text, columns) {
+  const r = parsePipeResult(text);
+  if (!r) return null;
+  if (!Array.isArray(columns) || columns.length !== r.columns.length || columns.some((c, i) => !c || c.name !== r.columns[i].name)) return r;
+  r.columns = columns.map((c) => ({ name: c.name, type: String(c.type || 'text'), sql_type: String(c.sql_type || '') }));
+  // The cells as the text has them, for decimals and text ("12.50", "007").
+  const lines = text.replace(/\r\n?/g, '\n').split('\n');
+  while (lines.length && lines[lines.length - 1].trim() === '') lines.pop();
+  const raw = lines.slice(1, -1).map((l) => l.split(' | '));
+  r.columns.forEach((c, i) => {
+    const t = c.type.toLowerCase();
+    r.rows.forEach((row, k) => {
+      const v = row[i];
+      if (v === null) return;
+      if ((t === 'decimal' || t === 'text') && raw[k] && raw[k][i] !== undefined) {
+        row[i] = raw[k][i];
+        return;
+      }
+      if ((t === 'integer' || t === 'float') && typeof v === 'string') {
+        const n = Number(v);
+        if (Number.isFinite(n) && (t === 'float' || Math.abs(n) <= Number.MAX_SAFE_INTEGER)) row[i] = n;
+      } else if (t === 'boolean' && typeof v === 'string') {
+        row[i] = v === 'true';
+      }
+    });
+  });
+  return r;
 }

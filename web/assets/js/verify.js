@@ -4,8 +4,8 @@
 // over tables with the same columns. Examples holds the user's list, which
 // the cards and the data panel share.
 
-import { h, icon, clear, formatCount } from './dom.js';
-import { highlightedSQL, ResultView } from './cards.js';
+import { h, icon, clear, append, formatCount } from './dom.js';
+import { highlightedSQL, ResultView, questionOf } from './cards.js';
 
 export class Examples {
   /** @param {() => import('./api.js').Api} api */
@@ -111,13 +111,14 @@ class VerifyBar {
     const btn = (label, iconName, testid, onclick, pressed) => h('button.btn.small.ghost', {
       type: 'button', testid, onclick, 'aria-pressed': pressed === undefined ? null : String(pressed),
     }, icon(iconName, 14), label);
-    this.el.append(
+    // append() skips the absent Undo; Element.append would write it as the text "null".
+    append(this.el, [
       h('span.verify-label', { testid: 'sql-verdict' }, verdict ? LABELS[verdict] : 'Is this query right?'),
       h('span.spacer'),
       btn('Correct', 'check', 'sql-mark-correct', () => this.mark('correct'), verdict === 'correct'),
       btn('Wrong', 'close', 'sql-mark-wrong', () => this.mark('wrong'), verdict === 'wrong'),
       btn('Edit', 'edit', 'sql-edit', () => this.edit()),
-      ex ? btn('Undo', 'trash', 'sql-unmark', () => this.unmark(ex)) : null);
+      ex ? btn('Undo', 'trash', 'sql-unmark', () => this.unmark(ex)) : null]);
     if (ex && ex.sql && ex.sql.trim() !== String(this.card.query).trim()) {
       // Marked with an edit (the answer shows the query as the model wrote it).
       this.el.append(h('div.verify-edited', null, 'Kept as edited:', h('pre.example-sql', null, ex.sql)));
@@ -159,7 +160,7 @@ class VerifyBar {
       const n = result.row_count ?? (result.rows || []).length;
       clear(card.status).append(icon('check', 14), `${formatCount(n)} row${n === 1 ? '' : 's'} · edited`);
     }
-    clear(card.result).append(new ResultView(result, { query: sql, note: 'The edited query, run again.' }).el);
+    clear(card.result).append(new ResultView(result, { query: sql, note: 'The edited query, run again.', title: () => questionOf(card.el) }).el);
   }
 
   edit() {

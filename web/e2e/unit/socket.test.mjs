@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backoffDelay, socketURL, socketProtocols, BACKOFF_MS } from '../../assets/js/socket.js';
-import { kindOfFile } from '../../assets/js/panel.js';
 import { listOf } from '../../assets/js/api.js';
 
 test('socketURL follows the page protocol, escapes its parameters and carries no key', () => {
@@ -22,26 +21,10 @@ test('backoff grows, caps and jitters by ±20 %', () => {
   assert.equal(backoffDelay(2, () => 1), Math.round(BACKOFF_MS[2] * 1.2));
 });
 
-test('dropped files are routed by extension', () => {
-  assert.equal(kindOfFile('sales.csv'), 'dataset');
-  assert.equal(kindOfFile('x.parquet'), 'dataset');
-  assert.equal(kindOfFile('x.csv.gz'), 'dataset');
-  assert.equal(kindOfFile('Report.PDF'), 'document');
-  assert.equal(kindOfFile('notes.md'), 'document');
-  assert.equal(kindOfFile('a.docx'), 'document');
-  assert.equal(kindOfFile('image.png'), null);
-});
-
 test('listOf accepts arrays and wrapped lists', () => {
   assert.deepEqual(listOf([1], 'x'), [1]);
   assert.deepEqual(listOf({ datasets: [2] }, 'datasets'), [2]);
   assert.deepEqual(listOf(null, 'datasets'), []);
-});
-
-test('kindOfFile routes JSON datasets', () => {
-  assert.equal(kindOfFile('events.jsonl'), 'dataset');
-  assert.equal(kindOfFile('penguins.json'), 'dataset');
-  assert.equal(kindOfFile('log.ndjson.gz'), 'dataset');
 });
 
 test('a message sent while the socket is down is sent on reconnect, and the reopen says so', async () => {
@@ -76,5 +59,45 @@ test('a message sent while the socket is down is sent on reconnect, and the reop
     s.close();
   } finally {
     globalThis.WebSocket = saved;
+  }
+});
+
+test('a socket closed because its key was revoked stops reconnecting and says why', async () => {
+  const { ChatSocket, CLOSE_REVOKED } = await import('../../assets/js/socket.js');
+  const sockets = [];
+  class FakeWS {
+    constructor(url, protocols) { this.url = url; this.protocols = protocols; this.sent = []; this.readyState = 0; sockets.push(this); }
+    send(m) { this.sent.push(m); }
+    close() { this.readyState = 3; }
+    open() { this.readyState = 1; this.onopen(); }
+    serverClose(code, reason) { this.readyState = 3; this.onclose({ code, reason }); }
+  }
+  const saved = globalThis.WebSocket;
+  const savedTimeout = globalThis.setTimeout;
+  const timers = [];
+  globalThis.WebSocket = FakeWS;
+  globalThis.setTimeout = (fn, ms) => { timers.push(ms); return 0; };
+  FakeWS.OPEN = 1;
+  try {
+    const states = [];
+    const revoked = [];
+    const s = new ChatSocket({ url: 'ws://h/ws', onEvent: () => {}, onState: (st) => states.push(st), onRevoked: (r) => revoked.push(r) });
+    s.connect();
+    sockets[0].open();
+    // A drop for another reason reconnects.
+    sockets[0].serverClose(1006, '');
+    assert.equal(timers.length, 1);
+    assert.equal(states.at(-1), 'reconnecting');
+    s.connect();
+    sockets[1].open();
+    sockets[1].serverClose(CLOSE_REVOKED, 'The API key was revoked. Use another key.');
+    assert.deepEqual(revoked, ['The API key was revoked. Use another key.']);
+    assert.equal(states.at(-1), 'closed');
+    assert.equal(timers.length, 1, 'no reconnect is scheduled after a revocation');
+    s.send('chat_send', { content: 'x' });
+    assert.equal(sockets.length, 2, 'nothing reconnects on send either');
+  } finally {
+    globalThis.WebSocket = saved;
+    globalThis.setTimeout = savedTimeout;
   }
 });
