@@ -41,7 +41,6 @@ import (
 
 	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
-	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 )
 
@@ -83,11 +82,9 @@ func main() {
 	flag.StringVar(&o.cpus, "server-cpus", "", "run the server pinned to these CPUs (taskset -c LIST; run the harness itself under taskset on the others)")
 	serverEnv := flag.String("server-env", "", "extra environment of the server, KEY=VALUE,… (e.g. GOGC=200)")
 	flag.Parse()
-	o.env = map[string]string{}
-	for _, kv := range strings.Split(*serverEnv, ",") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-			o.env[k] = v
-		}
+	var err error
+	if o.env, err = serve.ParseEnv(*serverEnv); err != nil {
+		log.Fatalf("-server-env: %v", err)
 	}
 	for _, s := range strings.Split(*levels, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -100,20 +97,16 @@ func main() {
 		log.Fatalf("-tool: want search_documents or execute_sql, got %q", o.tool)
 	}
 
-	work, err := os.MkdirTemp("", "datachat-load-")
+	work, done, err := serve.WorkDir("load", o.keep)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if !o.keep {
-		defer os.RemoveAll(work)
-	}
+	defer done()
 	if o.bin == "" {
 		o.bin = filepath.Join(work, "datachat")
 		log.Printf("building datachat into %s", o.bin)
-		cmd := exec.Command("go", "build", "-o", o.bin, "./cmd/datachat")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			log.Fatalf("go build: %v (run from the repository root)", err)
+		if err := serve.Build("", o.bin); err != nil {
+			log.Fatalf("%v (run from the repository root)", err)
 		}
 	}
 	printMachine(o.bin)
@@ -547,28 +540,7 @@ func baseline(o options, n int) (p50, p99 time.Duration) {
 				if err != nil {
 					return
 				}
-				sse := llm.NewSSEReader(resp.Body)
-				for {
-					ev, err := sse.Next()
-					at := time.Now()
-					if err != nil {
-						break
-					}
-					var chunk struct {
-						Choices []struct {
-							Delta struct {
-								Content string `json:"content"`
-							} `json:"delta"`
-						} `json:"choices"`
-					}
-					if json.Unmarshal([]byte(ev.Data), &chunk) != nil || len(chunk.Choices) == 0 {
-						continue
-					}
-					stamps, _ := llmtest.Stamps(chunk.Choices[0].Delta.Content)
-					for _, st := range stamps {
-						mine = append(mine, at.Sub(st))
-					}
-				}
+				llmtest.ReadStampedStream(resp.Body, func(d time.Duration) { mine = append(mine, d) })
 				resp.Body.Close()
 			}
 			mu.Lock()

@@ -1,6 +1,6 @@
 // Command sources benchmarks a PostgreSQL database source: the four anchor
 // queries of bench/sqlengine, in PostgreSQL's SQL, through internal/dbsource
-// (its read-only transaction, EXPLAIN check, row cap and JSON-ready values)
+// (its parse-tree check, read-only transaction, row cap and JSON-ready values)
 // against psql running them directly, and the time to a first page of a large
 // result.
 //

@@ -58,6 +58,7 @@ import (
 
 	duckdbdriver "github.com/duckdb/duckdb-go/v2"
 
+	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
 )
@@ -128,16 +129,8 @@ func main() {
 	if o.mix, err = parseMix(*mix); err != nil {
 		log.Fatalf("-mix: %v", err)
 	}
-	o.env = map[string]string{}
-	for _, kv := range strings.Split(o.envText, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			log.Fatalf("-server-env: %q is not KEY=VALUE", kv)
-		}
-		o.env[k] = v
+	if o.env, err = serve.ParseEnv(o.envText); err != nil {
+		log.Fatalf("-server-env: %v", err)
 	}
 	cmdline := "go run ./bench/sqlload"
 	for _, a := range os.Args[1:] {
@@ -146,23 +139,17 @@ func main() {
 	stopSignals := onSignal()
 	defer stopSignals()
 
-	work, err := os.MkdirTemp("", "datachat-sqlload-")
+	work, done, err := serve.WorkDir("sqlload", o.keep)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if o.keep {
-		log.Printf("work directory (kept): %s", work)
-	} else {
-		atExit(func() { os.RemoveAll(work) })
-	}
+	atExit(done)
 	defer runExit()
 	if o.bin == "" {
 		o.bin = filepath.Join(work, "datachat")
 		log.Printf("building datachat into %s", o.bin)
-		cmd := exec.Command("go", "build", "-o", o.bin, "./cmd/datachat")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fatalf("go build: %v (run from the repository root)", err)
+		if err := serve.Build("", o.bin); err != nil {
+			fatalf("%v (run from the repository root)", err)
 		}
 	}
 	m := readMachine()
@@ -174,7 +161,7 @@ func main() {
 	if o.baseline {
 		base = runBaseline(o, work, convs)
 	}
-	report(o, cmdline, m, res, base)
+	printReport(o, cmdline, m, res, base)
 }
 
 // parseMix reads "sql=70,chat=20,upload=5,delete=5".
@@ -275,31 +262,11 @@ func (m machine) String() string {
 }
 
 func readMachine() machine {
-	m := machine{cores: runtime.NumCPU(), model: "?", mem: "?", loadStart: loadAvg()}
+	m := machine{cores: runtime.NumCPU(), model: report.CPUModel(), mem: report.Memory(), loadStart: report.LoadAvg()}
 	if prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
 		m.nice = 20 - prio // the raw system call answers 20 - nice
 	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		if s := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); s != nil {
-			m.model = string(s[1])
-		}
-	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		if s := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); s != nil {
-			kb, _ := strconv.Atoi(string(s[1]))
-			m.mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
-		}
-	}
 	return m
-}
-
-func loadAvg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // conv is one user's conversation and what the load did in it. Only its own
@@ -540,32 +507,20 @@ func (s *server) stopOnce() {
 }
 
 // createUsers makes a key per user with `datachat keys create`, as an
-// operator would, against the running server's data directory.
+// operator would, against the running server's data directory, 4 at a time.
 func createUsers(o options, s *server, convs []*conv) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
-	errs := make(chan error, len(convs))
-	for _, c := range convs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cmd := exec.Command(o.bin, "keys", "create", "--user", c.user)
-			cmd.Env = s.env
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				errs <- fmt.Errorf("keys create --user %s: %v: %s", c.user, err, stderr.Bytes())
-				return
-			}
-			c.key = strings.TrimSpace(string(out))
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		fatalf("%v", err)
-	}
+	eachConv("create users", 4, convs, func(c *conv) error {
+		cmd := exec.Command(o.bin, "keys", "create", "--user", c.user)
+		cmd.Env = s.env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("keys create --user %s: %v: %s", c.user, err, stderr.Bytes())
+		}
+		c.key = strings.TrimSpace(string(out))
+		return nil
+	})
 }
 
 var client = &http.Client{Transport: &http.Transport{
@@ -622,81 +577,82 @@ func multipartCSV(name string, data []byte) (string, []byte) {
 // setup creates each user's conversation and uploads its main CSV, 8 at a
 // time, and returns the upload latencies.
 func setup(s *server, convs []*conv) []time.Duration {
-	var mu sync.Mutex
-	var lat []time.Duration
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	errs := make(chan error, len(convs))
-	for _, c := range convs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			st, body, err := call(ctx, s, c.key, "POST", "/api/conversations", "application/json", strings.NewReader(`{"title":"sqlload"}`))
-			var created struct{ ID string }
-			if err != nil || st != 201 || json.Unmarshal(body, &created) != nil {
-				errs <- fmt.Errorf("create conversation for %s: %s", c.user, errorMessage(st, body, err))
-				return
-			}
-			c.id, c.cold = created.ID, true
-			data, err := os.ReadFile(c.csvPath)
-			if err != nil {
-				errs <- err
-				return
-			}
-			ct, mp := multipartCSV("sales.csv", data)
-			start := time.Now()
-			st, body, err = call(ctx, s, c.key, "POST", "/api/conversations/"+c.id+"/datasets", ct, bytes.NewReader(mp))
-			took := time.Since(start)
-			var d struct{ Name string }
-			if err != nil || st != 201 || json.Unmarshal(body, &d) != nil || d.Name != "sales" {
-				errs <- fmt.Errorf("upload sales.csv for %s: %s (table %q)", c.user, errorMessage(st, body, err), d.Name)
-				return
-			}
-			mu.Lock()
-			lat = append(lat, took)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		fatalf("setup: %v", err)
-	}
-	slices.Sort(lat)
-	return lat
+	return timeEachConv("setup", convs, func(c *conv) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		st, body, err := call(ctx, s, c.key, "POST", "/api/conversations", "application/json", strings.NewReader(`{"title":"sqlload"}`))
+		var created struct{ ID string }
+		if err != nil || st != 201 || json.Unmarshal(body, &created) != nil {
+			return 0, fmt.Errorf("create conversation for %s: %s", c.user, errorMessage(st, body, err))
+		}
+		c.id, c.cold = created.ID, true
+		data, err := os.ReadFile(c.csvPath)
+		if err != nil {
+			return 0, err
+		}
+		ct, mp := multipartCSV("sales.csv", data)
+		start := time.Now()
+		st, body, err = call(ctx, s, c.key, "POST", "/api/conversations/"+c.id+"/datasets", ct, bytes.NewReader(mp))
+		took := time.Since(start)
+		var d struct{ Name string }
+		if err != nil || st != 201 || json.Unmarshal(body, &d) != nil || d.Name != "sales" {
+			return 0, fmt.Errorf("upload sales.csv for %s: %s (table %q)", c.user, errorMessage(st, body, err), d.Name)
+		}
+		return took, nil
+	})
 }
 
 // warmup runs each conversation's first GROUP BY, 8 at a time, and returns
 // the latencies: each opens the conversation's worker.
 func warmup(s *server, convs []*conv) []time.Duration {
+	return timeEachConv("warm-up", convs, func(c *conv) (time.Duration, error) {
+		sm := sqlOp(s, c)
+		if sm.outcome != outcomeOK {
+			return 0, fmt.Errorf("query of %s: %s", c.user, sm.msg)
+		}
+		return sm.took, nil
+	})
+}
+
+// timeEachConv runs op on every conversation, 8 at a time, and returns the
+// latencies op measured, sorted; an error ends the program, named by what.
+func timeEachConv(what string, convs []*conv, op func(*conv) (time.Duration, error)) []time.Duration {
 	var mu sync.Mutex
 	var lat []time.Duration
+	eachConv(what, 8, convs, func(c *conv) error {
+		took, err := op(c)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		lat = append(lat, took)
+		mu.Unlock()
+		return nil
+	})
+	slices.Sort(lat)
+	return lat
+}
+
+// eachConv runs op on every conversation, at most limit at a time; an error
+// ends the program, named by what.
+func eachConv(what string, limit int, convs []*conv, op func(*conv) error) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	errs := make(chan string, len(convs))
+	sem := make(chan struct{}, limit)
+	errs := make(chan error, len(convs))
 	for _, c := range convs {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			sm := sqlOp(s, c)
-			if sm.outcome != outcomeOK {
-				errs <- fmt.Sprintf("warm-up query of %s: %s", c.user, sm.msg)
-				return
+			if err := op(c); err != nil {
+				errs <- err
 			}
-			mu.Lock()
-			lat = append(lat, sm.took)
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	close(errs)
-	if msg, ok := <-errs; ok {
-		fatalf("%s", msg)
+	if err := <-errs; err != nil {
+		fatalf("%s: %v", what, err)
 	}
-	slices.Sort(lat)
-	return lat
 }
 
 // loadResult is what the load measured.
@@ -756,7 +712,7 @@ wait:
 		case <-done:
 			break wait
 		case <-progress.C:
-			log.Printf("  %v: %d operations done; load average %s", time.Since(start).Round(time.Second), opsDone.Load(), loadAvg())
+			log.Printf("  %v: %d operations done; load average %s", time.Since(start).Round(time.Second), opsDone.Load(), report.LoadAvg())
 		}
 	}
 	progress.Stop()
@@ -768,7 +724,7 @@ wait:
 	if total1 > total0 {
 		r.machineBusy = float64(busy1-busy0) / float64(total1-total0) * float64(runtime.NumCPU())
 	}
-	r.loadEnd = loadAvg()
+	r.loadEnd = report.LoadAvg()
 	r.res, r.queue = mon.stop()
 	r.sqlMetrics = scrapeSQLMetrics(s)
 
@@ -1073,31 +1029,25 @@ func startMonitor(s *server) *monitor {
 	if p, ok := readProc(s.pid); ok {
 		m.res.serverRSSStart, m.res.serverRSSPeak = p.rss, p.rss
 	}
-	m.wg.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.quit:
-				return
-			case <-t.C:
-				m.sampleProcs()
-			}
-		}
-	})
-	m.wg.Go(func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.quit:
-				return
-			case <-t.C:
-				m.sampleQueue()
-			}
-		}
-	})
+	m.every(250*time.Millisecond, m.sampleProcs)
+	m.every(time.Second, m.sampleQueue)
 	return m
+}
+
+// every runs sample once a period until the monitor stops.
+func (m *monitor) every(period time.Duration, sample func()) {
+	m.wg.Go(func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.quit:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	})
 }
 
 func (m *monitor) sampleProcs() {
@@ -1410,7 +1360,7 @@ func (s stats) row(name string, wall time.Duration) string {
 		ms(percentile(s.lat, .5)), ms(percentile(s.lat, .9)), ms(percentile(s.lat, .99)), ms(percentile(s.lat, 1)))
 }
 
-func report(o options, cmdline string, m machine, r *loadResult, base *baselineResult) {
+func printReport(o options, cmdline string, m machine, r *loadResult, base *baselineResult) {
 	all := func(k kind) func(sample) bool { return func(s sample) bool { return s.kind == k } }
 	sqlAll := collect(r.samples, all(opSQL))
 	chat := collect(r.samples, all(opChat))

@@ -20,6 +20,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,7 +43,6 @@ import (
 
 	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
-	"datachat/internal/llm"
 	"datachat/internal/llmtest"
 )
 
@@ -61,6 +61,9 @@ type options struct {
 	env      map[string]string
 	relay    bool
 	keep     bool
+	// stalled.go
+	stalled   int
+	stalledKB int
 }
 
 type build struct{ name, path string }
@@ -87,6 +90,8 @@ func main() {
 	serverEnv := flag.String("server-env", "", "extra environment of every server, K=V,… (GOGC=400, GOMAXPROCS=1, …)")
 	flag.BoolVar(&o.relay, "relay", true, "also run the minimal relay (relay.go): the least any server relaying these answers adds")
 	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
+	flag.IntVar(&o.stalled, "stalled", 0, "stalled clients beside the N normal ones in a second run of each build, NAME+stalled (stalled.go)")
+	flag.IntVar(&o.stalledKB, "stalled-kb", 1024, "KiB of answer each stalled client is sent")
 	flag.Parse()
 	o.env = map[string]string{}
 	for _, kv := range strings.Split(*serverEnv, ",") {
@@ -137,7 +142,12 @@ func main() {
 			if o.relay {
 				runs = append(runs, "relay")
 			}
-			runs = append(runs, names(o.bins)...)
+			for _, b := range o.bins {
+				runs = append(runs, b.name)
+				if o.stalled > 0 {
+					runs = append(runs, b.name+stalledSuffix)
+				}
+			}
 			k := (round - 1) % len(runs)
 			runs = append(runs[k:], runs[:k]...)
 			for _, what := range runs {
@@ -148,7 +158,8 @@ func main() {
 				case "relay":
 					r = runRelay(o, n)
 				default:
-					r = runServer(o, work, n, round, binNamed(o.bins, what))
+					name, stalled := strings.CutSuffix(what, stalledSuffix)
+					r = runServer(o, work, n, round, binNamed(o.bins, name), stalled)
 				}
 				r.n, r.round, r.what = n, round, what
 				fmt.Println(r.line())
@@ -157,8 +168,8 @@ func main() {
 		}
 	}
 	fmt.Println()
-	fmt.Println("| N | round | run | turns | tokens | latency p50 / p90 / p99 / max (ms) | server CPU per token (µs) | harness CPU per token (µs) | server CPU (cores) | errors | lost |")
-	fmt.Println("|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|")
+	fmt.Println("| N | round | run | turns | tokens | latency p50 / p90 / p99 / max (ms) | first token p50 / p99 (ms) | server CPU per token (µs) | harness CPU per token (µs) | server CPU (cores) | server peak RSS (MiB) | stalled answers stored complete | errors | lost |")
+	fmt.Println("|---:|---:|---|---:|---:|---|---|---:|---:|---:|---:|---|---:|---:|")
 	for _, r := range rows {
 		fmt.Println(r.row())
 	}
@@ -197,6 +208,9 @@ type result struct {
 	wall        time.Duration
 	errs        map[string]int
 	loadAverage string
+	first       []time.Duration // chat_send to the first token, sorted
+	peakRSS     float64         // MiB; 0 for the baseline and the relay
+	stalled     string          // "complete of stalled", or "-"
 }
 
 func (r result) errCount() int {
@@ -231,10 +245,17 @@ func (r result) row() string {
 	if r.what != "baseline" {
 		server, cores = r.perToken(r.serverCPU), fmt.Sprintf("%.2f", r.serverCPU.Seconds()/r.wall.Seconds())
 	}
-	return fmt.Sprintf("| %d | %d | %s | %d | %d | %s / %s / **%s** / %s | %s | %s | %s | %d | %d |",
+	first, rss, stalled := "-", "-", cmp.Or(r.stalled, "-")
+	if len(r.first) > 0 {
+		first = report.MS(report.Percentile(r.first, .5)) + " / " + report.MS(report.Percentile(r.first, .99))
+	}
+	if r.peakRSS > 0 {
+		rss = fmt.Sprintf("%.0f", r.peakRSS)
+	}
+	return fmt.Sprintf("| %d | %d | %s | %d | %d | %s / %s / **%s** / %s | %s | %s | %s | %s | %s | %s | %d | %d |",
 		r.n, r.round, r.what, r.turns, r.tokens,
 		report.MS(report.Percentile(r.lat, .5)), report.MS(report.Percentile(r.lat, .9)), report.MS(report.Percentile(r.lat, .99)), report.MS(report.Percentile(r.lat, 1)),
-		server, r.perToken(r.harnessCPU), cores, r.errCount(), r.lost)
+		first, server, r.perToken(r.harnessCPU), cores, rss, stalled, r.errCount(), r.lost)
 }
 
 func loadAverage() string {
@@ -261,6 +282,7 @@ func delay(o options) llmtest.Duration {
 
 // conversation is what one client saw.
 type conversation struct {
+	first  []time.Duration
 	lat    []time.Duration
 	byTurn map[int][]time.Duration // lat by the turn's index
 	tokens int
@@ -321,6 +343,7 @@ func drive(o options, n int, turn func(ctx context.Context, i, t int, c *convers
 func collect(r *result, convs []*conversation) {
 	for _, c := range convs {
 		r.lat = append(r.lat, c.lat...)
+		r.first = append(r.first, c.first...)
 		for t, l := range c.byTurn {
 			if r.byTurn == nil {
 				r.byTurn = map[int][]time.Duration{}
@@ -338,6 +361,7 @@ func collect(r *result, convs []*conversation) {
 		}
 	}
 	slices.Sort(r.lat)
+	slices.Sort(r.first)
 	for _, l := range r.byTurn {
 		slices.Sort(l)
 	}
@@ -373,31 +397,12 @@ func runBaseline(o options, n int) result {
 			return errors.New("baseline request failed")
 		}
 		defer resp.Body.Close()
-		sse := llm.NewSSEReader(resp.Body)
 		got := 0
-		for {
-			ev, err := sse.Next()
-			at := time.Now()
-			if err != nil {
-				break
-			}
-			var chunk struct {
-				Choices []struct {
-					Delta struct {
-						Content string `json:"content"`
-					} `json:"delta"`
-				} `json:"choices"`
-			}
-			if json.Unmarshal([]byte(ev.Data), &chunk) != nil || len(chunk.Choices) == 0 {
-				continue
-			}
-			stamps, _ := llmtest.Stamps(chunk.Choices[0].Delta.Content)
-			for _, st := range stamps {
-				c.lat = append(c.lat, at.Sub(st))
-				c.addTurn(t, at.Sub(st))
-			}
-			got += len(stamps)
-		}
+		llmtest.ReadStampedStream(resp.Body, func(lat time.Duration) {
+			c.lat = append(c.lat, lat)
+			c.addTurn(t, lat)
+			got++
+		})
 		c.turns++
 		c.tokens += got
 		c.lost += o.tokens - got
@@ -417,6 +422,7 @@ func startFake(o options, n int) (*llmtest.Server, error) {
 // o.tool (unless none), then, once the tool's result is sent, the answer.
 func script(o options, n int) llmtest.Script {
 	s := llmtest.Script{StampTime: true, Default: &llmtest.Turn{Text: []string{"(script exhausted)"}}}
+	s.Turns = stalledTurns(o)
 	for range n * o.turns {
 		answer := llmtest.Turn{Text: chunks(o), Delay: delay(o)}
 		if o.tool == "none" {
@@ -431,8 +437,12 @@ func script(o options, n int) llmtest.Script {
 	return s
 }
 
-// runServer runs n conversations through a fresh `datachat serve` of b.
-func runServer(o options, work string, n, round int, b build) result {
+// runServer runs n conversations through a fresh `datachat serve` of b,
+// with o.stalled stalled clients beside them if stalled.
+func runServer(o options, work string, n, round int, b build, stalled bool) result {
+	if !stalled {
+		o.stalled = 0
+	}
 	fake, err := startFake(o, n)
 	if err != nil {
 		log.Fatal(err)
@@ -446,20 +456,32 @@ func runServer(o options, work string, n, round int, b build) result {
 		env["DATACHAT_PROFILE_DIR"] = filepath.Join(o.profile, fmt.Sprintf("%s-n%d-r%d", b.name, n, round))
 		env["DATACHAT_PROFILE_TRACE"] = strconv.FormatBool(o.trace)
 	}
-	srv := startServer(work, fmt.Sprintf("%s-n%d-r%d", b.name, n, round), b.path, env)
+	name := fmt.Sprintf("%s-n%d-r%d", b.name, n, round)
+	if stalled {
+		name += "-stalled"
+	}
+	srv := startServer(work, name, b.path, env)
 	defer srv.stop()
-	ids := createConversations(srv, n)
+	ids := createConversations(srv, n+o.stalled)
+	stalledIDs := ids[n:]
 	// serve compiles PDFium in the background after it starts (a few seconds
 	// of one core): the load starts once that is done.
 	waitIdle(srv.pid)
 
 	r := result{loadAverage: loadAverage()}
 	cpu0, self0 := serve.CPU(srv.pid), serve.SelfCPU()
+	if o.stalled > 0 {
+		defer stallClients(srv.addr, srv.key, stalledIDs)()
+	}
 	convs, wall := driveWS(o, n, func(i int) string { return "ws://" + srv.addr + "/ws?conversation_id=" + ids[i] }, &websocket.DialOptions{
 		Subprotocols: []string{"datachat.v1", "datachat.key." + srv.key},
 	})
 	r.wall = wall
 	r.serverCPU, r.harnessCPU = serve.CPU(srv.pid)-cpu0, serve.SelfCPU()-self0
+	r.peakRSS = peakRSS(srv.pid)
+	if o.stalled > 0 {
+		r.stalled = fmt.Sprintf("%d of %d", storedComplete(srv.addr, srv.key, stalledIDs), o.stalled)
+	}
 	collect(&r, convs)
 	return r
 }
@@ -496,6 +518,7 @@ func wsTurn(ctx context.Context, conn *websocket.Conn, o options, t int, c *conv
 	if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
 		return errors.New("write failed")
 	}
+	sent := time.Now()
 	got := 0
 	for {
 		_, data, err := conn.Read(ctx)
@@ -514,6 +537,9 @@ func wsTurn(ctx context.Context, conn *websocket.Conn, o options, t int, c *conv
 		}
 		switch ev.Type {
 		case "chat_token":
+			if got == 0 {
+				c.first = append(c.first, at.Sub(sent))
+			}
 			stamps, _ := llmtest.Stamps(ev.Data.Token)
 			for _, st := range stamps {
 				c.lat = append(c.lat, at.Sub(st))

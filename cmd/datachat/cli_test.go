@@ -246,10 +246,10 @@ func TestAskTextDocumentAndNoModel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if strings.TrimSpace(out) != "Title V [1]." {
+	if out != "Title V [1].\n\nSources:\n  [1] notes.md, section \"Vessel hulls\"\n" {
 		t.Errorf("stdout %q", out)
 	}
-	if !strings.Contains(stderr, "document notes.md: text, 1 chunk\n") || !strings.Contains(stderr, "[1] notes.md") {
+	if !strings.Contains(stderr, "document notes.md: text, 1 chunk\n") {
 		t.Errorf("stderr does not say the document is text or name its source:\n%s", stderr)
 	}
 	if strings.Contains(stderr, "0 pages") || strings.Contains(stderr, "<nil>") || strings.Contains(stderr, "page") {

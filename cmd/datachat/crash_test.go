@@ -53,7 +53,7 @@ func TestCrashMidTurn(t *testing.T) {
 	p := startProc(t, vars)
 	key := p.Key
 	if key == "" {
-		t.Fatal("no login URL on the first start")
+		t.Fatal("no setup URL (and so no admin key) on the first start")
 	}
 	conv := newConversation(t, p.URL(), key)
 	c := dialWS(t, p.URL(), key, conv)

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 
+	"golang.org/x/term"
+
 	"datachat/internal/eval"
+	"datachat/internal/workspace"
 )
 
 // runEval is `datachat eval SUITE [--out FILE] [--no-dictionary]
@@ -28,14 +33,22 @@ func (m *Main) runEval(ctx context.Context) error {
 		}
 		return eval.Compare(m.Stdout, a, b)
 	}
-	suite, err := eval.Load(m.Args[0])
+	suite, err := eval.Load(ctx, m.Args[0])
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return errors.New("eval: interrupted")
+		}
+		return err
+	}
+	ws, runner, err := m.scratchRunner()
 	if err != nil {
 		return err
 	}
-	ws, runner, err := m.scratchRunner("datachat-eval-")
-	if err != nil {
-		return err
-	}
+	// A suite's database sources are added to the scratch store, sealed
+	// with a key of its own there.
+	sources := &workspace.Sources{Store: ws.Store, DataDir: ws.Loader.Dir(), Options: m.sourceOptions(), Logger: m.Logger}
+	m.closers = append(m.closers, sources.Close)
+	runner.Sources = sources
 	// The server's per-user limits are not the measure's: a suite runs as
 	// fast as the model answers.
 	runner.RateLimitRPM, runner.TokensPerDay = 0, 0
@@ -46,6 +59,7 @@ func (m *Main) runEval(ctx context.Context) error {
 	tty := isTerminal(m.Stderr)
 	rep, err := eval.Run(ctx, suite, eval.Options{
 		Workspace: ws, Chat: runner, User: user, NoDictionary: f.noDictionary, NoExamples: f.noExamples,
+		Sources: sources, Getenv: func(k string) string { v, _ := m.Env(k); return v },
 		Progress: func(i, total int, q *eval.Question, r *eval.Result) {
 			if r == nil {
 				if tty {
@@ -56,8 +70,12 @@ func (m *Main) runEval(ctx context.Context) error {
 			if tty {
 				fmt.Fprint(m.Stderr, "\r\033[K")
 			}
-			fmt.Fprintf(m.Stderr, "[%d/%d] %s: execution %s, answer %s, %d tool calls, %.1f s%s\n", i+1, total, q.ID,
-				matchWord(r.ExecutionMatch), matchWord(r.AnswerMatch), r.ToolCalls, r.Seconds, errorNote(r.Error))
+			abstain := ""
+			if r.AbstainMatch != nil {
+				abstain = ", abstention " + matchWord(r.AbstainMatch)
+			}
+			fmt.Fprintf(m.Stderr, "[%d/%d] %s: execution %s, answer %s%s, %d tool calls, %.1f s%s\n", i+1, total, q.ID,
+				matchWord(r.ExecutionMatch), matchWord(r.AnswerMatch), abstain, r.ToolCalls, r.Seconds, errorNote(r.Error))
 		},
 	})
 	if err != nil {
@@ -79,7 +97,35 @@ func (m *Main) runEval(ctx context.Context) error {
 		}
 		fmt.Fprintf(m.Stderr, "results written to %s\n", f.out)
 	}
-	return nil
+	return evalFailure(rep, f.minExecAccuracy)
+}
+
+// evalFailure is the error that makes eval exit 1, for CI: questions that
+// failed with an error, or an execution accuracy below min (checked by
+// parseCommand; "" for none).
+func evalFailure(rep *eval.Report, min string) error {
+	var why, failed []string
+	for _, q := range rep.Questions {
+		if q.Error != nil {
+			failed = append(failed, q.ID)
+		}
+	}
+	if len(failed) > 0 {
+		why = append(why, fmt.Sprintf("%d of %d questions failed with an error (%s)", len(failed), len(rep.Questions), strings.Join(failed, ", ")))
+	}
+	if min != "" {
+		want, _ := parseShare(min)
+		switch acc := rep.ExecutionAccuracy; {
+		case acc == nil:
+			why = append(why, "no question has an expected result to check the execution against, so --min-execution-accuracy cannot be met")
+		case *acc+1e-9 < want:
+			why = append(why, fmt.Sprintf("execution accuracy %.1f%% is below --min-execution-accuracy %.1f%%", *acc*100, want*100))
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New("eval: " + strings.Join(why, "; "))
 }
 
 func matchWord(b *bool) string {
@@ -107,15 +153,12 @@ func clip(s string, n int) string {
 	return s
 }
 
-// isTerminal reports whether w is a terminal, where a progress line can be
-// redrawn in place.
+// isTerminal reports whether w is a terminal (not merely a character
+// device such as /dev/null), where a person reads: a progress line can be
+// redrawn in place, and serve logs text.
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // parseInterspersed parses fs over args, letting flags come after the
@@ -137,4 +180,19 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// parseShare reads --min-execution-accuracy: a share from 0 to 1 (0.8) or a
+// percentage (80%).
+func parseShare(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	pct := strings.HasSuffix(t, "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "%")), 64)
+	if err == nil && pct {
+		v /= 100
+	}
+	if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
+		return 0, fmt.Errorf("%q: want a share from 0 to 1 (0.8) or a percentage (80%%)", s)
+	}
+	return v, nil
 }

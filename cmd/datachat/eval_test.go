@@ -2,16 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"datachat/internal/eval"
 	"datachat/internal/llmtest"
@@ -304,7 +309,7 @@ func asUsage(err error, ue **usageError) bool {
 // score, so the suite's gold SQL, expected rows and numbers agree.
 func TestEvalExampleSuite(t *testing.T) {
 	const path = "../../bench/eval/example/suite.yaml"
-	suite, err := eval.Load(path)
+	suite, err := eval.Load(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,5 +343,133 @@ func TestEvalExampleSuite(t *testing.T) {
 	if rep.ExecutionAccuracy == nil || *rep.ExecutionAccuracy != 1 || rep.AnswerAccuracy == nil || *rep.AnswerAccuracy != 1 || len(rep.Warnings) > 0 {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		t.Errorf("the example suite answered with its own gold SQL does not score 100%%:\n%s", b)
+	}
+}
+
+// TestEvalHostileSuite: `datachat eval` on a 1 KB suite built to exhaust
+// the YAML reader (merge keys fanning out) stops at once with the limit it
+// passed, instead of spinning.
+func TestEvalHostileSuite(t *testing.T) {
+	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{Text: []string{"ok"}}})
+	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL})
+	p := filepath.Join(t.TempDir(), "bomb.yaml")
+	suite := "questions:\n  - {id: q1, question: x, datasets: [a.csv]}\ndictionary:\n" + strings.ReplaceAll(testfiles.YAMLMerges(20, 9), "\n", "\n  ")
+	if err := os.WriteFile(p, []byte(suite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runMain(t, env, "eval", p)
+	if err == nil || !strings.Contains(err.Error(), "bomb.yaml") || !strings.Contains(err.Error(), "merge keys") {
+		t.Fatalf("got %v, want the suite refused for its merge keys", err)
+	}
+	if len(fake.ChatRequests()) > 0 {
+		t.Error("a refused suite ran questions")
+	}
+}
+
+// TestEvalSignal: `datachat eval` (the built binary) stops promptly on
+// SIGTERM and on SIGINT while a question's turn waits on the model, saying
+// it was interrupted.
+func TestEvalSignal(t *testing.T) {
+	bin := datachatBinary(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			// The model never answers: the turn waits until its request ends.
+			fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{Text: []string{"never"}, Fault: &llmtest.Fault{Kind: llmtest.FaultHang}}})
+			cmd := exec.Command(bin, "eval", writeEvalSuite(t))
+			cmd.Env = procEnv(map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "DATACHAT_DATA_DIR": t.TempDir(),
+				"DATACHAT_LOG_FORMAT": "text", "DATACHAT_LOG_LEVEL": "warn", "LLM_STREAM_IDLE_TIMEOUT": "10m", "LLM_CONNECT_TIMEOUT": "10m"})
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { cmd.Process.Kill() })
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if err := fake.Wait(ctx, func(rs []llmtest.Request) bool { return len(rs) > 0 }); err != nil {
+				t.Fatalf("no request reached the model: %v", err)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+					t.Errorf("exit: %v, want status 1", err)
+				}
+				if !strings.Contains(stderr.String(), "eval: interrupted") {
+					t.Errorf("stderr does not say it was interrupted:\n%s", stderr.String())
+				}
+			case <-time.After(30 * time.Second): // a bound, not a synchronisation
+				t.Fatalf("eval still runs 30 s after %v:\n%s", sig, stderr.String())
+			}
+		})
+	}
+}
+
+// TestEvalUnanswerable runs the repository's suite of questions the data
+// cannot answer with a fake model that says what is missing for five of
+// them and, for the margin, says so but passes the revenue off as an
+// answer: the five score on abstention, the margin does not (the guess is
+// named), the two answerable controls score on their numbers, and every
+// prompt carries the rule to say what is missing.
+func TestEvalUnanswerable(t *testing.T) {
+	const path = "../../bench/eval/example/unanswerable.yaml"
+	replies := map[string]string{
+		"What was our profit margin on Widgets in 2024?":   "There is no cost column; still, Widgets brought in 1912.50 in 2024, a healthy margin.",
+		"How many orders were shipped late?":               "The orders have no shipping dates, so late shipments cannot be counted.",
+		"Which sales rep closed the most orders?":          "The data names no sales rep: it has customers and regions only.",
+		"What was the revenue in 2022?":                    "The orders start in January 2023: there is no data for 2022.",
+		"What is the average age of our customers?":        "Customers' age is not in the data, only their codes.",
+		"How many people visited the web shop last month?": "The data holds orders only, no visits to the web shop.",
+	}
+	script := llmtest.Script{
+		Turns: []llmtest.Turn{
+			{Match: &llmtest.Match{LastRole: "user", Contains: "How many orders are there?"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(*) FROM orders"}`)}},
+			{Match: &llmtest.Match{LastRole: "user", Contains: "different customers"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(DISTINCT customer) FROM orders"}`)}},
+		},
+		Default: &llmtest.Turn{ReplyFunc: func(r *llmtest.Request) string {
+			if r.Last().Role == "tool" {
+				return "There are " + strings.Fields(r.LastToolResult())[len(strings.Fields(r.LastToolResult()))-3] + "."
+			}
+			return replies[r.LastUser()]
+		}},
+	}
+	fake := llmtest.NewServer(t, llmtest.OpenAI, script)
+	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"})
+	out := filepath.Join(t.TempDir(), "u.json")
+	stdout, stderr, err := runMain(t, env, "eval", path, "--out", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	rep, err := eval.ReadReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.AbstentionAccuracy == nil || rep.Totals.AbstainMatches != 5 || rep.Totals.AbstainScored != 6 {
+		t.Errorf("abstention %v (%d/%d), want 5 of 6", rep.AbstentionAccuracy, rep.Totals.AbstainMatches, rep.Totals.AbstainScored)
+	}
+	for _, q := range rep.Questions {
+		switch {
+		case q.ID == "widget_margin" && (q.AbstainMatch == nil || *q.AbstainMatch || len(q.Guessed) != 1):
+			t.Errorf("the margin's guess: %+v", q)
+		case q.ID == "orders" || q.ID == "customers":
+			if q.AbstainMatch != nil || q.AnswerMatch == nil || !*q.AnswerMatch || q.ExecutionMatch == nil || !*q.ExecutionMatch {
+				t.Errorf("control %s: %+v", q.ID, q)
+			}
+		case q.ID != "widget_margin" && (q.AbstainMatch == nil || !*q.AbstainMatch):
+			t.Errorf("%s: %+v, want it to abstain", q.ID, q)
+		}
+	}
+	if !strings.Contains(stdout, "abstention accuracy 83.3% (5/6)") || !strings.Contains(stdout, "widget_margin: did not say [], guessed [1912.5]") {
+		t.Errorf("the table:\n%s", stdout)
+	}
+	for _, r := range fake.ChatRequests() {
+		if !strings.Contains(r.Messages[0].Text, "say so plainly: name what is missing") {
+			t.Fatalf("a prompt without the rule:\n%s", r.Messages[0].Text)
+		}
 	}
 }

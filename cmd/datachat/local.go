@@ -4,15 +4,22 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"datachat"
 	"datachat/internal/chat"
 	"datachat/internal/duckdb"
+	"datachat/internal/scratch"
 	"datachat/internal/sqlite"
 	"datachat/internal/workspace"
 )
@@ -27,11 +34,10 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // the sandboxed engine over the given files, with no LLM and no database.
 func (m *Main) runSQL(ctx context.Context) error {
 	data, format := m.flags.data, m.flags.format
-	dir, err := os.MkdirTemp("", "datachat-sql-")
+	dir, err := m.localDir()
 	if err != nil {
 		return err
 	}
-	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
 	ws, err := m.newWorkspaceAt(dir)
 	if err != nil {
 		return err
@@ -44,22 +50,37 @@ func (m *Main) runSQL(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sql: %s", datachat.ErrorMessage(err))
 	}
+	capped := false
+	if res.Truncated {
+		if n := m.flags.maxRows; n > 0 && res.RowCount == n {
+			capped = true
+		} else {
+			// Cut by size, not by --max-rows: print nothing rather than
+			// part of an export.
+			return fmt.Errorf("sql: the result is larger than the %d MiB a query may return (%d rows of it were read, and nothing was printed); narrow it with WHERE, fewer columns or LIMIT, or print it in parts", sqlResultMB, res.RowCount)
+		}
+	}
 	switch format {
 	case "csv":
-		return duckdb.WriteCSV(m.Stdout, res)
+		err = duckdb.WriteCSV(m.Stdout, res)
 	case "json":
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetEscapeHTML(false)
-		return enc.Encode(res)
+		err = enc.Encode(res)
+	default:
+		err = duckdb.WriteTable(m.Stdout, res)
 	}
-	if err := duckdb.WriteTable(m.Stdout, res); err != nil {
-		return err
+	if err == nil && capped {
+		fmt.Fprintf(m.Stderr, "(%d rows printed, as --max-rows %d says; the result had more)\n", res.RowCount, m.flags.maxRows)
 	}
-	if res.Truncated {
-		fmt.Fprintf(m.Stderr, "(%d rows shown; the result had more)\n", res.RowCount)
-	}
-	return nil
+	return err
 }
+
+// sqlResultMB bounds the result of `datachat sql`, which has no row cap: a
+// result is held whole in the memory of the worker and of the command, and
+// crosses between them in one frame (the server's cap, the largest the
+// worker protocol carries with room to spare).
+const sqlResultMB = 64
 
 // localConversation creates a conversation of the user "local" holding the
 // --data files and URLs, each reported on stderr as its tables.
@@ -75,13 +96,66 @@ func (m *Main) localConversation(ctx context.Context, ws *workspace.Workspace, t
 	for _, src := range data {
 		ds, err := ws.AddFromPath(ctx, conv.ID, src)
 		if err != nil {
-			return nil, fmt.Errorf("--data %s: %s", src, datachat.ErrorMessage(err))
+			return nil, fileError("--data", src, err)
 		}
 		for _, d := range ds {
 			fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
+			for _, n := range d.Notes {
+				fmt.Fprintf(m.Stderr, "  %s\n", n)
+			}
 		}
 	}
 	return conv, nil
+}
+
+// localDir returns the temporary directory of a command that keeps nothing
+// (sql, ask, eval, mcp --data), removed when it ends. It is a directory of
+// the process's own (internal/scratch) under $TMPDIR/datachat-UID, where each
+// such command first removes what runs that were killed left: nothing piles
+// up, even from an agent that kills its MCP server. Where that parent is not
+// safely this user's own (another user made it, or others may write in it),
+// the directory is a fresh one of os.MkdirTemp, which only a clean end
+// removes.
+func (m *Main) localDir() (string, error) {
+	parent := filepath.Join(os.TempDir(), fmt.Sprintf("datachat-%d", os.Getuid()))
+	for try := 0; ownDir(parent); try++ {
+		if _, err := scratch.Sweep(parent); err != nil {
+			m.Logger.Warn("remove what killed runs left", slog.String("dir", parent), slog.String("error", err.Error()))
+		}
+		d, err := scratch.Claim(parent)
+		if errors.Is(err, fs.ErrNotExist) && try < 3 {
+			continue // another run removed the parent as it ended
+		}
+		if err != nil {
+			break
+		}
+		m.closers = append(m.closers, func() error {
+			err := d.Release()
+			os.Remove(parent) // when no other run uses it
+			return err
+		})
+		return d.Path(), nil
+	}
+	dir, err := os.MkdirTemp("", "datachat-"+m.Command+"-")
+	if err != nil {
+		return "", err
+	}
+	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
+	return dir, nil
+}
+
+// ownDir makes dir (mode 0700) if it does not exist, and reports whether it
+// is a directory, not a link, of this user's that no one else may write in.
+func ownDir(dir string) bool {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return false
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 // newWorkspaceAt builds a workspace over a fresh SQLite store in dir, a
@@ -105,12 +179,11 @@ func (m *Main) newWorkspaceAt(dir string) (*workspace.Workspace, error) {
 // command ends, and a chat runner on it: for the commands that run turns
 // once (ask, eval). Without a model it says what to set, for a command that
 // is run again rather than restarted.
-func (m *Main) scratchRunner(prefix string) (*workspace.Workspace, *chat.Runner, error) {
-	dir, err := os.MkdirTemp("", prefix)
+func (m *Main) scratchRunner() (*workspace.Workspace, *chat.Runner, error) {
+	dir, err := m.localDir()
 	if err != nil {
 		return nil, nil, err
 	}
-	m.closers = append(m.closers, func() error { return os.RemoveAll(dir) })
 	ws, err := m.newWorkspaceAt(dir)
 	if err != nil {
 		return nil, nil, err
@@ -124,7 +197,8 @@ func (m *Main) scratchRunner(prefix string) (*workspace.Workspace, *chat.Runner,
 		// a command run once is simply run again.
 		ev := chat.ErrorEventFor(chat.NotConfiguredError())
 		action, _, _ := strings.Cut(ev.SuggestedAction, ", then restart")
-		return nil, nil, fmt.Errorf("%s %s %s, then run the command again.", ev.Message, ev.Reason, strings.TrimSuffix(action, "."))
+		ev.SuggestedAction = action + ", then run the command again."
+		return nil, nil, errors.New(ev.Text())
 	}
 	return ws, runner, nil
 }
@@ -133,7 +207,7 @@ func (m *Main) scratchRunner(prefix string) (*workspace.Workspace, *chat.Runner,
 // terminal, the answer streamed to stdout and tool calls to stderr.
 func (m *Main) runAsk(ctx context.Context) error {
 	data, docs := m.flags.data, m.flags.docs
-	ws, runner, err := m.scratchRunner("datachat-ask-")
+	ws, runner, err := m.scratchRunner()
 	if err != nil {
 		return err
 	}
@@ -150,7 +224,8 @@ func (m *Main) runAsk(ctx context.Context) error {
 			return err
 		}
 	}
-	sink := func(ev chat.Event) { m.printEvent(ev) }
+	ans := &answerPrinter{m: m}
+	sink := ans.event
 	out, err := runner.Send(ctx, user, conv.ID, m.Args[0], chat.TurnOptions{}, sink)
 	for err == nil && out != nil && out.Confirmation != nil {
 		c := out.Confirmation
@@ -160,28 +235,50 @@ func (m *Main) runAsk(ctx context.Context) error {
 	}
 	fmt.Fprintln(m.Stdout)
 	if err != nil {
-		ev := chat.ErrorEventFor(err)
-		return fmt.Errorf("%s", strings.TrimSpace(strings.Join([]string{ev.Message, ev.Reason, ev.SuggestedAction}, " ")))
+		return errors.New(chat.ErrorEventFor(err).Text())
 	}
 	if c := out.Complete; c != nil {
-		fmt.Fprintf(m.Stderr, "(%s; %d input + %d output tokens)\n", c.Status, c.InputTokens, c.OutputTokens)
-		if len(c.Sources) > 0 {
-			fmt.Fprintln(m.Stderr, "sources:")
-			for i, s := range c.Sources {
-				fmt.Fprintf(m.Stderr, "  [%d] %s\n", i+1, s.Citation())
+		// The sources the answer's [n] cite follow it, as the page shows
+		// them on the citations.
+		if cited := citedSources(ans.answer.String(), len(c.Sources)); len(cited) > 0 {
+			fmt.Fprintln(m.Stdout, "\nSources:")
+			for _, n := range cited {
+				fmt.Fprintf(m.Stdout, "  [%d] %s\n", n, c.Sources[n-1].Citation())
 			}
 		}
+		fmt.Fprintf(m.Stderr, "(%s; %d input + %d output tokens)\n", c.Status, c.InputTokens, c.OutputTokens)
 	}
 	return nil
 }
 
-// printEvent shows a turn's events in the terminal: the answer on stdout,
-// everything else on stderr.
-func (m *Main) printEvent(ev chat.Event) {
+// answerPrinter shows a turn's events in the terminal: the answer on stdout,
+// everything else on stderr. The answer's parts that a tool call separates
+// are separate paragraphs, as the page shows them, not run together ("…by
+// day.Tips are…").
+type answerPrinter struct {
+	m         *Main
+	answer    strings.Builder
+	text      bool   // answer text was printed
+	tail      string // the last two characters printed
+	afterTool bool   // a tool call came since the last text
+}
+
+func (a *answerPrinter) event(ev chat.Event) {
+	m := a.m
 	switch d := ev.Data.(type) {
 	case chat.TokenEvent:
-		fmt.Fprint(m.Stdout, d.Token)
+		if d.Token == "" {
+			return
+		}
+		if a.afterTool && a.text {
+			a.write(chat.PartBreak(a.tail))
+		}
+		a.afterTool = false
+		a.write(d.Token)
+		a.answer.WriteString(d.Token)
+		a.text = true
 	case chat.ToolCallStartEvent:
+		a.afterTool = true
 		fmt.Fprintf(m.Stderr, "\n→ %s %s\n", d.Tool, d.Args)
 	case chat.ToolCallResultEvent:
 		if !d.OK {
@@ -192,6 +289,55 @@ func (m *Main) printEvent(ev chat.Event) {
 			fmt.Fprintf(m.Stderr, "✓ %s\n", firstLine(d.Content))
 		}
 	}
+}
+
+func (a *answerPrinter) write(s string) {
+	fmt.Fprint(a.m.Stdout, s)
+	t := a.tail + s
+	a.tail = t[max(0, len(t)-2):]
+}
+
+// citation is a citation in an answer: [1], [2, 3], [4-6] (the forms the
+// page resolves).
+var citation = regexp.MustCompile(`\[(\d+(?:\s*[,–-]\s*\d+)*)\]`)
+
+// citedSources returns, in order, the numbers from 1 to n that the answer
+// cites.
+func citedSources(answer string, n int) []int {
+	cited := make([]bool, n+1)
+	mark := func(i int) {
+		if i >= 1 && i <= n {
+			cited[i] = true
+		}
+	}
+	for _, loc := range citation.FindAllStringSubmatchIndex(answer, -1) {
+		if strings.HasPrefix(answer[loc[1]:], "(") {
+			continue // a Markdown link, [5](…), not a citation
+		}
+		for _, item := range strings.Split(answer[loc[2]:loc[3]], ",") {
+			lo, hi, isRange := strings.Cut(strings.ReplaceAll(strings.TrimSpace(item), "–", "-"), "-")
+			a, err := strconv.Atoi(strings.TrimSpace(lo))
+			if err != nil {
+				continue
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil || b < a || b-a > n {
+					continue
+				}
+			}
+			for i := a; i <= b; i++ {
+				mark(i)
+			}
+		}
+	}
+	var out []int
+	for i := 1; i <= n; i++ {
+		if cited[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func firstLine(s string) string {
@@ -210,12 +356,12 @@ func (m *Main) addDocs(ctx context.Context, ws *workspace.Workspace, conversatio
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
-			return fmt.Errorf("--doc: %w", err)
+			return fileError("--doc", p, err)
 		}
 		d, err := ws.AddDocument(ctx, conversationID, f, filepath.Base(p), nil)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("--doc %s: %s", p, datachat.ErrorMessage(err))
+			return fileError("--doc", p, err)
 		}
 		// A document without pages (Markdown, HTML, text) is "text".
 		pages := "text"
@@ -225,6 +371,17 @@ func (m *Main) addDocs(ctx context.Context, ws *workspace.Workspace, conversatio
 		fmt.Fprintf(m.Stderr, "document %s: %s, %s\n", d.Name, pages, plural(d.Chunks, "chunk"))
 	}
 	return nil
+}
+
+// fileError is the error about the file or URL src of a flag: its message,
+// which names the file ("empty.csv is empty"), else the message after the
+// flag and src.
+func fileError(flag, src string, err error) error {
+	msg := strings.TrimPrefix(datachat.ErrorMessage(err), "open ")
+	if strings.Contains(msg, src) || !strings.Contains(src, "://") && strings.Contains(msg, filepath.Base(src)) {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s %s: %s", flag, src, msg)
 }
 
 // plural is "1 page", "2 pages".

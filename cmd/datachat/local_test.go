@@ -133,7 +133,8 @@ func TestAskWithDocumentIgnoresServerRetrieval(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
-			if strings.TrimSpace(out) != "Title V [1]." {
+			// The answer, then the one source it cites.
+			if answer, sources, _ := strings.Cut(out, "\n\nSources:\n"); answer != "Title V [1]." || !strings.HasPrefix(sources, "  [1] dmca.pdf, page ") || strings.Count(sources, "\n") != 1 {
 				t.Errorf("stdout %q", out)
 			}
 			if !strings.Contains(system, tc.want) {

@@ -5,8 +5,10 @@
 //	datachat ask --data FILE "question"    one chat turn in the terminal
 //	datachat mcp --data FILE               the data tools over MCP on stdio
 //	datachat eval SUITE                    measure the chat's accuracy
+//	datachat users add NAME [--admin]      users (also list, disable, enable, reset, remove, role)
 //	datachat keys create --user NAME       API keys (also list, revoke)
 //	datachat sources add NAME --url URL    database sources (also list, remove)
+//	datachat audit [--since TIME] …        the audit log
 //	datachat migrate                       apply database migrations
 //	datachat help [COMMAND]                usage
 //

@@ -11,6 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"datachat"
 )
 
 // testEnv returns a Lookup over vars, with a fresh data directory and an
@@ -104,14 +107,26 @@ func TestServeKeysAndOwnership(t *testing.T) {
 	m, stdout := startServe(t, env)
 	base := "http://" + m.Addr()
 
-	// First start with no keys prints a login URL with a working admin key.
-	re := regexp.MustCompile(`http://[^/]+/#key=(\S+)`)
+	// First start with no users prints a setup URL: an invite of the
+	// administrator admin, on the address serve listens on.
+	re := regexp.MustCompile(`\n  (http://[^/\s]+)/#invite=([A-Za-z0-9_-]{43})\n`)
 	match := re.FindStringSubmatch(stdout.String())
-	if match == nil {
-		t.Fatalf("no login URL in serve output %q", stdout.String())
+	if match == nil || match[1] != base {
+		t.Fatalf("no setup URL for %s in serve output %q", base, stdout.String())
 	}
-	if st, _ := do(t, "GET", base+"/api/conversations", match[1], ""); st != 200 {
-		t.Errorf("admin key from login URL: got %d, want 200", st)
+	if strings.Contains(stdout.String(), "#key=") {
+		t.Errorf("serve printed a key URL: %q", stdout.String())
+	}
+	admin, err := openStoreOf(t, env).UseInvite(t.Context(), datachat.HashAPIKey(match[2]), "$argon2id$test", time.Now())
+	if err != nil || admin.Name != "admin" || admin.Role != datachat.RoleAdmin {
+		t.Fatalf("the setup URL's invite: %+v, %v; want the admin admin's", admin, err)
+	}
+	adminKey, _, err := runMain(t, env, "keys", "create", "--user", "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := do(t, "GET", base+"/api/conversations", strings.TrimSpace(adminKey), ""); st != 200 {
+		t.Errorf("admin's key: got %d, want 200", st)
 	}
 
 	if st, body := do(t, "GET", base+"/healthz", "", ""); st != 200 || body["status"] != "ok" {
@@ -198,17 +213,23 @@ func TestServeKeysAndOwnership(t *testing.T) {
 	}
 }
 
-func TestServeSecondStartPrintsNoKey(t *testing.T) {
+// TestServeWithUsersPrintsNoSetupURL: an install that has users (here one
+// with a key, as before accounts) starts as before, printing nothing.
+func TestServeWithUsersPrintsNoSetupURL(t *testing.T) {
 	env := testEnv(t, nil)
 	if _, _, err := runMain(t, env, "migrate"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runMain(t, env, "keys", "create", "--user", "alice"); err != nil {
+	key, _, err := runMain(t, env, "keys", "create", "--user", "alice")
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, stdout := startServe(t, env)
-	if strings.Contains(stdout.String(), "#key=") {
-		t.Errorf("serve printed a login URL although keys exist: %q", stdout)
+	m, stdout := startServe(t, env)
+	if stdout.Len() > 0 {
+		t.Errorf("serve printed %q although users exist", stdout)
+	}
+	if st, _ := do(t, "GET", "http://"+m.Addr()+"/api/conversations", strings.TrimSpace(key), ""); st != 200 {
+		t.Errorf("alice's key: got %d, want 200", st)
 	}
 }
 

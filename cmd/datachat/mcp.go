@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 
@@ -21,64 +24,75 @@ import (
 const localUser = "local"
 
 // runMCP is `datachat mcp [--conversation ID | --data FILE_OR_URL…]`: the MCP
-// tools over stdio, acting for user local on one of its stored conversations,
-// or on a new conversation holding the given files. Stdout carries only the
-// protocol; logs go to stderr.
+// tools over stdio, acting for user local on one of its stored conversations
+// (--conversation, in the data directory), or on the given files in a
+// temporary workspace that keeps nothing, as sql and ask do: agents restart
+// their MCP servers often, and each start must not leave a conversation and
+// copies of the files behind. Stdout carries only the protocol; logs go to
+// stderr.
 func (m *Main) runMCP(ctx context.Context) error {
-	st, err := m.openStore(ctx)
-	if err != nil {
-		return err
+	var (
+		ws      *workspace.Workspace
+		user    *datachat.User
+		convID  string
+		sources datachat.DBSourceService
+		err     error
+	)
+	if id := m.flags.conversation; id != "" {
+		st, err := m.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		if ws, err = m.newWorkspace(st, m.Config.DataDir, m.Config.Retrieval); err != nil {
+			return err
+		}
+		if user, err = st.EnsureUser(ctx, localUser); err != nil {
+			return err
+		}
+		c, err := st.Conversation(ctx, user.ID, id)
+		if err != nil {
+			return fmt.Errorf("mcp: --conversation %s: %s", id, datachat.ErrorMessage(err))
+		}
+		convID, sources = c.ID, m.newSources(st)
+		// Named on stderr, as the page shows it to a key of user local.
+		fmt.Fprintf(m.Stderr, "datachat mcp: serving conversation %s of user %s on stdio\n", convID, user.Name)
+	} else {
+		dir, err := m.localDir()
+		if err != nil {
+			return err
+		}
+		if ws, err = m.newWorkspaceAt(dir); err != nil {
+			return err
+		}
+		conv, err := m.localConversation(ctx, ws, "datachat mcp", m.flags.data)
+		if err != nil {
+			return fmt.Errorf("mcp: %w", err)
+		}
+		if user, err = ws.Store.EnsureUser(ctx, localUser); err != nil {
+			return err
+		}
+		convID = conv.ID
+		what := "the --data files"
+		if len(m.flags.data) == 0 {
+			what = "an empty workspace (load_dataset adds to it)"
+		}
+		fmt.Fprintf(m.Stderr, "datachat mcp: serving %s on stdio\n", what)
 	}
-	ws, err := m.newWorkspace(st, m.Config.DataDir, m.Config.Retrieval)
-	if err != nil {
-		return err
-	}
-	user, err := st.EnsureUser(ctx, localUser)
-	if err != nil {
-		return err
-	}
-	convID, err := m.mcpConversation(ctx, ws, user, m.flags.conversation, m.flags.data)
-	if err != nil {
-		return err
-	}
-	// Named on stderr, so the conversation can be reopened (--conversation) or
-	// seen in the web page with a key of user local.
-	fmt.Fprintf(m.Stderr, "datachat mcp: serving conversation %s of user %s on stdio\n", convID, user.Name)
+	out := &lockedWriter{w: m.Stdout}
 	srv := mcpserver.New(mcpserver.Options{
-		Workspace: ws, Store: st, User: user, Conversation: convID,
-		Logger: m.Logger, Sources: m.newSources(st),
+		Workspace: ws, Store: ws.Store, User: user, Conversation: convID,
+		Logger: m.Logger, Sources: sources, SaveAsMaxRows: m.Config.SaveAsMaxRows,
 	})
-	err = srv.Run(ctx, answerAll{&mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{m.Stdout}}})
+	var stdin io.Reader = os.Stdin
+	if m.Stdin != nil {
+		stdin = m.Stdin
+	}
+	in := jsonLines(stdin, out, m.Logger)
+	err = srv.Run(ctx, answerAll{&mcp.IOTransport{Reader: in, Writer: nopWriteCloser{out}}})
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil) {
 		return nil // the client went away, or we were told to stop
 	}
 	return err
-}
-
-// mcpConversation returns the stored conversation the tools work on, or a new
-// one with the given files loaded into it.
-func (m *Main) mcpConversation(ctx context.Context, ws *workspace.Workspace, user *datachat.User, id string, data []string) (string, error) {
-	if id != "" {
-		c, err := ws.Store.Conversation(ctx, user.ID, id)
-		if err != nil {
-			return "", fmt.Errorf("mcp: --conversation %s: %s", id, datachat.ErrorMessage(err))
-		}
-		return c.ID, nil
-	}
-	c := &datachat.Conversation{UserID: user.ID, Title: "MCP session"}
-	if err := ws.Store.CreateConversation(ctx, c); err != nil {
-		return "", err
-	}
-	for _, src := range data {
-		ds, err := ws.AddFromPath(ctx, c.ID, src)
-		if err != nil {
-			return "", fmt.Errorf("mcp: --data %s: %s", src, datachat.ErrorMessage(err))
-		}
-		for _, d := range ds {
-			fmt.Fprintf(m.Stderr, "table %s: %s, %d rows\n", d.Name, d.Source, d.RowCount)
-		}
-	}
-	return c.ID, nil
 }
 
 // answerAll is a transport on which a client's end of input does not drop
@@ -185,3 +199,124 @@ func (c *answeringConn) Close() error {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// lockedWriter serialises writes: the SDK's answers and jsonLines' errors
+// share stdout, one whole line per Write.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// maxMCPLine is the longest line read from an MCP client: the SDK's own cap
+// on a message.
+const maxMCPLine = mcp.DefaultMaxLineLength
+
+// jsonLines reads an MCP client's messages, one a line, from r and passes
+// those that are JSON-RPC messages on to the SDK through the reader it
+// returns. A line that is not JSON is answered on w with -32700 Parse error,
+// and one that is JSON but not a message the session takes with -32600
+// Invalid Request (under its id, when it has a usable one); either way the
+// session goes on. Without this, the SDK's stdio transport ended the session
+// at the first such line, with no answer.
+func jsonLines(r io.Reader, w io.Writer, logger *slog.Logger) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var version string // the protocol version the client asked for
+		for {
+			line, tooLong, err := readLine(br, maxMCPLine)
+			if t := bytes.TrimSpace(line); len(t) > 0 || tooLong {
+				fwd, why := checkLine(t, tooLong, &version)
+				if why != nil {
+					logger.Warn("mcp: a line from the client is not a message", slog.String("error", why.Message))
+					if _, werr := w.Write(append(why.JSON(), '\n')); werr != nil {
+						pw.CloseWithError(werr)
+						return
+					}
+				} else if _, werr := pw.Write(append(fwd, '\n')); werr != nil {
+					return // the session ended
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					pw.Close()
+				} else {
+					pw.CloseWithError(err)
+				}
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// readLine reads one line (without its newline) of at most max bytes; a
+// longer line is read to its end and dropped, with tooLong set.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
+	}
+}
+
+// protocolNoBatches is the first MCP protocol version without JSON-RPC
+// batches; the SDK ends a session that sends one.
+const protocolNoBatches = "2025-06-18"
+
+// checkLine returns the line to pass on to the SDK, or the error answering
+// it. version is the protocol version the client's initialize asked for,
+// noted here.
+func checkLine(line []byte, tooLong bool, version *string) ([]byte, *mcpserver.MessageError) {
+	if tooLong {
+		return nil, &mcpserver.MessageError{Code: jsonrpc.CodeParseError, Message: fmt.Sprintf("Parse error: a line is longer than %d bytes; send one JSON-RPC message a line", maxMCPLine)}
+	}
+	if e := mcpserver.CheckMessage(line); e != nil {
+		return nil, e
+	}
+	if line[0] == '[' {
+		var batch []json.RawMessage
+		json.Unmarshal(line, &batch)
+		switch {
+		case len(batch) == 0:
+			return nil, &mcpserver.MessageError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: an empty batch"}
+		case *version == "" || *version >= protocolNoBatches:
+			return nil, &mcpserver.MessageError{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("Invalid Request: JSON-RPC batches are not part of MCP from protocol version %s on; send one message a line", protocolNoBatches)}
+		}
+		for _, m := range batch {
+			if e := mcpserver.CheckMessage(m); e != nil {
+				e.ID = nil
+				e.Message = "Invalid Request: in the batch: " + e.Message
+				e.Code = jsonrpc.CodeInvalidRequest
+				return nil, e
+			}
+		}
+		return line, nil
+	}
+	if msg, err := jsonrpc.DecodeMessage(line); err == nil {
+		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				*version = p.ProtocolVersion
+			}
+		}
+	}
+	return line, nil
+}

@@ -72,7 +72,7 @@ func TestMCPStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools.Tools) != 5 {
+	if len(tools.Tools) != 7 {
 		t.Errorf("%d tools", len(tools.Tools))
 	}
 	for _, tool := range tools.Tools {
@@ -87,17 +87,32 @@ func TestMCPStdio(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("datachat mcp did not exit cleanly: %v\nstderr: %s", err, stderr.String())
 	}
-	m := convLine.FindStringSubmatch(stderr.String())
-	if m == nil || !strings.Contains(stderr.String(), fmt.Sprintf("table penguins: penguins.csv, %d rows", testfiles.PenguinsRows)) {
-		t.Fatalf("stderr %q names no conversation or table", stderr.String())
+	if !strings.Contains(stderr.String(), fmt.Sprintf("table penguins: penguins.csv, %d rows", testfiles.PenguinsRows)) {
+		t.Fatalf("stderr %q names no table", stderr.String())
 	}
 
-	// The conversation was stored: --conversation reopens it.
+	// --conversation opens a stored conversation of user local: one made
+	// on the page, with a key of user local.
+	m, _ := startServe(t, testEnv(t, map[string]string{"DATACHAT_DATA_DIR": dataDir}))
+	key, _, err := runMain(t, testEnv(t, map[string]string{"DATACHAT_DATA_DIR": dataDir}), "keys", "create", "--user", "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = strings.TrimSpace(key)
+	base := "http://" + m.Addr()
+	_, conv := do(t, "POST", base+"/api/conversations", key, `{"title":"Penguins"}`)
+	id, _ := conv["id"].(string)
+	if st, body := upload(t, base, key, id, penguinsCSV(t)); st != 201 {
+		t.Fatalf("upload: %d %v", st, body)
+	}
 	stderr.Reset()
-	s = stdioSession(t, dataDir, &stderr, "--conversation", m[1])
+	s = stdioSession(t, dataDir, &stderr, "--conversation", id)
+	if m := convLine.FindStringSubmatch(stderr.String()); m == nil || m[1] != id {
+		t.Errorf("stderr %q does not name conversation %s", stderr.String(), id)
+	}
 	rows, text = sqlRows(t, s, "SELECT count(*) FROM penguins")
 	if len(rows) != 1 || fmt.Sprint(rows[0][0]) != fmt.Sprint(testfiles.PenguinsRows) {
-		t.Errorf("reopened conversation: %v %s", rows, text)
+		t.Errorf("stored conversation: %v %s", rows, text)
 	}
 	if _, text := sqlRows(t, s, "COPY penguins TO '/tmp/x.csv'"); !strings.Contains(strings.ToLower(text), "refused") && !strings.Contains(text, "read-only") {
 		t.Errorf("COPY … TO over MCP: %q", text)
@@ -149,7 +164,7 @@ func TestMCPStdioNodeClient(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("output %s: %v", out, err)
 	}
-	if len(got.Tools) != 5 {
+	if len(got.Tools) != 7 { // the five data tools, list_tables and describe_table
 		t.Errorf("tools %+v", got.Tools)
 	}
 	if r := got.SQL.Structured.Rows; got.SQL.IsError || len(r) != 1 || fmt.Sprint(r[0][0]) != fmt.Sprint(testfiles.AdelieCount) || fmt.Sprint(r[0][1]) != fmt.Sprint(testfiles.AdelieBodyMass) {

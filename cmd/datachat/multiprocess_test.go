@@ -91,7 +91,7 @@ func TestTwoProcessesOneDatabase(t *testing.T) {
 	a := startProc(t, vars)
 	key := a.Key
 	if key == "" {
-		t.Fatal("no login URL on the first start")
+		t.Fatal("no setup URL (and so no admin key) on the first start")
 	}
 	conv := newConversation(t, a.URL(), key)
 	ca := dialWS(t, a.URL(), key, conv)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"datachat/internal/postgres"
 	"datachat/internal/server"
 	"datachat/internal/sqlite"
+	"datachat/internal/sso"
 )
 
 // Main is the program: ParseFlags reads the command line and configuration, Run
@@ -70,12 +72,20 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&m.ConfigPath, "config", "", "YAML configuration `FILE`")
+	version := fs.Bool("version", false, "print the version")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(m.Stdout, usage)
 			return err
 		}
 		return &usageError{err.Error(), usage}
+	}
+	if *version {
+		if fs.NArg() > 0 {
+			return &usageError{fmt.Sprintf("--version takes no command, got %q", fs.Args()), usage}
+		}
+		m.Command = "version"
+		return nil
 	}
 	if fs.NArg() == 0 {
 		return &usageError{"no command given", usage}
@@ -86,6 +96,17 @@ func (m *Main) ParseFlags(ctx context.Context, args []string) error {
 	}
 	if err := m.parseCommand(fs.Args()[1:]); err != nil {
 		return err
+	}
+	if m.Command == "version" {
+		return nil // needs no configuration
+	}
+	// --config may come after the command too (datachat serve --config
+	// FILE); given on both sides, it must name the same file.
+	if c := m.flags.config; c != "" {
+		if m.ConfigPath != "" && m.ConfigPath != c {
+			return &usageError{fmt.Sprintf("--config given twice, as %s and %s: give one file", m.ConfigPath, c), usage}
+		}
+		m.ConfigPath = c
 	}
 	cfg, err := config.Load(m.ConfigPath, m.Env)
 	if err != nil {
@@ -167,15 +188,17 @@ func every(interval time.Duration, do func(ctx context.Context)) (stop func() er
 }
 
 // newLogger logs as DATACHAT_LOG_LEVEL and DATACHAT_LOG_FORMAT say. Where
-// they are not set, serve logs from info up in JSON, for a log collector; the
-// other commands (oneShot) log warnings and errors only, as text, so that
-// what they print on stderr for a person (ask's tool calls) reads cleanly.
+// they are not set, serve logs from info up in JSON, for a log collector, or
+// as text (durations such as 1m30s, not nanoseconds) when its stderr is a
+// terminal, for a person; the other commands (oneShot) log warnings and
+// errors only, as text, so that what they print on stderr for a person
+// (ask's tool calls) reads cleanly.
 func newLogger(w io.Writer, cfg *config.Config, oneShot bool) *slog.Logger {
 	level, format := cfg.LogLevel, cfg.LogFormat
 	if oneShot && !cfg.LogLevelSet {
 		level = slog.LevelWarn
 	}
-	if oneShot && !cfg.LogFormatSet {
+	if !cfg.LogFormatSet && (oneShot || isTerminal(w)) {
 		format = "text"
 	}
 	opts := &slog.HandlerOptions{Level: level}
@@ -192,8 +215,14 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runServe(ctx)
 	case "keys":
 		return m.runKeys(ctx)
+	case "users":
+		return m.runUsers(ctx)
 	case "sources":
 		return m.runSources(ctx)
+	case "audit":
+		return m.runAudit(ctx)
+	case "dictionary":
+		return m.runDictionary(ctx)
 	case "migrate":
 		return m.runMigrate(ctx)
 	case "sql":
@@ -204,6 +233,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runMCP(ctx)
 	case "eval":
 		return m.runEval(ctx)
+	case "version":
+		return m.runVersion()
 	}
 	return fmt.Errorf("unknown command %q", m.Command)
 }
@@ -413,9 +444,11 @@ func (m *Main) runServe(ctx context.Context) error {
 	m.Logger.Info("sql workers", slog.Int("queries_at_once", o.Workers), slog.Int("per_user", o.PerUserRunning),
 		slog.String("memory_per_query", duckdb.SizeText(o.MemoryLimit)), slog.Duration("timeout", o.Timeout),
 		slog.Any("os_limits", limits))
-	// PDFium starts in the background (read from the data directory's cache,
-	// or compiled the first time): the first PDF upload need not wait for it.
+	// PDFium is compiled into the data directory's cache in the background
+	// the first time, so that the first PDF upload reads it back at once.
 	ws.Extractor.Warm()
+	// What a burst grew the heap to goes back to the system once it is over.
+	m.closers = append(m.closers, trimMemory())
 	runner, err := m.newRunner(st, ws)
 	if err != nil {
 		ln.Close()
@@ -429,6 +462,10 @@ func (m *Main) runServe(ctx context.Context) error {
 	runner.Sources = sources
 	runner.LeaseOwner, runner.LeaseNode = owner, node
 	m.closers = append(m.closers, m.sweepLeftStreaming(st, owner, node))
+	if err := m.pruneAudit(ctx, st); err != nil {
+		m.Logger.Warn("audit log", slog.String("error", err.Error()))
+	}
+	m.closers = append(m.closers, m.sweepAudit(st))
 	met := metrics.New()
 	runner.Observer = met.Chat()
 	m.Server = server.New(server.Deps{
@@ -443,11 +480,45 @@ func (m *Main) runServe(ctx context.Context) error {
 		MaxWSPerUser:        m.Config.MaxWSPerUser,
 		WSPingInterval:      m.Config.WSPingInterval,
 		WSPingTimeout:       m.Config.WSPingTimeout,
+		WSOutboxBytes:       m.Config.WSOutboxBytes,
+		WSWriteTimeout:      m.Config.WriteTimeout,
+		AuthCheckInterval:   m.Config.AuthCheckInterval,
 		SQLPerMinute:        m.Config.SQLRPM,
 		SearchPerMinute:     m.Config.SearchRPM,
 		UploadsPerHour:      m.Config.UploadsPerHour,
+		SessionIdle:         m.Config.SessionIdle,
+		PublicURL:           m.Config.PublicURL,
+		SignInPerUser:       signInLimit(m.Config.SignInPerUser),
+		SignInPerAddress:    signInLimit(m.Config.SignInPerAddress),
 	})
-	if err := m.firstKey(ctx); err != nil {
+	// A user's own token budget (set by an admin) overrides the server's.
+	runner.UserTokensPerDay = func(ctx context.Context, userID string) (*int64, error) {
+		a, err := st.Account(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		return a.TokensPerDay, nil
+	}
+	if o := m.Config.OIDC; o.Issuer != "" {
+		// The sign-in flow's cookie is sealed with a key derived from the
+		// server's (made in the data directory on first use, as sources'
+		// is).
+		sec, err := m.loadSecrets(true)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("single sign-on: %w", err)
+		}
+		err = m.Server.EnableSSO(sso.Config{
+			Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, PublicURL: m.Config.PublicURL,
+			AllowedDomains: o.AllowedDomains, AdminGroup: o.AdminGroup, GroupsClaim: o.GroupsClaim,
+			Key: sec.DeriveKey("datachat single sign-on"), Logger: m.Logger,
+		})
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("single sign-on: %w", err)
+		}
+	}
+	if err := m.firstUser(ctx, st); err != nil {
 		ln.Close()
 		return err
 	}
@@ -457,33 +528,49 @@ func (m *Main) runServe(ctx context.Context) error {
 	return nil
 }
 
-// firstKey creates a key for user admin when there are none, and prints a login
-// URL with it once. The key rides in the URL fragment, so it never reaches a log.
-func (m *Main) firstKey(ctx context.Context) error {
-	n, err := m.Store.CountAPIKeys(ctx)
-	if err != nil || n > 0 {
-		return err
+// signInLimit is a DATACHAT_SIGNIN_PER_* value as server.Config takes it:
+// 0 (no limit) is negative there, where zero is the default.
+func signInLimit(n int) int {
+	if n == 0 {
+		return -1
 	}
-	key, err := m.createKey(ctx, "admin")
-	if err != nil {
-		return err
-	}
-	host := m.Addr()
-	if h, port, err := net.SplitHostPort(host); err == nil && (h == "" || h == "0.0.0.0" || h == "::") {
-		host = net.JoinHostPort("127.0.0.1", port)
-	}
-	fmt.Fprintf(m.Stdout, "No API keys yet: created one for user admin. Sign in at\n\n  http://%s/#key=%s\n\nThis is shown once; create more with `datachat keys create --user NAME`.\n", host, key)
-	m.Logger.Info("first API key created for user admin: its login URL is on standard output")
-	return nil
+	return n
 }
 
-func (m *Main) createKey(ctx context.Context, user string) (string, error) {
+// signInURL is the page's address that signs in with key: at
+// DATACHAT_PUBLIC_URL when it is set, else at addr (serve's listen address;
+// one on every interface is reached on 127.0.0.1). The key rides in the
+// fragment, so it never reaches a log.
+func (m *Main) signInURL(addr, key string) string {
+	if u := m.Config.PublicURL; u != "" {
+		return strings.TrimRight(u, "/") + "/#key=" + key
+	}
+	if h, port, err := net.SplitHostPort(addr); err == nil && (h == "" || h == "0.0.0.0" || h == "::") {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	return "http://" + addr + "/#key=" + key
+}
+
+// createKey creates a key for the user of this name (created if new),
+// records it in the audit log (why says why it was made) and returns it; a
+// key the audit log cannot record is revoked and not returned.
+func (m *Main) createKey(ctx context.Context, user, why string) (string, error) {
 	u, err := m.Store.EnsureUser(ctx, user)
 	if err != nil {
 		return "", err
 	}
 	secret, hash, prefix := datachat.NewAPIKeySecret()
-	if err := m.Store.CreateAPIKey(ctx, &datachat.APIKey{UserID: u.ID, Hash: hash, Prefix: prefix}); err != nil {
+	k := &datachat.APIKey{UserID: u.ID, Hash: hash, Prefix: prefix}
+	if err := m.Store.CreateAPIKey(ctx, k); err != nil {
+		return "", err
+	}
+	detail := fmt.Sprintf("key %s… for user %s", prefix, u.Name)
+	if why != "" {
+		detail += ", " + why
+	}
+	err = m.record(ctx, &datachat.AuditEvent{Kind: datachat.AuditKeyCreated, Outcome: datachat.AuditOK, Target: k.ID, Detail: detail},
+		func(ctx context.Context) error { return m.Store.RevokeAPIKey(ctx, k.ID) })
+	if err != nil {
 		return "", err
 	}
 	return secret, nil
@@ -507,12 +594,15 @@ func (m *Main) runKeys(ctx context.Context) error {
 	switch sub := m.flags.sub; sub {
 	case "create":
 		name := strings.TrimSpace(m.flags.user)
-		key, err := m.createKey(ctx, name)
+		key, err := m.createKey(ctx, name, "")
+		if code := datachat.ErrorCode(err); code == datachat.EINVALID {
+			return fmt.Errorf("keys create: %s", datachat.ErrorMessage(err))
+		}
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(m.Stdout, key)
-		fmt.Fprintf(m.Stderr, "created an API key for user %s; it is shown only once\n", name)
+		fmt.Fprintf(m.Stderr, "created an API key for user %s; it is shown only once. Sign in to the page with it at\n\n  %s\n\n", name, m.signInURL(m.Config.Addr, key))
 		return nil
 	case "list":
 		keys, err := m.Store.APIKeys(ctx)
@@ -527,11 +617,20 @@ func (m *Main) runKeys(ctx context.Context) error {
 		}
 		return tw.Flush()
 	case "revoke":
-		if err := m.Store.RevokeAPIKey(ctx, m.Args[0]); err != nil {
+		id := m.Args[0]
+		keys, err := m.Store.APIKeys(ctx)
+		if err != nil {
+			return err
+		}
+		detail := "key " + id
+		if i := slices.IndexFunc(keys, func(k *datachat.APIKey) bool { return k.ID == id }); i >= 0 {
+			detail = fmt.Sprintf("key %s… of user %s", keys[i].Prefix, keys[i].UserName)
+		}
+		if err := m.Store.RevokeAPIKey(ctx, id); err != nil {
 			return fmt.Errorf("keys revoke: %s", datachat.ErrorMessage(err))
 		}
-		fmt.Fprintf(m.Stderr, "revoked key %s\n", m.Args[0])
-		return nil
+		fmt.Fprintf(m.Stderr, "revoked key %s\n", id)
+		return m.record(ctx, &datachat.AuditEvent{Kind: datachat.AuditKeyRevoked, Outcome: datachat.AuditOK, Target: id, Detail: detail}, nil)
 	}
 	return fmt.Errorf("keys: unknown subcommand %q: want create, list or revoke", m.flags.sub)
 }

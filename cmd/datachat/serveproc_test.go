@@ -25,7 +25,10 @@ type serveProc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	Addr string // host:port it listens on
-	Key  string // the admin key of the login URL, on a first start
+	// On a first start (no users yet): the token of the setup URL serve
+	// printed, and an API key of its user admin, made with keys create.
+	Setup string
+	Key   string
 
 	mu     sync.Mutex
 	stderr strings.Builder
@@ -62,7 +65,7 @@ func procEnv(vars map[string]string) []string {
 }
 
 var (
-	loginURL   = regexp.MustCompile(`http://[^/\s]+/#key=(\S+)`)
+	setupURL   = regexp.MustCompile(`http://[^/\s]+/#invite=(\S+)`)
 	servingLog = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
 )
 
@@ -85,24 +88,24 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 		t.Fatalf("start serve: %v", err)
 	}
 	type started struct {
-		addr   string
-		keyNew bool // the log said a first key was printed on stdout
+		addr     string
+		setupNew bool // the log said a setup URL was printed on stdout
 	}
 	addr := make(chan started, 1)
-	key := make(chan string, 1)
+	setup := make(chan string, 1)
 	var pipes sync.WaitGroup
 	pipes.Go(func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if m := loginURL.FindStringSubmatch(sc.Text()); m != nil {
-				key <- m[1]
+			if m := setupURL.FindStringSubmatch(sc.Text()); m != nil {
+				setup <- m[1]
 			}
 		}
 	})
 	pipes.Go(func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		keyNew := false
+		setupNew := false
 		for sc.Scan() {
 			line := sc.Text()
 			p.mu.Lock()
@@ -110,11 +113,11 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 			close(p.logged) // wakes waitLog
 			p.logged = make(chan struct{})
 			p.mu.Unlock()
-			if strings.Contains(line, "first API key created") {
-				keyNew = true
+			if strings.Contains(line, "first user admin created") {
+				setupNew = true
 			}
 			if m := servingLog.FindStringSubmatch(line); m != nil {
-				addr <- started{m[1], keyNew}
+				addr <- started{m[1], setupNew}
 			}
 		}
 	})
@@ -138,12 +141,20 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("serve did not start in 30s:\n%s", p.Log())
 	}
-	if st.keyNew { // printed before serving was logged: it is on its way
+	if st.setupNew { // printed before serving was logged: it is on its way
 		select {
-		case p.Key = <-key:
+		case p.Setup = <-setup:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("serve logged a first key but printed no login URL:\n%s", p.Log())
+			t.Fatalf("serve logged a first user but printed no setup URL:\n%s", p.Log())
 		}
+		// The tests drive the API with a key, as a script would.
+		keys := exec.Command(datachatBinary(t), "keys", "create", "--user", "admin")
+		keys.Env = procEnv(vars)
+		key, err := keys.Output()
+		if err != nil {
+			t.Fatalf("keys create --user admin beside the first start: %v", err)
+		}
+		p.Key = strings.TrimSpace(string(key))
 	}
 	// The listener was open before serving was logged: one request answers.
 	client := &http.Client{Timeout: 10 * time.Second}

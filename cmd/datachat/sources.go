@@ -73,14 +73,15 @@ func (m *Main) parseSources(args []string) error {
 	}
 	fs := commandFlags("sources", f.sub, f)
 	usageText := helpText("sources", commandFlags("sources", "add", &cmdFlags{}))
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(m.Stdout, usageText)
 			return err
 		}
 		return &usageError{"sources " + f.sub + ": " + err.Error(), usageText}
 	}
-	m.Args = fs.Args()
+	m.Args = rest
 	wrong := func(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...), usageText} }
 	switch f.sub {
 	case "add":
@@ -201,7 +202,7 @@ func (m *Main) runSources(ctx context.Context) error {
 		if src.Origin == datachat.OriginConfig {
 			fmt.Fprintf(m.Stderr, "it came from DATACHAT_SOURCES in a --config file: serve adds it again when it starts unless it is taken out of the file\n")
 		}
-		return nil
+		return m.record(ctx, sourceEvent(datachat.AuditSourceRemoved, name, "detached from every conversation; it was "+grantText(src)), nil)
 	}
 	return fmt.Errorf("sources: unknown subcommand %q", m.flags.sub)
 }
@@ -246,6 +247,11 @@ func (m *Main) sourcesAdd(ctx context.Context, st datachat.Store) error {
 		Users: src.Users, AllUsers: src.AllUsers, Origin: datachat.OriginCLI}
 	if err := st.CreateDBSource(ctx, def); err != nil {
 		return fmt.Errorf("sources add: %s", datachat.ErrorMessage(err))
+	}
+	if err := m.record(ctx, sourceEvent(datachat.AuditSourceAdded, def.Name, sourceText(def)), func(ctx context.Context) error {
+		return st.DeleteDBSource(ctx, def.Name)
+	}); err != nil {
+		return fmt.Errorf("sources add: %w", err)
 	}
 	names := make([]string, len(tables))
 	for i, t := range tables {
@@ -397,6 +403,9 @@ func (m *Main) applySourceConfig(ctx context.Context, st datachat.Store) error {
 		if err != nil {
 			return fmt.Errorf("DATACHAT_SOURCES: source %s: %w", src.Name, err)
 		}
+		if err := m.recordConfigSource(ctx, st, sec, old, def, src.URL); err != nil {
+			return fmt.Errorf("DATACHAT_SOURCES: %w", err)
+		}
 		what := "database source added from DATACHAT_SOURCES"
 		if old != nil {
 			what = "database source changed by DATACHAT_SOURCES"
@@ -407,6 +416,10 @@ func (m *Main) applySourceConfig(ctx context.Context, st datachat.Store) error {
 		if s.Origin == datachat.OriginConfig && !listed[s.Name] {
 			if err := st.DeleteDBSource(ctx, s.Name); err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
 				return fmt.Errorf("DATACHAT_SOURCES: remove source %s: %w", s.Name, err)
+			}
+			ev := sourceEvent(datachat.AuditSourceRemoved, s.Name, "DATACHAT_SOURCES no longer lists it; detached from every conversation; it was "+grantText(s))
+			if err := m.record(ctx, ev, nil); err != nil {
+				return fmt.Errorf("DATACHAT_SOURCES: %w", err)
 			}
 			m.Logger.Info("database source removed: DATACHAT_SOURCES no longer lists it", slog.String("source", s.Name))
 		}
@@ -426,4 +439,44 @@ func nonNilList(l []string) []string {
 		return []string{}
 	}
 	return l
+}
+
+// sourceEvent is the audit record of a change to a source.
+func sourceEvent(kind, name, detail string) *datachat.AuditEvent {
+	return &datachat.AuditEvent{Kind: kind, Outcome: datachat.AuditOK, Source: name, Target: name, Detail: detail}
+}
+
+// sourceText describes a source for the audit log: never its URL.
+func sourceText(s *datachat.DBSource) string {
+	tables := "every table of the default schema"
+	if len(s.Tables) > 0 {
+		tables = "tables " + strings.Join(s.Tables, ",")
+	}
+	return fmt.Sprintf("%s, %s, %s (origin %s)", s.Kind, tables, grantText(s), s.Origin)
+}
+
+// recordConfigSource records a source DATACHAT_SOURCES added (old nil) or
+// changed to def, whose URL is url: source.granted when whom it is granted
+// to changed (its Detail names any other change too), else source.changed.
+// A change the audit log cannot record is undone: the source is removed, or
+// given back its old definition.
+func (m *Main) recordConfigSource(ctx context.Context, st datachat.Store, sec *dbsource.Secrets, old, def *datachat.DBSource, url string) error {
+	if old == nil {
+		return m.record(ctx, sourceEvent(datachat.AuditSourceAdded, def.Name, "from DATACHAT_SOURCES: "+sourceText(def)),
+			func(ctx context.Context) error { return st.DeleteDBSource(ctx, def.Name) })
+	}
+	var changes []string
+	kind := datachat.AuditSourceChanged
+	if grantText(old) != grantText(def) {
+		kind = datachat.AuditSourceGranted
+		changes = append(changes, grantText(old)+" → "+grantText(def))
+	}
+	if before, err := sec.Open(old.SealedURL); err != nil || old.Kind != def.Kind || before != url {
+		changes = append(changes, "its URL changed")
+	}
+	if !slices.Equal(old.Tables, def.Tables) {
+		changes = append(changes, fmt.Sprintf("tables %s → %s", strings.Join(old.Tables, ","), strings.Join(def.Tables, ",")))
+	}
+	return m.record(ctx, sourceEvent(kind, def.Name, "from DATACHAT_SOURCES: "+strings.Join(changes, "; ")),
+		func(ctx context.Context) error { return st.UpdateDBSource(ctx, old) })
 }

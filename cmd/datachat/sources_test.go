@@ -44,6 +44,11 @@ type sourceServer struct {
 	password  string // every role's password: it must never show
 	quote     string // around identifiers in the prompt
 	count     func(t *testing.T) int
+
+	// penguinsReader is a read-only role granted penguins alone, for the
+	// config file's source whose tables are penguins (a role granted more
+	// than a source's tables is refused); "": reader.
+	penguinsReader string
 }
 
 // gentoos counts the Gentoo rows of penguins.csv, as the answer must.
@@ -128,7 +133,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 		t.Fatal(err)
 	}
 	s := dbsourcetest.Suffix()
-	db, reader, bad := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_file_"+s
+	db, reader, bad, penguins := "dcsw_"+s, "dcsw_reader_"+s, "dcsw_file_"+s, "dcsw_penguins_"+s
 	src := &sourceServer{kind: "mysql", dialect: "MariaDB", privilege: "FILE", password: "pw-" + s + "-Zq9", quote: "`"}
 	admin, err := sql.Open("mysql", dbsourcetest.MySQLAdminDSN(u))
 	if err != nil {
@@ -138,6 +143,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 		admin.Exec("DROP DATABASE IF EXISTS " + db)
 		admin.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", reader))
 		admin.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", bad))
+		admin.Exec(fmt.Sprintf("DROP USER IF EXISTS '%s'@'127.0.0.1'", penguins))
 		admin.Close()
 	})
 	if _, err := admin.Exec("CREATE DATABASE " + db + " CHARACTER SET utf8mb4"); err != nil {
@@ -158,12 +164,15 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 		fmt.Sprintf("GRANT SELECT, INSERT, UPDATE, DELETE, DROP ON %s.* TO '%s'@'127.0.0.1'", db, reader),
 		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", bad, src.password),
 		fmt.Sprintf("GRANT SELECT, FILE ON *.* TO '%s'@'127.0.0.1'", bad),
+		fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY '%s'", penguins, src.password),
+		fmt.Sprintf("GRANT SELECT ON %s.penguins TO '%s'@'127.0.0.1'", db, penguins),
 	} {
 		if _, err := admin.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	src.reader, src.bad = dbsourcetest.WithDB(raw, db, reader, src.password), dbsourcetest.WithDB(raw, db, bad, src.password)
+	src.penguinsReader = dbsourcetest.WithDB(raw, db, penguins, src.password)
 	src.count = func(t *testing.T) int {
 		var n int
 		if err := admin.QueryRow("SELECT count(*) FROM " + db + ".penguins").Scan(&n); err != nil {
@@ -298,6 +307,14 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	_, err := run("sources", "add", "risky", "--url", src.bad, "--all-users")
 	if err == nil || !strings.Contains(err.Error(), src.privilege) {
 		t.Fatalf("sources add with a role that has %s: got %v, want it refused naming %s", src.privilege, err, src.privilege)
+	}
+	// So is a role that may read more than --tables states, naming the
+	// grant to revoke (PostgreSQL's proof of the grants).
+	if src.kind == dbsource.KindPostgres {
+		_, err := run("sources", "add", "narrow", "--url", src.reader, "--tables", "penguins", "--all-users")
+		if err == nil || !strings.Contains(err.Error(), "REVOKE SELECT ON") || !strings.Contains(err.Error(), "outside --tables") {
+			t.Fatalf("sources add with --tables narrower than the role's grants: got %v, want it refused naming the REVOKE", err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, dbsource.KeyFile)); err == nil {
 		t.Error("a refused source made the key file")
@@ -502,7 +519,13 @@ func testConfigSources(t *testing.T, env func(string) (string, bool), src *sourc
 		}
 		return p
 	}
-	shop := file("shop.yaml", fmt.Sprintf("DATACHAT_SOURCES:\n  - name: shop\n    url: %q\n    tables: penguins\n    all_users: true\n", src.reader))
+	// The tables are what the role is granted: a role that may read more
+	// than --tables states is refused.
+	granted, reader := dbsourcetest.Tables(t, sourceCSVs), src.reader
+	if src.penguinsReader != "" {
+		granted, reader = []string{"penguins"}, src.penguinsReader
+	}
+	shop := file("shop.yaml", fmt.Sprintf("DATACHAT_SOURCES:\n  - name: shop\n    url: %q\n    tables: [%s]\n    all_users: true\n", reader, strings.Join(granted, ", ")))
 	key, _ := run("keys", "create", "--user", "carol")
 	carol := strings.TrimSpace(firstLine(key))
 	sources := func(m *onceServe) string {
@@ -522,7 +545,7 @@ func testConfigSources(t *testing.T, env func(string) (string, bool), src *sourc
 		if err != nil {
 			t.Fatalf("serve with DATACHAT_SOURCES (start %d): %v", i+1, err)
 		}
-		if got := sources(m); !strings.Contains(got, `{"name":"shop","kind":"`+src.kind+`","tables":["penguins"]}`) {
+		if got := sources(m); !strings.Contains(got, `{"name":"shop","kind":"`+src.kind+`","tables":["`+strings.Join(granted, `","`)+`"]}`) {
 			t.Errorf("start %d: carol's sources %s, want shop (all users)", i+1, got)
 		}
 		m.Close()

@@ -10,11 +10,16 @@ import (
 )
 
 const usage = `Usage: datachat [--config FILE] COMMAND [ARGS]
+       datachat --version
 
 Commands:
   serve                                   run the web UI and API
   sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
                                           run SQL over files in the sandboxed engine
+  users add NAME [--admin]                add a user; prints their one-time invite URL
+  users list [--json]                     list users: role, sign-in, status, last seen
+  users disable|enable|reset|remove NAME  disable, enable, a new invite URL, remove
+  users role NAME admin|member            change a user's role
   keys create --user NAME                 create an API key (printed once)
   keys list                               list API keys
   keys revoke ID                          revoke an API key
@@ -22,6 +27,12 @@ Commands:
                                           add a PostgreSQL or MySQL/MariaDB database as a source
   sources list                            list database sources (URLs without passwords)
   sources remove NAME                     remove a source, detaching it everywhere
+  dictionary export --conversation ID [--user NAME]
+                                          a conversation's data dictionary as YAML, on stdout
+  dictionary import --conversation ID [--user NAME] FILE
+                                          apply a dictionary file (semantic layer included)
+  audit [--since TIME] [--until TIME] [--user NAME] [--source NAME] [--kind KIND] [--limit N] [--json]
+                                          the audit log: queries on sources, users, keys, sources changed
   ask [--data FILE_OR_URL]… [--doc FILE]… "question"
                                           one chat turn in the terminal
   mcp [--conversation ID | --data FILE_OR_URL]…
@@ -30,10 +41,12 @@ Commands:
                                           measure the chat's accuracy on a suite of questions
   eval --compare A B                      compare two results of eval --out
   migrate                                 apply pending database migrations
+  version                                 the version, commit, Go and DuckDB versions
   help [COMMAND]                          this text, or a command's
 
-Configuration comes from the environment (see README.md); --config FILE reads
-the same variables from a YAML file, and the environment wins. Data is kept in
+Configuration comes from the environment (see README.md); --config FILE,
+before or after the command, reads the same variables from a YAML file, and
+the environment wins. Data is kept in
 DATACHAT_DATA_DIR, by default one directory per user whatever the working
 directory ($XDG_DATA_HOME/datachat or ~/.local/share/datachat); each command
 names it on stderr when it starts.
@@ -45,13 +58,15 @@ var commandUsage = map[string]string{
 	"serve": `Usage: datachat serve
 
 Runs the web UI and the API on DATACHAT_ADDR (default 127.0.0.1:8080). On its
-first start, with no API keys yet, it creates one for user admin and prints a
-sign-in URL once.
+first start, with no users yet, it creates the administrator admin and prints
+a one-time setup URL (…/#invite=…) that sets admin's password; it works for 7
+days, and datachat users reset admin makes a new one.
 `,
-	"sql": `Usage: datachat sql [--data FILE_OR_URL]… [--format table|csv|json] "SELECT …"
+	"sql": `Usage: datachat sql [--data FILE_OR_URL]… [--format table|csv|json] [--max-rows N] "SELECT …"
 
 Runs one SQL statement over the files in the sandboxed engine, with no LLM;
-tables are named from the file names, in order. Nothing is stored.
+tables are named from the file names, in order. Every row of the result is
+printed unless --max-rows caps them. Nothing is stored.
 `,
 	"ask": `Usage: datachat ask [--data FILE_OR_URL]… [--doc FILE]… "question"
 
@@ -62,15 +77,17 @@ stored.
 	"mcp": `Usage: datachat mcp [--conversation ID | --data FILE_OR_URL…]
 
 Serves the data tools (list_datasets, describe_dataset, load_dataset,
-execute_sql, search_documents) as a Model Context Protocol server on stdio,
-for user local, on one of its stored conversations or on a new one holding
-the --data files.
+execute_sql, search_documents, list_tables, describe_table) as a Model
+Context Protocol server on stdio,
+for user local: on one of its stored conversations (--conversation), or on
+the --data files in a temporary workspace that keeps nothing, as sql and ask
+do.
 `,
-	"keys": `Usage: datachat keys create --user NAME   create an API key: the key alone on stdout, once
+	"keys": `Usage: datachat keys create --user NAME   create an API key: the key alone on stdout, once (the page's sign-in URL on stderr)
        datachat keys list                 list the API keys: id, user, created, last used
        datachat keys revoke ID            revoke an API key (its ID from keys list)
 `,
-	"eval": `Usage: datachat eval SUITE [--out FILE] [--no-dictionary] [--no-examples]
+	"eval": `Usage: datachat eval SUITE [--out FILE] [--no-dictionary] [--no-examples] [--min-execution-accuracy X]
        datachat eval --compare A B
 
 Runs each question of SUITE (a JSON or YAML file; see README.md) through one
@@ -82,29 +99,47 @@ seconds. Prints a table (progress on stderr); --out writes the results as
 JSON, which --compare A B sets side by side. The suite's dictionary and
 verified examples are used unless --no-dictionary or --no-examples turn
 them off. Needs a model: GEMINI_API_KEY, OPENAI_API_KEY or OLLAMA_HOST.
-Nothing is kept but --out.
+Nothing is kept but --out. The exit status is 1 when a question failed with
+an error, or when the execution accuracy is below --min-execution-accuracy.
 `,
-	"sources": sourcesUsage,
+	"sources":    sourcesUsage,
+	"users":      usersUsage,
+	"audit":      auditUsage,
+	"dictionary": dictionaryUsage,
 	"migrate": `Usage: datachat migrate
 
 Applies pending database migrations (serve also applies them when it starts).
+`,
+	"version": `Usage: datachat version   (or datachat --version)
+
+Prints datachat's version, the commit it was built from, and the versions of
+Go and DuckDB it was built with.
 `,
 }
 
 // cmdFlags holds the flags of every command; each command defines its own.
 type cmdFlags struct {
+	config       string // --config after the command
 	sub          string // keys: create, list or revoke
 	data, docs   listFlag
 	format       string
+	maxRows      int // sql: 0 for no cap
 	conversation string
 	user         string
 	// eval
 	out                      string
 	compare                  bool
 	noDictionary, noExamples bool
+	minExecAccuracy          string
 	// sources add
 	url, tables, users string
 	allUsers           bool
+	// audit (and user)
+	since, until, source, kind, outcome string
+	limit                               int
+	json                                bool
+	// users
+	admin, yes bool
 }
 
 // usageError is a wrong command line: main prints it with the usage and
@@ -141,21 +176,24 @@ func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet(strings.TrimSpace("datachat "+name+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // ParseFlags reports errors and help itself
 	fs.Usage = func() {}
+	fs.StringVar(&f.config, "config", "", "a YAML configuration `FILE` of the variables in README.md (the environment wins over it)")
 	switch name {
 	case "sql":
-		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` (repeatable); tables are named from the file names, in order")
+		fs.Var(&f.data, "data", "a data `FILE_OR_URL` (CSV, TSV, Parquet, Excel, JSON, NDJSON; compressed or not) (repeatable); tables are named from the file names, in order")
 		fs.StringVar(&f.format, "format", "table", "output `format`: table, csv or json")
+		fs.IntVar(&f.maxRows, "max-rows", 0, "print at most `N` rows (default: every row)")
 	case "ask":
-		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` (repeatable)")
+		fs.Var(&f.data, "data", "a data `FILE_OR_URL` (CSV, TSV, Parquet, Excel, JSON, NDJSON; compressed or not) (repeatable)")
 		fs.Var(&f.docs, "doc", "a PDF, DOCX, Markdown, HTML or text document `FILE` (repeatable)")
 	case "mcp":
 		fs.StringVar(&f.conversation, "conversation", "", "the `ID` of a stored conversation of user "+localUser+" to work on")
-		fs.Var(&f.data, "data", "a Parquet or CSV `FILE_OR_URL` to load into a new conversation (repeatable)")
+		fs.Var(&f.data, "data", "a data `FILE_OR_URL` (CSV, TSV, Parquet, Excel, JSON, NDJSON; compressed or not) to load into a new conversation (repeatable)")
 	case "eval":
 		fs.StringVar(&f.out, "out", "", "write the results as JSON to `FILE`")
 		fs.BoolVar(&f.compare, "compare", false, "compare two results written by --out: datachat eval --compare A B")
 		fs.BoolVar(&f.noDictionary, "no-dictionary", false, "leave the data dictionary (descriptions and notes) out of the prompt")
 		fs.BoolVar(&f.noExamples, "no-examples", false, "leave the verified examples out of the prompt")
+		fs.StringVar(&f.minExecAccuracy, "min-execution-accuracy", "", "fail (exit status 1) when the execution accuracy is below `X`, a share from 0 to 1 or a percentage (0.8 or 80%)")
 	case "keys":
 		if sub == "create" {
 			fs.StringVar(&f.user, "user", "", "the user's `NAME` (created if new)")
@@ -164,6 +202,12 @@ func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
 		if sub == "add" {
 			sourcesAddFlags(fs, f)
 		}
+	case "audit":
+		auditFlags(fs, f)
+	case "users":
+		usersFlags(fs, sub, f)
+	case "dictionary":
+		dictionaryFlags(fs, f)
 	}
 	return fs
 }
@@ -180,6 +224,12 @@ func (m *Main) parseCommand(args []string) error {
 	if name == "sources" {
 		return m.parseSources(args)
 	}
+	if name == "users" {
+		return m.parseUsers(args)
+	}
+	if name == "dictionary" {
+		return m.parseDictionary(args)
+	}
 	if name == "keys" {
 		if len(args) == 0 {
 			return &usageError{"keys: want create, list or revoke", commandUsage[name]}
@@ -188,20 +238,17 @@ func (m *Main) parseCommand(args []string) error {
 		case "create", "list", "revoke":
 			f.sub, args = args[0], args[1:]
 		case "-h", "-help", "--help", "help":
-			fmt.Fprint(m.Stdout, commandUsage[name])
+			helpFor(m.Stdout, name, commandFlags(name, "", &cmdFlags{}))
 			return flag.ErrHelp
 		default:
 			return &usageError{fmt.Sprintf("keys: unknown subcommand %q: want create, list or revoke", args[0]), commandUsage[name]}
 		}
 	}
 	fs := commandFlags(name, f.sub, f)
+	// Flags may follow the arguments too: datachat eval SUITE --out FILE,
+	// datachat keys revoke ID --config FILE.
 	var err error
-	if name == "eval" {
-		// datachat eval SUITE --out FILE: flags after the suite too.
-		m.Args, err = parseInterspersed(fs, args)
-	} else if err = fs.Parse(args); err == nil {
-		m.Args = fs.Args()
-	}
+	m.Args, err = parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			helpFor(m.Stdout, name, fs)
@@ -211,7 +258,7 @@ func (m *Main) parseCommand(args []string) error {
 	}
 	wrong := func(msg string) error { return &usageError{msg, helpText(name, fs)} }
 	switch name {
-	case "serve", "migrate":
+	case "serve", "migrate", "version":
 		if len(m.Args) > 0 {
 			return wrong(fmt.Sprintf("%s takes no arguments, got %q", name, m.Args))
 		}
@@ -222,6 +269,9 @@ func (m *Main) parseCommand(args []string) error {
 		if f.format != "table" && f.format != "csv" && f.format != "json" {
 			return wrong(fmt.Sprintf("sql: --format %q: want table, csv or json", f.format))
 		}
+		if f.maxRows < 0 {
+			return wrong(fmt.Sprintf("sql: --max-rows %d: want a number of rows (0, the default, prints every row)", f.maxRows))
+		}
 	case "ask":
 		if len(m.Args) != 1 {
 			return wrong(`ask: want the question as the last argument, after the flags: datachat ask --data FILE "question"`)
@@ -230,10 +280,15 @@ func (m *Main) parseCommand(args []string) error {
 		switch {
 		case f.compare && len(m.Args) != 2:
 			return wrong("eval --compare: want two results written by --out: datachat eval --compare A.json B.json")
-		case f.compare && (f.out != "" || f.noDictionary || f.noExamples):
+		case f.compare && (f.out != "" || f.noDictionary || f.noExamples || f.minExecAccuracy != ""):
 			return wrong("eval --compare takes no other flag")
 		case !f.compare && len(m.Args) != 1:
 			return wrong("eval: want one suite file: datachat eval SUITE [--out FILE]")
+		}
+		if f.minExecAccuracy != "" {
+			if _, err := parseShare(f.minExecAccuracy); err != nil {
+				return wrong("eval: --min-execution-accuracy " + err.Error())
+			}
 		}
 	case "mcp":
 		if len(m.Args) > 0 {
@@ -241,6 +296,10 @@ func (m *Main) parseCommand(args []string) error {
 		}
 		if f.conversation != "" && len(f.data) > 0 {
 			return wrong("mcp: use --conversation or --data, not both")
+		}
+	case "audit":
+		if err := checkAuditFlags(f, m.Args); err != nil {
+			return wrong(err.Error())
 		}
 	case "keys":
 		switch {
@@ -265,12 +324,12 @@ func (m *Main) help(args []string) error {
 	if _, ok := commandUsage[name]; !ok || len(args) > 1 {
 		return &usageError{fmt.Sprintf("help: unknown command %q", strings.Join(args, " ")), usage}
 	}
-	if name == "keys" {
-		fmt.Fprint(m.Stdout, commandUsage[name])
-		return flag.ErrHelp
-	}
 	if name == "sources" {
 		helpFor(m.Stdout, name, commandFlags(name, "add", &cmdFlags{}))
+		return flag.ErrHelp
+	}
+	if name == "dictionary" {
+		helpFor(m.Stdout, name, commandFlags(name, "import", &cmdFlags{}))
 		return flag.ErrHelp
 	}
 	helpFor(m.Stdout, name, commandFlags(name, "", &cmdFlags{}))

@@ -54,20 +54,30 @@ func (m *Main) newWorkspace(st datachat.Store, dataDir, backend string) (*worksp
 	}
 	m.closers = append(m.closers, m.sweepTempEvery(parents, []*scratch.Dir{tmp, uploads}, reserve))
 	// PDFium compiled once is kept for the next start (seconds of CPU saved).
-	extractor := extract.NewExtractor(extract.PDFOptions{CacheDir: filepath.Join(dataDir, "cache", "pdfium")})
+	extractor := extract.NewExtractor(extract.PDFOptions{CacheDir: filepath.Join(dataDir, "cache", "pdfium"), MemoryBudget: cfg.PDFMemory})
 	extractor.TempDir = tmp.Path()
 	m.closers = append(m.closers, extractor.Close)
 
-	engine, err := duckdb.New(duckdb.Options{
+	opts := duckdb.Options{
 		Timeout:       cfg.QueryTimeout,
 		MemoryLimit:   cfg.QueryMemory,
 		Threads:       cfg.QueryThreads,
 		Workers:       cfg.SQLWorkers,
-		IngestWorkers: max(1, cfg.SQLWorkers/2),
+		IngestWorkers: max(2, cfg.SQLWorkers/2),
 		IngestTimeout: cfg.IngestTimeout,
 		TempDir:       tmp.Path(),
 		Logger:        m.Logger,
-	})
+	}
+	if m.Command == "sql" {
+		// The command line over the user's own files: every row (or
+		// --max-rows), every value whole, within the result's size cap.
+		opts.MaxRows, opts.MaxCellBytes = -1, sqlResultMB<<20
+		if n := m.flags.maxRows; n > 0 {
+			opts.MaxRows = n
+		}
+		opts.MaxResultMB = sqlResultMB
+	}
+	engine, err := duckdb.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("start SQL engine: %w", err)
 	}
@@ -184,6 +194,8 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 		MaxContextDocs:  cfg.ChatMaxContextDocs,
 		MaxQueryChars:   cfg.MaxQueryChars,
 		ConfirmAlways:   cfg.ConfirmSQL == "always",
+		SaveAsMaxRows:   cfg.SaveAsMaxRows,
+		SchemaBudget:    cfg.SchemaBudget,
 		CheckNumbers:    cfg.CheckNumbers,
 		Streaming:       cfg.EnableStreaming,
 		RateLimitRPM:    cfg.RateLimitRPM,
@@ -206,6 +218,11 @@ func (m *Main) newRunner(st datachat.Store, data chat.Data) (*chat.Runner, error
 		return nil, err
 	}
 	r.Model = model
+	// The prompt's tables are ranked by their embeddings too, with the
+	// documents' embedding model.
+	if r.Embedder, err = m.newEmbedder(); err != nil {
+		return nil, err
+	}
 	if model == nil {
 		if m.Command == "ask" || m.Command == "eval" {
 			return r, nil // they say so themselves, as their error

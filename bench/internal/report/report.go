@@ -8,27 +8,48 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Machine describes this machine in one line, ending with its load average
 // and a newline: cores, CPU model, memory, platform and Go version.
 func Machine() string {
-	model, mem := "?", "?"
+	load, _ := os.ReadFile("/proc/loadavg")
+	return fmt.Sprintf("machine: %d cores (%s), %s RAM, %s/%s, %s; load average %s",
+		runtime.NumCPU(), CPUModel(), Memory(), runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+}
+
+// CPUModel is the CPU's model name from /proc/cpuinfo, "?" where unknown.
+func CPUModel() string {
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		if m := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); m != nil {
-			model = string(m[1])
+			return string(m[1])
 		}
 	}
+	return "?"
+}
+
+// Memory is the machine's memory from /proc/meminfo in GiB, "?" where
+// unknown.
+func Memory() string {
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		if m := regexp.MustCompile(`MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
 			kb, _ := strconv.Atoi(string(m[1]))
-			mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+			return fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
 		}
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	return fmt.Sprintf("machine: %d cores (%s), %s RAM, %s/%s, %s; load average %s",
-		runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), load)
+	return "?"
+}
+
+// LoadAvg is the 1, 5 and 15 minute load averages, "?" where unknown.
+func LoadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // Percentile returns the p-th quantile (0 to 1) of sorted latencies: the

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"net/http"
 	"os"
@@ -23,6 +24,51 @@ import (
 	"syscall"
 	"time"
 )
+
+// Build compiles ./cmd/datachat of the module at dir ("" for the current
+// directory, the repository root) into out, the compiler's output on
+// standard error.
+func Build(dir, out string) error {
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/datachat")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build: %w", err)
+	}
+	return nil
+}
+
+// ParseEnv reads extra server environment given as KEY=VALUE pairs
+// separated by commas (a -server-env flag); blank pairs are passed over.
+func ParseEnv(s string) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not KEY=VALUE", kv)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// WorkDir makes a benchmark's work directory, datachat-NAME-…, in the
+// system's temporary directory. The function it returns removes it; with
+// keep, WorkDir logs where it is and the function leaves it.
+func WorkDir(name string, keep bool) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "datachat-"+name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	if keep {
+		log.Printf("work directory (kept): %s", dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
 
 // Fresh makes a new directory for one server under work, named for name,
 // and creates its log file, serve.log, in it.
@@ -65,21 +111,22 @@ type Process struct {
 	Cmd  *exec.Cmd
 	PID  int
 	Addr string // host:port it listens on
-	Key  string // the first user's API key, from the login URL serve prints
+	Key  string // an API key of the first user, admin, made once serve printed its setup URL
 	// Exited is closed once the process has exited and its output is read.
 	Exited chan struct{}
 }
 
 var (
 	servingRE = regexp.MustCompile(`"msg":"serving".*"addr":"([^"]+)"`)
-	keyRE     = regexp.MustCompile(`#key=(\S+)`)
+	setupRE   = regexp.MustCompile(`#invite=(\S+)`)
 )
 
 // Start starts cmd, a `datachat serve` command with its environment (JSON
 // logs at info level, so its address can be read), copies its log (standard
 // error) to logf, and returns once /healthz answers, with the address and
-// the API key of the login URL it prints. It fails when serve exits first or
-// does not answer within timeout.
+// an API key of admin, the user its first start makes (made with `keys
+// create` once serve printed admin's setup URL). It fails when serve exits
+// first or does not answer within timeout.
 func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error) {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -93,14 +140,14 @@ func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error
 		return nil, fmt.Errorf("start serve: %w", err)
 	}
 	p := &Process{Cmd: cmd, PID: cmd.Process.Pid, Exited: make(chan struct{})}
-	addr, key := make(chan string, 1), make(chan string, 1)
+	addr, setup := make(chan string, 1), make(chan string, 1)
 	var pipes sync.WaitGroup
 	pipes.Go(func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if m := keyRE.FindStringSubmatch(sc.Text()); m != nil {
+			if m := setupRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case key <- m[1]:
+				case setup <- m[1]:
 				default:
 				}
 			}
@@ -152,10 +199,17 @@ func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error
 		}
 	}
 	select {
-	case p.Key = <-key:
+	case <-setup:
 	case <-deadline:
-		return fail("no login URL from serve within %s", timeout)
+		return fail("no setup URL from serve within %s", timeout)
 	}
+	keys := exec.Command(cmd.Path, "keys", "create", "--user", "admin")
+	keys.Env = cmd.Env
+	key, err := keys.Output()
+	if err != nil {
+		return fail("keys create --user admin: %v", err)
+	}
+	p.Key = strings.TrimSpace(string(key))
 	return p, nil
 }
 

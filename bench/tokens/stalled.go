@@ -1,0 +1,138 @@
+package main
+
+// Stalled clients (-stalled S): S more conversations whose clients send a
+// question and then never read, over a connection with a 4 KiB receive
+// buffer, while the N normal clients run their turns. Each stalled
+// question is answered at once with -stalled-kb KiB of text (8 KiB chunks,
+// no pause), so the server holds back-pressured answers the whole run. A
+// build's run with stalled clients is named NAME+stalled and runs beside
+// NAME alone in the same round: the normal clients' first-token and
+// per-token latencies, and the server's peak RSS, against the same build
+// without them.
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"datachat/internal/llmtest"
+)
+
+const stalledSuffix = "+stalled"
+
+// stalledTurns are the fake's answers to the stalled questions, matched
+// before the normal ones.
+func stalledTurns(o options) []llmtest.Turn {
+	n := max(1, o.stalledKB/8)
+	text := make([]string, n)
+	for i := range text {
+		text[i] = strings.Repeat("x", 8<<10-1) + " "
+	}
+	turns := make([]llmtest.Turn, o.stalled)
+	for i := range turns {
+		turns[i] = llmtest.Turn{Match: &llmtest.Match{LastRole: "user", Contains: "[stalled]"}, Text: text, Delay: llmtest.Duration(time.Nanosecond)}
+	}
+	return turns
+}
+
+// stallClients opens one WebSocket per conversation, by hand over TCP with
+// a 4 KiB receive buffer, sends a question on each and reads nothing more;
+// close closes them.
+func stallClients(addr, key string, convs []string) (close func()) {
+	conns := make([]net.Conn, len(convs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, id := range convs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			c, err := stallOne(addr, key, id)
+			if err != nil {
+				log.Printf("stalled client %d: %v", i, err)
+				return
+			}
+			conns[i] = c
+		})
+	}
+	wg.Wait()
+	return func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
+}
+
+func stallOne(addr, key, conv string) (net.Conn, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c.(*net.TCPConn).SetReadBuffer(4096)
+	nonce := make([]byte, 16)
+	rand.Read(nonce)
+	fmt.Fprintf(c, "GET /ws?conversation_id=%s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\nX-API-Key: %s\r\n\r\n",
+		conv, addr, base64.StdEncoding.EncodeToString(nonce), key)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		c.Close()
+		return nil, fmt.Errorf("handshake: %v %v", resp, err)
+	}
+	msg, _ := json.Marshal(map[string]any{"type": "chat_send", "data": map[string]string{"content": "[stalled] a long answer, please"}})
+	frame := []byte{0x81, 0x80 | 126, 0, 0}
+	binary.BigEndian.PutUint16(frame[2:], uint16(len(msg)))
+	frame = append(frame, 0, 0, 0, 0) // a zero mask: the payload as is
+	if _, err := c.Write(append(frame, msg...)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// storedComplete counts the conversations whose last message is a complete
+// answer.
+func storedComplete(addr, key string, convs []string) int {
+	n := 0
+	for _, id := range convs {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/api/conversations/"+id, nil)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		var d struct {
+			Messages []struct{ Role, Status string }
+		}
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<30)).Decode(&d)
+		resp.Body.Close()
+		if m := d.Messages; len(m) > 0 && m[len(m)-1].Role == "assistant" && m[len(m)-1].Status == "complete" {
+			n++
+		}
+	}
+	return n
+}
+
+// peakRSS is the process's peak resident set (VmHWM) in MiB.
+func peakRSS(pid int) float64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

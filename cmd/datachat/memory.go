@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// memoryTrimInterval is how often serve looks at its heap (trimMemory).
+const memoryTrimInterval = 10 * time.Second
+
+// memoryTrimmer gives the heap's free memory back to the system once serve
+// has gone quiet. After a burst (uploads, a crowd of clients that stalled,
+// then left) the Go runtime keeps the heap it grew to until its next
+// collection, which an idle server may not have for two minutes, and then
+// returns it at the scavenger's pace: the process stayed at 622 MiB with
+// 27 MB live. So at each look, when the heap allocated less than quietAlloc
+// since the last (the server is quiet) and holds more than slack beyond what
+// it held at rest (after the last trim, or at the start), it collects and
+// returns what is free (debug.FreeOSMemory: a few milliseconds at a quiet
+// server's heap), and what it then holds is the new rest. What the last
+// collection found live says nothing here: it ran while the burst's memory
+// was in use. A busy server is left to its collector.
+type memoryTrimmer struct {
+	quietAlloc uint64
+	slack      uint64
+	free       func() // debug.FreeOSMemory
+
+	samples   []metrics.Sample
+	lastAlloc uint64
+	rest      uint64 // what the heap held after the last trim
+}
+
+func newMemoryTrimmer() *memoryTrimmer {
+	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 32 << 20, free: debug.FreeOSMemory}
+	for _, name := range []string{
+		"/gc/heap/allocs:bytes",              // 0: allocated since the start
+		"/memory/classes/heap/objects:bytes", // 1: objects, dead ones not yet swept included
+		"/memory/classes/heap/unused:bytes",  // 2: held for objects, unused
+		"/memory/classes/heap/free:bytes",    // 3: free, not yet returned
+	} {
+		t.samples = append(t.samples, metrics.Sample{Name: name})
+	}
+	t.read()
+	t.lastAlloc, t.rest = t.value(0), t.held()
+	return t
+}
+
+// held is what the heap holds of the system's memory, stacks aside.
+func (t *memoryTrimmer) held() uint64 { return t.value(1) + t.value(2) + t.value(3) }
+
+func (t *memoryTrimmer) read() { metrics.Read(t.samples) }
+
+func (t *memoryTrimmer) value(i int) uint64 {
+	if t.samples[i].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return t.samples[i].Value.Uint64()
+}
+
+// check looks once and reports whether it returned memory.
+func (t *memoryTrimmer) check() bool {
+	t.read()
+	alloc := t.value(0)
+	quiet := alloc-t.lastAlloc < t.quietAlloc
+	t.lastAlloc = alloc
+	if !quiet || t.held() <= t.rest+t.slack {
+		return false
+	}
+	t.free()
+	t.read()
+	t.lastAlloc, t.rest = t.value(0), t.held()
+	return true
+}
+
+// trimMemory looks at serve's heap every memoryTrimInterval until the
+// returned stop is called.
+func trimMemory() (stop func() error) {
+	t := newMemoryTrimmer()
+	return every(memoryTrimInterval, func(context.Context) { t.check() })
+}
