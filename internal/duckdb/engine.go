@@ -432,9 +432,20 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 		read(d)
 		err = d.err
 	}
-	// A worker whose answer does not decode is not trusted with another query.
-	e.done(w, errors.Is(err, errMalformed))
+	// A worker whose answer does not decode is not trusted with another
+	// query; one whose query ran out of memory is replaced too, so the next
+	// query starts with all of its memory rather than with what DuckDB's
+	// allocator kept after the failure (a follow-up to such a query died of
+	// bad_alloc in CI).
+	e.done(w, errors.Is(err, errMalformed) || outOfMemory(err))
 	return err
+}
+
+// outOfMemory reports whether err is the worker's report that a query ran
+// out of its memory.
+func outOfMemory(err error) bool {
+	var qe *datachat.QueryError
+	return errors.As(err, &qe) && qe.Kind == datachat.KindMemory
 }
 
 // checkTables validates and sorts a table list.
