@@ -11,6 +11,11 @@ import (
 	"datachat"
 )
 
+// The engine's worker processes: the warm pools of spares started ahead, a
+// conversation's worker started or taken from them, handed back after each
+// query, and stopped to stay within MaxProcesses and IdleMemory or once idle
+// for IdleTimeout.
+
 // warmPool holds worker processes started ahead (spares), so that a new
 // conversation or an upload need not wait for exec and for DuckDB to load:
 // each has readied DuckDB (prewarm) and waits for its first frame, which says

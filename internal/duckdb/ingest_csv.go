@@ -12,6 +12,11 @@ import (
 	"datachat"
 )
 
+// CSV and TSV uploads: the text encoding detected and transcoded to UTF-8,
+// DuckDB's sniffer asked for the dialect, the header and the column types,
+// our own read_csv call built from what it found, and numbers written with a
+// decimal comma or thousands separators converted (csvnumbers.go).
+
 // storeCSV reads a CSV/TSV file and writes it as Parquet to out. It returns
 // the text encoding when it was not UTF-8, the delimiter, and notes on how
 // it was read (numbers converted).

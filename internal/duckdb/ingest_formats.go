@@ -12,6 +12,10 @@ import (
 	"datachat/internal/xlsx"
 )
 
+// Parquet, JSON and Excel uploads: a Parquet file checked and, where DuckDB
+// would misread it, rewritten; JSON records, nested no deeper than
+// maxJSONDepth; a workbook's sheets, found by internal/xlsx.
+
 // storeParquet validates a Parquet file and writes the stored form to out:
 // the file itself, or a rewrite where un-annotated BINARY columns holding
 // only text become VARCHAR and INT96 timestamps DuckDB cannot convert become

@@ -7,6 +7,9 @@ import (
 	"time"
 )
 
+// The engine's options and their defaults, and the OS limits a worker puts
+// itself under.
+
 // Options configure an [Engine]. Zero values take the defaults shown.
 type Options struct {
 	Timeout     time.Duration // per query, from when it starts running; 30s

@@ -17,6 +17,10 @@ import (
 	"datachat"
 )
 
+// The type of a saved column, learnt from its values as they are spooled
+// (colStats), and the reading of those values as the results write them:
+// numbers, decimals, dates, times and timestamps.
+
 // colStats is what the values of one column were, to choose its type.
 type colStats struct {
 	kind string // the column's friendly type
