@@ -14,6 +14,10 @@ import (
 	"datachat/internal/retrieval"
 )
 
+// Searching the index: the user's text turned into tsqueries, chunks ranked
+// by full text alone or, with vectors, by both rankings fused, and the
+// filters of a search as SQL.
+
 // Ranking. ts_rank, not ts_rank_cd: for an OR of words, cover density
 // scores a chunk by how close together the matched words are and little by
 // how often it has them, while ts_rank's saturating term frequency is the
