@@ -5,6 +5,8 @@ import (
 	"time"
 )
 
+// The PDF reader's options, their defaults, and the statistics it reports.
+
 // Defaults of [PDFOptions].
 const (
 	// DefaultPDFMemoryLimit caps the memory of the PDF reader for one

@@ -13,6 +13,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
+// PDFium's WebAssembly: the compilation caches runtimes share, and the size
+// and address of an instance's memory, which go-pdfium does not expose.
+
 // wasmCaches hold PDFium compiled to machine code, by [PDFOptions.CacheDir]
 // ("": in memory only): every Extractor has its own runtime (the memory limit
 // is the runtime's) but compiles from its cache in milliseconds instead of
