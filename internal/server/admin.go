@@ -15,8 +15,8 @@ import (
 )
 
 // The admin API, under /api/admin/: users (invite, reset, disable, enable,
-// role, token budget, remove), every API key, database sources' grants,
-// usage per user and day, and the audit log (audit.go). Every route is
+// role, token budget, remove), every API key (keys.go), database sources'
+// grants (grants.go), usage per user and day, and the audit log (audit.go). Every route is
 // wrapped in admin, which refuses members with 403. Each change is recorded
 // in the audit log with the admin as its actor.
 

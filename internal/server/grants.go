@@ -10,6 +10,10 @@ import (
 	"datachat"
 )
 
+// Database sources in the admin API: GET /api/admin/sources lists every
+// source and whom it is granted to; PUT …/grants changes whom, recorded in
+// the audit log.
+
 // adminSource is a database source as the admin API lists it: never its
 // URL.
 type adminSource struct {

@@ -9,6 +9,10 @@ import (
 	"datachat"
 )
 
+// API keys over HTTP: an admin lists and revokes every key under
+// /api/admin/keys; a user lists, creates and revokes their own under
+// /api/keys.
+
 // listAllKeys is GET /api/admin/keys: every API key, revoked ones too.
 func (s *Server) listAllKeys(w http.ResponseWriter, r *http.Request) {
 	list, err := s.Store.APIKeys(r.Context())
