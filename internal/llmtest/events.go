@@ -10,6 +10,10 @@ import (
 	"datachat"
 )
 
+// What a model emitted, as the suite and the provider packages' tests read
+// it: an answer's events, collected from a stream, and the comparison of
+// JSON texts.
+
 // Events is a recorded answer.
 type Events []datachat.ModelEvent
 

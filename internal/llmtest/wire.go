@@ -5,6 +5,9 @@ import (
 	"net/http"
 )
 
+// What differs between protocols: the framing of a streamed answer and the
+// error replies, with a script's explicit fields laid over a preset.
+
 // errorReply is a failure answer rendered for a protocol.
 type errorReply struct {
 	status      int
