@@ -11,6 +11,9 @@ import (
 	"datachat"
 )
 
+// datachat keys create, list and revoke; createKey makes a user's key (the
+// user created if new) and records it in the audit log.
+
 // createKey creates a key for the user of this name (created if new),
 // records it in the audit log (why says why it was made) and returns it; a
 // key the audit log cannot record is revoked and not returned.
