@@ -18,6 +18,10 @@ import (
 	"datachat/internal/llmtest"
 )
 
+// The datachat run: a fresh `datachat serve` started on its own data
+// directory, its conversations created and driven over WebSockets, and the
+// wait for it to be idle.
+
 // runServer runs n conversations through a fresh `datachat serve` of b,
 // with o.stalled stalled clients beside them if stalled.
 func runServer(o options, work string, n, round int, b build, stalled bool) result {
