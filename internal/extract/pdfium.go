@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"reflect"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/klippa-app/go-pdfium"
 	"github.com/klippa-app/go-pdfium/webassembly"
@@ -25,184 +20,6 @@ import (
 
 	"datachat"
 )
-
-// Defaults of [PDFOptions].
-const (
-	// DefaultPDFMemoryLimit caps the memory of the PDF reader for one
-	// document. PDFium starts with 18 MiB, and reading the text of the
-	// shared test PDFs or of a generated 2,000-page file does not grow it.
-	DefaultPDFMemoryLimit = 256 << 20
-	// minPDFMemoryLimit is the least memory PDFium can start in.
-	minPDFMemoryLimit = 32 << 20
-	// keepPDFMemory is the most memory an instance may have grown to and still
-	// be kept for the next document: WebAssembly memory never shrinks.
-	keepPDFMemory = 64 << 20
-	// DefaultPDFMemoryBudget caps the memory of the PDF reader for all the
-	// documents read at once and the instances kept for the next: two
-	// documents at the default per-document limit.
-	DefaultPDFMemoryBudget = 512 << 20
-)
-
-// PDFOptions bound the reading of PDF files by an [Extractor]. A zero field
-// takes its default.
-type PDFOptions struct {
-	// MemoryLimit caps the WebAssembly memory of the PDF reader while it
-	// reads one document, in bytes (whole 64 KiB pages; at least 32 MiB).
-	// A file that needs more fails with [ErrTooLarge]. Default
-	// [DefaultPDFMemoryLimit].
-	MemoryLimit int64
-	// Timeout bounds the reading of one document once its turn has come.
-	// Default [PDFTimeout].
-	Timeout time.Duration
-	// MemoryBudget caps the WebAssembly memory of all the documents read at
-	// once and of the instances kept for the next document: each document
-	// reserves MemoryLimit from it before it starts (waiting, as long as its
-	// context allows, while the budget is taken), and an instance kept idle
-	// holds its memory until the next document takes it, or is thrown away
-	// for a document waiting on the budget. Default
-	// [DefaultPDFMemoryBudget]; at least MemoryLimit.
-	MemoryBudget int64
-	// MaxConcurrent is how many documents are read at once, within
-	// MemoryBudget. Default: the number of CPUs (GOMAXPROCS), at most 4.
-	MaxConcurrent int
-	// MaxQueued is how many more may wait for their turn, each as long as its
-	// context allows; one more fails at once with [ErrBusy]. Default 8 per
-	// concurrent read.
-	MaxQueued int
-	// CacheDir keeps PDFium compiled to machine code on disk, so that the
-	// next process reads it back instead of compiling it again (seconds of
-	// CPU, at every start). Empty: compiled once per process, kept in memory.
-	// A cache that cannot be used (a damaged file, a full disk) is emptied,
-	// and the reader starts without it.
-	CacheDir string
-	// IdleRelease is how long PDFium stays started with no document to read
-	// before the reader lets it go — its machine code (tens of MB) and the
-	// instances kept for the next document (up to 64 MiB each) — when it can
-	// read it back from CacheDir, in milliseconds, for the next PDF. Without
-	// CacheDir PDFium is kept (compiling it again takes seconds of CPU).
-	// Default [DefaultPDFIdleRelease]; negative: never.
-	IdleRelease time.Duration
-}
-
-// DefaultPDFIdleRelease is how long PDFium stays started with no document
-// to read, by default (see [PDFOptions.IdleRelease]).
-const DefaultPDFIdleRelease = 30 * time.Second
-
-func (o PDFOptions) withDefaults() PDFOptions {
-	if o.MemoryLimit <= 0 {
-		o.MemoryLimit = DefaultPDFMemoryLimit
-	}
-	o.MemoryLimit = max(o.MemoryLimit, minPDFMemoryLimit) &^ (1<<16 - 1)
-	if o.MemoryBudget <= 0 {
-		o.MemoryBudget = DefaultPDFMemoryBudget
-	}
-	o.MemoryBudget = max(o.MemoryBudget, o.MemoryLimit)
-	if o.Timeout <= 0 {
-		o.Timeout = PDFTimeout
-	}
-	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = min(runtime.GOMAXPROCS(0), 4)
-	}
-	if o.MaxQueued <= 0 {
-		o.MaxQueued = 8 * o.MaxConcurrent
-	}
-	if o.IdleRelease == 0 {
-		o.IdleRelease = DefaultPDFIdleRelease
-	}
-	return o
-}
-
-// PDFStats describe the PDF reader of an [Extractor], for benchmarks and
-// metrics.
-type PDFStats struct {
-	Start      time.Duration // compiling PDFium (or reading it from the cache) and starting its runtime, the last time
-	Starts     int           // times PDFium was started
-	Releases   int           // times it was let go, idle (PDFOptions.IdleRelease)
-	Documents  int           // documents read (or tried)
-	Instances  int           // WebAssembly instances of PDFium started
-	Discarded  int           // instances thrown away after a failure, a timeout or a large document
-	LastMemory int64         // WebAssembly memory of the instance that read the last document, after it
-	MaxMemory  int64         // the largest LastMemory so far
-	Running    int           // documents being read now
-	Waiting    int           // documents waiting for their turn
-
-	// The memory budget's accounting: reserved now (by documents being
-	// read and instances kept idle), and the most reserved at once.
-	Reserved, PeakReserved int64
-}
-
-// wasmCaches hold PDFium compiled to machine code, by [PDFOptions.CacheDir]
-// ("": in memory only): every Extractor has its own runtime (the memory limit
-// is the runtime's) but compiles from its cache in milliseconds instead of
-// seconds. A cache kept in a directory lives while a runtime uses it: closing
-// it unmaps the machine code, which the directory gives back on the next
-// start. The memory-only cache lives as long as the process.
-var (
-	wasmCachesMu sync.Mutex
-	wasmCaches   = map[string]*wasmCache{}
-)
-
-// wasmCache is one compilation cache and the runtimes using it.
-type wasmCache struct {
-	dir  string
-	c    wazero.CompilationCache
-	refs int // under wasmCachesMu
-}
-
-// acquireCache returns the cache kept in dir, the memory-only one when dir is
-// empty or cannot hold a cache, counted as used until release.
-func acquireCache(dir string) *wasmCache {
-	wasmCachesMu.Lock()
-	defer wasmCachesMu.Unlock()
-	if c := wasmCaches[dir]; c != nil {
-		c.refs++
-		return c
-	}
-	if dir != "" {
-		if dc, err := wazero.NewCompilationCacheWithDir(dir); err == nil {
-			c := &wasmCache{dir: dir, c: dc, refs: 1}
-			wasmCaches[dir] = c
-			return c
-		}
-		dir = ""
-		if c := wasmCaches[dir]; c != nil {
-			c.refs++
-			return c
-		}
-	}
-	c := &wasmCache{c: wazero.NewCompilationCache(), refs: 1}
-	wasmCaches[dir] = c
-	return c
-}
-
-// release ends one use of the cache; the last use of a cache kept in a
-// directory closes it, unmapping the machine code compiled or read into it.
-func (c *wasmCache) release() {
-	wasmCachesMu.Lock()
-	defer wasmCachesMu.Unlock()
-	if c.refs--; c.refs > 0 || c.dir == "" {
-		return
-	}
-	if wasmCaches[c.dir] == c {
-		delete(wasmCaches, c.dir)
-	}
-	c.c.Close(context.Background())
-}
-
-// drop forgets the cache kept in a directory and empties the directory, so
-// that the next process writes it anew; then it releases the caller's use.
-func (c *wasmCache) drop() {
-	wasmCachesMu.Lock()
-	if wasmCaches[c.dir] == c {
-		delete(wasmCaches, c.dir)
-	}
-	entries, _ := os.ReadDir(c.dir)
-	for _, e := range entries {
-		os.RemoveAll(filepath.Join(c.dir, e.Name()))
-	}
-	wasmCachesMu.Unlock()
-	c.release()
-}
 
 // freeMemory returns to the system the heap memory no longer used:
 // compiling PDFium leaves hundreds of MB of garbage that an idle server
@@ -746,56 +563,6 @@ func (r *pdfReader) close() error {
 	}
 	<-rt.ready
 	return rt.shutdown()
-}
-
-// wasmMemoryBase returns the address of the WebAssembly memory of inst, or
-// nil when it cannot be found (see wasmMemory).
-func wasmMemoryBase(inst pdfium.Pdfium) (p unsafe.Pointer) {
-	defer func() {
-		if recover() != nil {
-			p = nil
-		}
-	}()
-	mem := wasmAPIMemory(inst)
-	if mem == nil {
-		return nil
-	}
-	if b, ok := mem.Read(0, 1); ok && len(b) == 1 {
-		return unsafe.Pointer(&b[0])
-	}
-	return nil
-}
-
-// wasmMemory returns the size in bytes of the WebAssembly memory of inst, or
-// -1 when it cannot be found. go-pdfium does not expose it: its instance
-// implementation holds the module in the exported field Module, whose Memory
-// method returns the wazero memory. A test checks that this still works.
-func wasmMemory(inst pdfium.Pdfium) (n int64) {
-	defer func() {
-		if recover() != nil {
-			n = -1
-		}
-	}()
-	mem := wasmAPIMemory(inst)
-	if mem == nil {
-		return -1
-	}
-	return int64(mem.Size())
-}
-
-// wasmAPIMemory returns the wazero memory of inst, or nil. It may panic.
-func wasmAPIMemory(inst pdfium.Pdfium) api.Memory {
-	impl := reflect.ValueOf(inst.GetImplementation())
-	if impl.Kind() == reflect.Pointer {
-		impl = impl.Elem()
-	}
-	mod := impl.FieldByName("Module")
-	if !mod.IsValid() || mod.IsNil() {
-		return nil
-	}
-	out := mod.MethodByName("Memory").Call(nil)
-	mem, _ := out[0].Interface().(api.Memory)
-	return mem
 }
 
 // firstLine returns the first line of s, at most 200 bytes of it.

@@ -3,10 +3,7 @@ package xlsx
 import (
 	"archive/zip"
 	"bufio"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -491,56 +488,6 @@ func (rd *reader) cellTooLong(sheet string, row, col int) error {
 	return userError(ErrTooLarge, "%s of sheet %q of %s holds more than %d bytes of text, over the limit", where, sheet, rd.name, rd.lim.MaxCellBytes)
 }
 
-// parseRef parses a cell reference such as "B12" (column 1, row 11; $ signs
-// allowed).
-func parseRef(ref string) (col, row int, ok bool) {
-	ref = strings.ReplaceAll(ref, "$", "")
-	i := 0
-	for i < len(ref) && i < 4 {
-		ch := ref[i] | 0x20
-		if ch < 'a' || ch > 'z' {
-			break
-		}
-		col = col*26 + int(ch-'a'+1)
-		i++
-	}
-	if i == 0 || col > excelCols {
-		return 0, 0, false
-	}
-	n, err := strconv.Atoi(ref[i:])
-	if err != nil || n < 1 || n > excelRows {
-		return 0, 0, false
-	}
-	return col - 1, n - 1, true
-}
-
-// parseRange parses "A1:B2" (or a single cell).
-func parseRange(ref string) (mergeRange, bool) {
-	a, b, found := strings.Cut(ref, ":")
-	if !found {
-		b = a
-	}
-	c0, r0, ok0 := parseRef(a)
-	c1, r1, ok1 := parseRef(b)
-	if !ok0 || !ok1 {
-		return mergeRange{}, false
-	}
-	return mergeRange{r0: int32(min(r0, r1)), c0: int32(min(c0, c1)), r1: int32(max(r0, r1)), c1: int32(max(c0, c1))}, true
-}
-
-// cellName spells a cell's reference: row 0, column 0 is A1.
-func cellName(row, col int) string {
-	return colName(col) + strconv.Itoa(row+1)
-}
-
-func colName(col int) string {
-	var b []byte
-	for col++; col > 0; col = (col - 1) / 26 {
-		b = append([]byte{byte('A' + (col-1)%26)}, b...)
-	}
-	return string(b)
-}
-
 // isoLayouts are the ISO 8601 forms read as dates and times from text.
 var isoLayouts = []string{
 	"2006-01-02",
@@ -565,107 +512,4 @@ func parseISO(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// spoolWriter writes a sheet's rows: per row its index and cell count, per
-// cell its column, kind and format, and value.
-type spoolWriter struct {
-	w   *bufio.Writer
-	buf []byte
-}
-
-func (sw *spoolWriter) writeRow(idx int32, cells []cell) error {
-	b := sw.buf[:0]
-	b = binary.AppendUvarint(b, uint64(idx))
-	b = binary.AppendUvarint(b, uint64(len(cells)))
-	for _, c := range cells {
-		b = binary.AppendUvarint(b, uint64(c.col))
-		b = append(b, byte(c.kind)<<4|byte(c.fmt))
-		switch c.kind {
-		case kNum, kBool, kStamp:
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(c.num))
-		case kText, kErr:
-			b = binary.AppendUvarint(b, uint64(len(c.text)))
-			b = append(b, c.text...)
-		}
-	}
-	sw.buf = b
-	_, err := sw.w.Write(b)
-	return err
-}
-
-// spoolReader reads a spool back, row by row.
-type spoolReader struct {
-	r     *bufio.Reader
-	cells []cell
-}
-
-var errSpool = errors.New("xlsx: spool damaged")
-
-// next returns the next row, or io.EOF. The cells are valid until the next
-// call.
-func (sr *spoolReader) next() (int32, []cell, error) {
-	idx, err := binary.ReadUvarint(sr.r)
-	if err != nil {
-		return 0, nil, err // io.EOF at the end
-	}
-	n, err := binary.ReadUvarint(sr.r)
-	if err != nil || n > excelCols {
-		return 0, nil, errSpool
-	}
-	sr.cells = sr.cells[:0]
-	var b8 [8]byte
-	for range n {
-		var c cell
-		col, err := binary.ReadUvarint(sr.r)
-		if err != nil {
-			return 0, nil, errSpool
-		}
-		kf, err := sr.r.ReadByte()
-		if err != nil {
-			return 0, nil, errSpool
-		}
-		c.col, c.kind, c.fmt = int32(col), cellKind(kf>>4), fmtClass(kf&0x0f)
-		switch c.kind {
-		case kNum, kBool, kStamp:
-			if _, err := io.ReadFull(sr.r, b8[:]); err != nil {
-				return 0, nil, errSpool
-			}
-			c.num = math.Float64frombits(binary.LittleEndian.Uint64(b8[:]))
-		case kText, kErr:
-			l, err := binary.ReadUvarint(sr.r)
-			if err != nil || l > maxRowBytes {
-				return 0, nil, errSpool
-			}
-			buf := make([]byte, l)
-			if _, err := io.ReadFull(sr.r, buf); err != nil {
-				return 0, nil, errSpool
-			}
-			c.text = string(buf)
-		}
-		sr.cells = append(sr.cells, c)
-	}
-	return int32(idx), sr.cells, nil
-}
-
-// eachSpooled calls fn with every spooled row of a sheet.
-func eachSpooled(path string, fn func(idx int32, cells []cell) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("xlsx: spool: %w", err)
-	}
-	defer f.Close()
-	sr := &spoolReader{r: bufio.NewReaderSize(f, 256<<10)}
-	for {
-		idx, cells, err := sr.next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(idx, cells); err != nil {
-			return err
-		}
-	}
 }
