@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -13,6 +12,7 @@ import (
 	"unicode"
 
 	"datachat"
+	"datachat/internal/tools"
 )
 
 // The prompt's tables within a budget. A conversation's tables — its
@@ -162,7 +162,7 @@ const maxSchemaTableShare = 4
 // none). A table with the same columns as one described before it in the
 // ranking (the copies a warehouse keeps beside a table: its archive, its
 // staging table…) is described in one line, naming that one.
-func chooseSchema(rank Ranker, datasets []*datachat.Dataset, sources []datachat.DBSourceInfo, budget int, question string, queries func() []sqlArgs, vec func([]*schemaTable) []int) schemaChoice {
+func chooseSchema(rank Ranker, datasets []*datachat.Dataset, sources []datachat.DBSourceInfo, budget int, question string, queries func() []tools.Args, vec func([]*schemaTable) []int) schemaChoice {
 	all := schemaTables(datasets, sources)
 	limit := budget * 4
 	total := 0
@@ -364,7 +364,7 @@ func otherGroups(all []*schemaTable) []*otherGroup {
 // rankTables orders the tables for the prompt: those earlier queries used,
 // then those the question ranks, each followed by the tables it joins to.
 // The tables that neither names are left out: the prompt names them only.
-func rankTables(rank Ranker, all []*schemaTable, question string, queries []sqlArgs, vec func([]*schemaTable) []int) []int {
+func rankTables(rank Ranker, all []*schemaTable, question string, queries []tools.Args, vec func([]*schemaTable) []int) []int {
 	var order []int
 	seen := make([]bool, len(all))
 	add := func(i int) {
@@ -470,15 +470,15 @@ func identByte(c byte) bool {
 
 // earlierQueries are the execute_sql calls of the conversation's history,
 // newest first.
-func earlierQueries(history []*datachat.Message) []sqlArgs {
-	var out []sqlArgs
+func earlierQueries(history []*datachat.Message) []tools.Args {
+	var out []tools.Args
 	for i := len(history) - 1; i >= 0; i-- {
 		tcs := history[i].ToolCalls
 		for j := len(tcs) - 1; j >= 0; j-- {
 			if tcs[j].Tool != datachat.ToolExecuteSQL || !tcs[j].OK {
 				continue
 			}
-			if a, ok := parseSQLArgs(tcs[j].Args); ok {
+			if a, err := tools.Parse(datachat.ToolExecuteSQL, tcs[j].Args); err == nil {
 				out = append(out, a)
 			}
 		}
@@ -699,19 +699,6 @@ func describeTable(t *schemaTable) string {
 		t.Source, strings.TrimSpace(t.block), t.Source, t.Table.Name)
 }
 
-// tableArgs are list_tables' and describe_table's arguments.
-type tableArgs struct {
-	Source  string `json:"source"`
-	Pattern string `json:"pattern"`
-	Name    string `json:"name"`
-}
-
-func parseTableArgs(args json.RawMessage) (tableArgs, error) {
-	var a tableArgs
-	err := json.Unmarshal(args, &a)
-	return a, err
-}
-
 // chooseSchema picks the tables the turn's prompt describes (t.schema).
 func (t *turn) chooseSchema(ctx context.Context, datasets []*datachat.Dataset) {
 	sources := t.sources
@@ -725,7 +712,7 @@ func (t *turn) chooseSchema(ctx context.Context, datasets []*datachat.Dataset) {
 			return t.r.tableVecs.rank(ctx, t.r.Embedder, t.r.Logger, question, all)
 		}
 	}
-	t.schema = chooseSchema(t.r.Data, datasets, sources, t.r.schemaBudget(), question, func() []sqlArgs { return earlierQueries(t.history) }, vec)
+	t.schema = chooseSchema(t.r.Data, datasets, sources, t.r.schemaBudget(), question, func() []tools.Args { return earlierQueries(t.history) }, vec)
 }
 
 // allTables are the conversation's tables as they are now, for list_tables

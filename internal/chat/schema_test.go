@@ -9,6 +9,7 @@ import (
 
 	"datachat"
 	"datachat/internal/llmtest"
+	"datachat/internal/tools"
 )
 
 // wideSources is one attached database of many tables: n filler tables
@@ -199,7 +200,7 @@ func TestFindTable(t *testing.T) {
 		t.Errorf("list_tables of the datasets: %q %v", text, err)
 	}
 	args, _ := json.Marshal(map[string]string{"pattern": "*ACCOUNTS"})
-	a, _ := parseTableArgs(args)
+	a, _ := tools.Parse(datachat.ToolListTables, args)
 	if text, _ := listTables(tables, a.Source, a.Pattern); !strings.Contains(text, "crm: sales.accounts") || !strings.Contains(text, "erp: finance.accounts") {
 		t.Errorf("list_tables *ACCOUNTS: %q", text)
 	}
