@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -44,6 +45,9 @@ var usage = map[string]struct{ required, example string }{
 // a JSON object or lack what the tool cannot go without.
 func Parse(tool string, args json.RawMessage) (Args, error) {
 	a := Args{Tool: tool}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`) // no arguments at all
+	}
 	err := json.Unmarshal(args, &a)
 	a.Tool = tool
 	u, required := usage[tool]
