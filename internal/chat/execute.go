@@ -76,29 +76,8 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		return toolResult{content: "Error: " + msg, err: msg}
 	}
 	switch tool {
-	case datachat.ToolExecuteSQL, datachat.ToolLoadDataset, datachat.ToolSearchDocuments:
+	case datachat.ToolExecuteSQL, datachat.ToolLoadDataset, datachat.ToolSearchDocuments, datachat.ToolListTables, datachat.ToolDescribeTable:
 		return t.dataTool(ctx, tool, args)
-	case datachat.ToolListTables, datachat.ToolDescribeTable:
-		a, err := tools.Parse(tool, args)
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		tables, err := t.allTables(ctx)
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		if tool == datachat.ToolListTables {
-			text, err := listTables(tables, a.Source, a.Pattern)
-			if err != nil {
-				return fail("%s", datachat.ErrorMessage(err))
-			}
-			return toolResult{content: text}
-		}
-		tb, err := findTable(tables, a.Name)
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		return toolResult{content: describeTable(tb)}
 	}
 	return fail("unknown tool %q: use execute_sql, load_dataset, search_documents, list_tables, describe_table or request_confirmation.", tool)
 }
@@ -126,7 +105,13 @@ func (t *turn) dataTool(ctx context.Context, tool string, args json.RawMessage) 
 		msg := fmt.Sprintf("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
 		return toolResult{content: "Error: " + msg, err: msg}
 	}
-	res, err := t.tools(ctx).Run(ctx, t.toolCall(), a)
+	call := t.toolCall()
+	if tool == datachat.ToolListTables || tool == datachat.ToolDescribeTable {
+		if call.Tables, err = t.allTables(ctx); err != nil {
+			return failed(err)
+		}
+	}
+	res, err := t.tools(ctx).Run(ctx, call, a)
 	if err != nil {
 		if sql && ctx.Err() != nil {
 			return toolResult{content: "Error: cancelled", err: "cancelled"}

@@ -69,6 +69,10 @@ type Catalog struct {
 	// prompt does, in the text of load_dataset and save_as; nil: the text
 	// names the tables only.
 	SchemaText func([]*datachat.Dataset) string
+	// TableText renders one table's columns, types, descriptions, samples,
+	// row count and joins for the model, as the chat's prompt does, in
+	// describe_table's text; nil: its name only.
+	TableText func(datachat.CatalogTable) string
 }
 
 // Call is what one tool call acts on.
@@ -83,6 +87,11 @@ type Call struct {
 	Attached []string
 	// Filters are search_documents' metadata filters (a chat request's).
 	Filters map[string]any
+	// Tables are the conversation's tables as the caller sees them (a chat
+	// turn: the databases it read for its prompt, without the dictionary
+	// when it leaves it out), for list_tables and describe_table; nil: the
+	// catalog reads them ([Catalog.Tables]).
+	Tables []datachat.CatalogTable
 	// FirstExcerpt numbers the excerpts search_documents' text cites
 	// (the chat numbers them across its turn); 0: from 1.
 	FirstExcerpt int
@@ -91,8 +100,8 @@ type Call struct {
 // Result is what a call gave: Text for the model, and the values each tool
 // returns, for callers that show them in their own shape (MCP).
 type Result struct {
-	// Text is what the model reads: set by execute_sql, load_dataset and
-	// search_documents.
+	// Text is what the model reads: set by execute_sql, load_dataset,
+	// search_documents, list_tables and describe_table.
 	Text string
 	// Rows are execute_sql's result rows (none for save_as) and
 	// describe_dataset's first rows.
