@@ -13,6 +13,9 @@ import (
 // model can act on (EINVALID for what it can correct, ENOTFOUND, EBUSY).
 type DataTools interface {
 	Run(ctx context.Context, c tools.Call, a tools.Args) (*tools.Result, error)
+	// EstimateRows is the engine's estimate of the rows an execute_sql
+	// call would return, for the confirmation gate.
+	EstimateRows(ctx context.Context, c tools.Call, a tools.Args) (int64, error)
 }
 
 // tools returns the turn's data tools: Runner.Tools, or the catalog over
@@ -22,7 +25,7 @@ func (t *turn) tools(ctx context.Context) DataTools {
 	if t.r.Tools != nil {
 		return t.r.Tools
 	}
-	cat := &tools.Catalog{Workspace: t.r.Data, SaveAsMaxRows: t.r.saveAsMaxRows(), SchemaText: schemaText, TableText: tableText}
+	cat := &tools.Catalog{Workspace: t.r.Data, Estimator: t.r.Data, SaveAsMaxRows: t.r.saveAsMaxRows(), SchemaText: schemaText, TableText: tableText}
 	if t.r.Sources != nil {
 		cat.Sources = t.r.Sources
 	}
@@ -54,14 +57,8 @@ func (s sqlObserver) SQLQueried(ok bool, d time.Duration) {
 	}
 }
 
-// estimateRows is an execute_sql call's EXPLAIN estimate, for the
-// confirmation gate.
+// estimateRows is an execute_sql call's estimate, for the confirmation
+// gate.
 func (t *turn) estimateRows(ctx context.Context, a tools.Args) (int64, error) {
-	if a.Source == "" {
-		return t.r.Data.EstimateRows(ctx, t.conv.ID, a.Query)
-	}
-	if err := tools.CheckAttached(t.sourceNames(), a.Source); err != nil {
-		return 0, err
-	}
-	return t.r.Sources.EstimateRows(ctx, t.user, t.conv.ID, a.Source, a.Query)
+	return t.tools(ctx).EstimateRows(ctx, t.toolCall(), a)
 }

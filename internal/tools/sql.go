@@ -33,6 +33,32 @@ func (cat *Catalog) executeSQL(ctx context.Context, c Call, a Args) (*Result, er
 	return &Result{Text: datachat.ResultText(r), Rows: r}, nil
 }
 
+// RowEstimator estimates the rows a query on a conversation's datasets
+// would return, without running it (DuckDB's EXPLAIN); the chat's Data does.
+type RowEstimator interface {
+	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
+}
+
+// EstimateRows is the engine's estimate of the rows execute_sql's query a
+// would return, on its source or on the datasets, for a confirmation gate:
+// the same choice of engine and the same source checks as running it.
+// EINVALID when there is nothing to estimate with.
+func (cat *Catalog) EstimateRows(ctx context.Context, c Call, a Args) (int64, error) {
+	if c.User != nil {
+		ctx = datachat.WithUserID(ctx, c.User.ID)
+	}
+	if a.Source != "" {
+		if err := cat.checkSource(c, a.Source, "omit source to query the datasets."); err != nil {
+			return 0, err
+		}
+		return cat.Sources.EstimateRows(ctx, c.User, c.Conversation, a.Source, a.Query)
+	}
+	if cat.Estimator == nil {
+		return 0, datachat.Errorf(datachat.EINVALID, "No estimate of the rows of a query on the datasets here.")
+	}
+	return cat.Estimator.EstimateRows(ctx, c.Conversation, a.Query)
+}
+
 // saveAs runs a's query on its source and saves the result into the
 // conversation as the table a.SaveAs (through the same checked, audited
 // path as every query on a source), so that a later query joins it with

@@ -63,6 +63,9 @@ type Catalog struct {
 	// none.
 	Conversations Conversations
 	Observer      Observer // may be nil
+	// Estimator estimates the rows of a query on the datasets
+	// ([Catalog.EstimateRows]); nil: none.
+	Estimator RowEstimator
 	// SaveAsMaxRows caps the rows save_as saves; 0: DefaultSaveAsMaxRows.
 	SaveAsMaxRows int
 	// SchemaText renders tables' columns for the model, as the chat's
