@@ -8,8 +8,8 @@ import (
 )
 
 // DataTools runs the data tools a turn gives the model — execute_sql,
-// load_dataset, search_documents, list_tables and describe_table — once the turn's policy let the call
-// through; *tools.Catalog does. Errors are *datachat.Error whose message the
+// load_dataset, search_documents, list_tables and describe_table — once
+// the turn's policy let the call through; *tools.Catalog does. Errors are *datachat.Error whose message the
 // model can act on (EINVALID for what it can correct, ENOTFOUND, EBUSY).
 type DataTools interface {
 	Run(ctx context.Context, c tools.Call, a tools.Args) (*tools.Result, error)
@@ -25,9 +25,9 @@ func (t *turn) tools(ctx context.Context) DataTools {
 	if t.r.Tools != nil {
 		return t.r.Tools
 	}
-	cat := &tools.Catalog{Workspace: t.r.Data, Estimator: t.r.Data, SaveAsMaxRows: t.r.saveAsMaxRows(), SchemaText: schemaText, TableText: tableText}
-	if t.r.Sources != nil {
-		cat.Sources = t.r.Sources
+	cat := &tools.Catalog{
+		Workspace: t.r.Data, Estimator: t.r.Data, Sources: t.r.Sources,
+		SaveAsMaxRows: t.r.saveAsMaxRows(), SchemaText: schemaText, TableText: tableText,
 	}
 	if o := t.r.Observer; o != nil {
 		cat.Observer = sqlObserver{ctx: ctx, o: o}

@@ -13,10 +13,10 @@ import (
 // fails when it runs, with its error.
 func (t *turn) saveOverCap(ctx context.Context, call datachat.ModelToolCall) (int64, bool) {
 	a, err := tools.Parse(call.Name, call.Args)
-	if err != nil || a.SaveAs == "" || a.Source == "" || tools.CheckAttached(t.sourceNames(), a.Source) != nil {
+	if err != nil || a.SaveAs == "" || a.Source == "" {
 		return 0, false
 	}
-	n, err := t.estimateRows(ctx, a)
+	n, err := t.estimateRows(ctx, a) // fails for a source not attached
 	if err != nil {
 		return 0, false
 	}

@@ -94,7 +94,7 @@ func (cat *Catalog) saveAsMaxRows() int {
 // when there are no sources at all (without says what to do instead).
 func (cat *Catalog) checkSource(c Call, source, without string) error {
 	if c.Attached != nil {
-		if err := CheckAttached(c.Attached, source); err != nil {
+		if err := checkAttached(c.Attached, source); err != nil {
 			return err
 		}
 	}
@@ -104,9 +104,9 @@ func (cat *Catalog) checkSource(c Call, source, without string) error {
 	return nil
 }
 
-// CheckAttached returns an EINVALID error the model can act on when source
+// checkAttached returns an EINVALID error the model can act on when source
 // is not one of the attached sources' names.
-func CheckAttached(attached []string, source string) error {
+func checkAttached(attached []string, source string) error {
 	if slices.Contains(attached, source) {
 		return nil
 	}
