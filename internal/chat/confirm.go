@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"datachat"
+	"datachat/internal/tools"
 )
 
 // resume rebuilds a paused turn from its confirmation.
@@ -66,13 +67,11 @@ func (r *Runner) resume(ctx context.Context, user *datachat.User, conv *datachat
 // send a request — maybe carrying data in its query — where the user never
 // asked. Such a load waits for the user's approval.
 func (t *turn) unfamiliarURL(ctx context.Context, call datachat.ModelToolCall) (bool, error) {
-	var a struct {
-		URL string `json:"url"`
-	}
-	if json.Unmarshal(call.Args, &a) != nil || strings.TrimSpace(a.URL) == "" {
+	a, err := tools.Parse(call.Name, call.Args)
+	if err != nil {
 		return false, nil // execute answers the bad arguments
 	}
-	url := strings.TrimSpace(a.URL)
+	url := a.URL
 	msgs, err := t.r.Store.Messages(ctx, t.conv.ID)
 	if err != nil {
 		return false, err
@@ -96,11 +95,11 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 		Explanation string          `json:"explanation"`
 	}
 	if call.Name == datachat.ToolExecuteSQL {
-		q, ok := parseSQLArgs(call.Args)
-		if !ok {
+		q, err := tools.Parse(call.Name, call.Args)
+		if err != nil {
 			t.startTool(call.ID, call.Name, call.Args)
 			t.state.SQLFailures++
-			t.record(call, call.Name, t.sqlFailure(toolResult{content: `Error: execute_sql needs {"query": "SELECT …"}.`, err: "missing query"}))
+			t.record(call, call.Name, t.sqlFailure(toolResult{content: "Error: " + datachat.ErrorMessage(err), err: "missing query"}))
 			return false, nil
 		}
 		rows, err := t.estimateRows(ctx, q)
@@ -129,13 +128,12 @@ func (t *turn) requestConfirmation(ctx context.Context, call datachat.ModelToolC
 			a.Explanation = fmt.Sprintf("Run this SQL query in the database %s?", q.Source)
 		}
 	} else if call.Name == datachat.ToolLoadDataset {
-		var l loadArgs
-		if err := json.Unmarshal(call.Args, &l); err != nil || strings.TrimSpace(l.URL) == "" {
-			t.skip(call, `Error: load_dataset needs {"url": "https://…"}.`)
+		l, err := tools.Parse(call.Name, call.Args)
+		if err != nil {
+			t.skip(call, "Error: "+datachat.ErrorMessage(err))
 			return false, nil
 		}
 		a.Action = datachat.ToolLoadDataset
-		l.URL, l.Name = strings.TrimSpace(l.URL), strings.TrimSpace(l.Name)
 		a.Parameters, _ = json.Marshal(l)
 		a.Explanation = "Load the dataset at this address? It was not in your messages: the assistant found it elsewhere (a document or a dataset), and loading it sends a request to that server."
 		if t.r.ConfirmAlways {
@@ -185,7 +183,7 @@ func (t *turn) answerConfirmation(ctx context.Context, c *datachat.Confirmation)
 	if c.Status == datachat.ConfirmApproved {
 		args := c.Parameters
 		if c.Action == datachat.ToolExecuteSQL {
-			var p sqlArgs
+			var p tools.Args
 			if err := json.Unmarshal(c.Parameters, &p); err != nil {
 				return fmt.Errorf("confirmation %s: parameters: %w", c.ID, err)
 			}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"datachat"
+	"datachat/internal/tools"
 )
 
 // runTools runs the tool calls of one model response in order.
@@ -76,84 +76,53 @@ func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) t
 		return toolResult{content: "Error: " + msg, err: msg}
 	}
 	switch tool {
-	case datachat.ToolExecuteSQL:
-		a, ok := parseSQLArgs(args)
-		if !ok {
-			t.state.SQLFailures++
-			return t.sqlFailure(fail("execute_sql needs {\"query\": \"SELECT …\"}."))
-		}
-		if t.state.SQLFailures >= MaxSQLFailures {
-			return fail("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
-		}
-		if a.SaveAs != "" {
-			return t.saveAs(ctx, a)
-		}
-		qstart := time.Now()
-		r, err := t.query(ctx, a)
-		if o := t.r.Observer; o != nil && ctx.Err() == nil {
-			o.SQLQueried(err == nil, time.Since(qstart))
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return fail("cancelled")
-			}
-			t.state.SQLFailures++
-			return t.sqlFailure(fail("%s", datachat.ErrorMessage(err)))
-		}
-		return toolResult{content: datachat.ResultText(r), result: r}
-	case datachat.ToolLoadDataset:
-		var a loadArgs
-		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.URL) == "" {
-			return fail("load_dataset needs {\"url\": \"https://…\"}.")
-		}
-		ds, err := t.r.Data.LoadURL(ctx, t.conv.ID, strings.TrimSpace(a.URL), strings.TrimSpace(a.Name))
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		t.refreshSystem(ctx)
-		return toolResult{content: datasetText(ds)}
-	case datachat.ToolSearchDocuments:
-		var a struct {
-			Query string `json:"query"`
-			TopK  int    `json:"top_k"`
-		}
-		if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
-			return fail("search_documents needs {\"query\": \"…\"}.")
-		}
-		res, err := t.r.Data.Search(ctx, t.conv.ID, datachat.SearchQuery{Text: a.Query, TopK: datachat.ToolTopK(a.TopK), Filters: t.opts.Filters})
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		found := res.Sources
-		first := len(t.state.Sources) + 1
-		t.state.Sources = append(t.state.Sources, found...)
-		return toolResult{content: sourcesText(found, first)}
-	case datachat.ToolListTables, datachat.ToolDescribeTable:
-		a, err := parseTableArgs(args)
-		if err != nil {
-			return fail("%s needs a JSON object of its arguments.", tool)
-		}
-		tables, err := t.allTables(ctx)
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		if tool == datachat.ToolListTables {
-			text, err := listTables(tables, a.Source, a.Pattern)
-			if err != nil {
-				return fail("%s", datachat.ErrorMessage(err))
-			}
-			return toolResult{content: text}
-		}
-		if strings.TrimSpace(a.Name) == "" {
-			return fail(`describe_table needs {"name": "…"}: a table's name as list_tables gives it.`)
-		}
-		tb, err := findTable(tables, a.Name)
-		if err != nil {
-			return fail("%s", datachat.ErrorMessage(err))
-		}
-		return toolResult{content: describeTable(tb)}
+	case datachat.ToolExecuteSQL, datachat.ToolLoadDataset, datachat.ToolSearchDocuments, datachat.ToolListTables, datachat.ToolDescribeTable:
+		return t.dataTool(ctx, tool, args)
 	}
 	return fail("unknown tool %q: use execute_sql, load_dataset, search_documents, list_tables, describe_table or request_confirmation.", tool)
+}
+
+// dataTool runs one of the catalog's tools with the turn's policy around
+// it: failed SQL counts towards MaxSQLFailures, after which no more runs;
+// a table loaded or saved refreshes the prompt; the excerpts found are the
+// turn's to cite.
+func (t *turn) dataTool(ctx context.Context, tool string, args json.RawMessage) toolResult {
+	sql := tool == datachat.ToolExecuteSQL
+	failed := func(err error) toolResult {
+		msg := datachat.ErrorMessage(err)
+		res := toolResult{content: "Error: " + msg, err: msg}
+		if sql {
+			t.state.SQLFailures++
+			res = t.sqlFailure(res)
+		}
+		return res
+	}
+	a, err := tools.Parse(tool, args)
+	if err != nil {
+		return failed(err)
+	}
+	if sql && t.state.SQLFailures >= MaxSQLFailures {
+		msg := fmt.Sprintf("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
+		return toolResult{content: "Error: " + msg, err: msg}
+	}
+	call := t.toolCall()
+	if tool == datachat.ToolListTables || tool == datachat.ToolDescribeTable {
+		if call.Tables, err = t.allTables(ctx); err != nil {
+			return failed(err)
+		}
+	}
+	res, err := t.tools(ctx).Run(ctx, call, a)
+	if err != nil {
+		if sql && ctx.Err() != nil {
+			return toolResult{content: "Error: cancelled", err: "cancelled"}
+		}
+		return failed(err)
+	}
+	if len(res.Datasets) > 0 {
+		t.refreshSystem(ctx)
+	}
+	t.state.Sources = append(t.state.Sources, res.Excerpts...)
+	return toolResult{content: res.Text, result: res.Rows}
 }
 
 // sqlFailure adds the instruction to stop after the last allowed failure.

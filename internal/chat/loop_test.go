@@ -261,7 +261,7 @@ func TestSQLFailureLimit(t *testing.T) {
 	_, results := toolRounds(t, evs)
 	stop := fmt.Sprintf("\n\nThat was failed SQL attempt %d of %d: do not run more SQL in this turn. Explain the error to the user.", MaxSQLFailures, MaxSQLFailures)
 	want := []string{
-		`Error: execute_sql needs {"query": "SELECT …"}.`,
+		`Error: query is required: execute_sql needs {"query": "SELECT …"}.`,
 		`Error: Binder Error: column "nope" not found`,
 		`Error: Binder Error: column "nope" not found` + stop,
 		fmt.Sprintf("Error: Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures),

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"datachat"
+	"datachat/internal/tools"
 )
 
 // Data is a conversation's data as a turn uses it. The methods return
@@ -94,10 +95,13 @@ type TurnOptions struct {
 
 // Runner runs chat turns. Its fields are set once, before the first turn.
 type Runner struct {
-	Store    TurnStore
-	Data     Data
-	Sources  datachat.DBSourceService // database sources; nil: none
-	Model    Model                    // nil when no provider is configured
+	Store   TurnStore
+	Data    Data
+	Sources datachat.DBSourceService // database sources; nil: none
+	// Tools, if set, runs the data tools; nil: a tools.Catalog over Data
+	// and Sources.
+	Tools    DataTools
+	Model    Model // nil when no provider is configured
 	Provider string
 	ModelID  string
 	Window   int // the model's context window in tokens
@@ -169,7 +173,7 @@ type Runner struct {
 }
 
 // DefaultSaveAsMaxRows is the default of Runner.SaveAsMaxRows.
-const DefaultSaveAsMaxRows = 1_000_000
+const DefaultSaveAsMaxRows = tools.DefaultSaveAsMaxRows
 
 func (r *Runner) saveAsMaxRows() int {
 	if r.SaveAsMaxRows > 0 {

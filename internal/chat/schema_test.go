@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -158,49 +157,4 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// TestFindTable: describe_table's name resolves a table however the model
-// writes it — its SQL name, unquoted, its last part, with its database —
-// and an ambiguous or unknown one is refused naming what to give.
-func TestFindTable(t *testing.T) {
-	rows := int64(1)
-	mk := func(src, name string) datachat.DBSourceInfo {
-		return datachat.DBSourceInfo{Name: src, Kind: "postgres", Tables: []datachat.DBSourceTable{{Name: name, Rows: &rows}}}
-	}
-	tables := schemaTables([]*datachat.Dataset{{Name: "orders"}}, []datachat.DBSourceInfo{
-		mk("shop", `public."Order Items"`), mk("dw", "public.orders"), mk("crm", "sales.accounts"), mk("erp", "finance.accounts"),
-	})
-	for _, tc := range []struct{ name, want, err string }{
-		{"orders", "orders", ""},
-		{"public.orders", "dw.public.orders", ""},
-		{"dw.public.orders", "dw.public.orders", ""},
-		{`public."Order Items"`, "shop.public.Order Items", ""},
-		{"public.order items", "shop.public.Order Items", ""},
-		{"accounts", "", "names several tables: crm.sales.accounts, erp.finance.accounts"},
-		{"crm.sales.accounts", "crm.sales.accounts", ""},
-		{"nothing", "", "list_tables"},
-		{`x'; DROP TABLE orders; --`, "", "no table named"},
-	} {
-		got, err := findTable(tables, tc.name)
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q: %v, want an error saying %q", tc.name, err, tc.err)
-		case tc.err == "" && (err != nil || got.key() != tc.want):
-			t.Errorf("%q: %v %v, want %s", tc.name, got, err, tc.want)
-		}
-	}
-	text, err := listTables(tables, "nowhere", "")
-	if err == nil || !strings.Contains(err.Error(), `crm, dw, erp, shop, "datasets"`) {
-		t.Errorf("list_tables of a source not attached: %q %v", text, err)
-	}
-	text, err = listTables(tables, "datasets", "")
-	if err != nil || !strings.HasPrefix(text, "dataset orders (0 rows)") || strings.Contains(text, "shop") {
-		t.Errorf("list_tables of the datasets: %q %v", text, err)
-	}
-	args, _ := json.Marshal(map[string]string{"pattern": "*ACCOUNTS"})
-	a, _ := parseTableArgs(args)
-	if text, _ := listTables(tables, a.Source, a.Pattern); !strings.Contains(text, "crm: sales.accounts") || !strings.Contains(text, "erp: finance.accounts") {
-		t.Errorf("list_tables *ACCOUNTS: %q", text)
-	}
 }

@@ -10,23 +10,6 @@ import (
 	"datachat"
 )
 
-// sqlArgs are execute_sql's arguments.
-type sqlArgs struct {
-	Query  string `json:"query"`
-	Source string `json:"source,omitempty"`
-	SaveAs string `json:"save_as,omitempty"`
-}
-
-// parseSQLArgs reads execute_sql's arguments; ok is false without a query.
-func parseSQLArgs(args json.RawMessage) (a sqlArgs, ok bool) {
-	if err := json.Unmarshal(args, &a); err != nil || strings.TrimSpace(a.Query) == "" {
-		return a, false
-	}
-	a.Source = strings.ToLower(strings.TrimSpace(a.Source))
-	a.SaveAs = strings.TrimSpace(a.SaveAs)
-	return a, true
-}
-
 // sourceNames are the names of the turn's sources.
 func (t *turn) sourceNames() []string {
 	names := make([]string, len(t.sources))
@@ -34,41 +17,6 @@ func (t *turn) sourceNames() []string {
 		names[i] = s.Name
 	}
 	return names
-}
-
-// checkSource returns an EINVALID error the model can act on when source is
-// not one of the conversation's sources.
-func (t *turn) checkSource(source string) error {
-	if slices.Contains(t.sourceNames(), source) {
-		return nil
-	}
-	if len(t.sources) == 0 {
-		return datachat.Errorf(datachat.EINVALID, "no database named %q is attached to this conversation, and none is: omit source to query the conversation's datasets with DuckDB.", source)
-	}
-	return datachat.Errorf(datachat.EINVALID, "no database named %q is attached to this conversation; the attached databases are %s. Omit source to query the conversation's datasets with DuckDB.", source, strings.Join(t.sourceNames(), ", "))
-}
-
-// query runs execute_sql's query: on the named source, or without one on the
-// conversation's datasets.
-func (t *turn) query(ctx context.Context, a sqlArgs) (*datachat.QueryResult, error) {
-	if a.Source == "" {
-		return t.r.Data.Query(ctx, t.conv.ID, a.Query)
-	}
-	if err := t.checkSource(a.Source); err != nil {
-		return nil, err
-	}
-	return t.r.Sources.Query(ctx, t.user, t.conv.ID, a.Source, a.Query)
-}
-
-// estimateRows is query's EXPLAIN estimate, for the confirmation gate.
-func (t *turn) estimateRows(ctx context.Context, a sqlArgs) (int64, error) {
-	if a.Source == "" {
-		return t.r.Data.EstimateRows(ctx, t.conv.ID, a.Query)
-	}
-	if err := t.checkSource(a.Source); err != nil {
-		return 0, err
-	}
-	return t.r.Sources.EstimateRows(ctx, t.user, t.conv.ID, a.Source, a.Query)
 }
 
 // describeSources reads the conversation's sources for the prompt.

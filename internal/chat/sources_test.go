@@ -248,7 +248,7 @@ func TestNoSourcesNoChange(t *testing.T) {
 	if strings.Contains(s, "Databases") || strings.Contains(s, "source") {
 		t.Errorf("prompt without sources mentions them:\n%s", s)
 	}
-	ts := tools(false, false, false)
+	ts := toolSpecs(false, false, false)
 	if got := withSourceArg(ts, nil); &got[0] != &ts[0] {
 		t.Error("withSourceArg without sources changed the declarations")
 	}

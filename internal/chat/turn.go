@@ -252,7 +252,7 @@ func (t *turn) request() *datachat.ModelRequest {
 	}
 	req.Temperature = &temp
 	if !t.state.NoTools {
-		req.Tools = withSourceArg(tools(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments, t.schema.Partial), t.sourceNames())
+		req.Tools = withSourceArg(toolSpecs(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments, t.schema.Partial), t.sourceNames())
 	}
 	return req
 }

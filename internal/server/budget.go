@@ -8,6 +8,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"datachat"
+	"datachat/internal/tools"
 )
 
 // budget is a per-user allowance of one kind of expensive request: n a period,
@@ -107,17 +108,18 @@ type budgets struct {
 	sql, search, uploads *budget
 }
 
-// mcpBudget is the budget a tool call spends: execute_sql the SQL budget,
-// search_documents the search budget, load_dataset the uploads budget.
+// mcpBudget is the budget a tool call spends (tools.BudgetOf): execute_sql
+// the SQL budget, search_documents the search budget, load_dataset the
+// uploads budget.
 func (s *Server) mcpBudget(userID string) func(tool string) error {
 	b := &s.budgets
 	return func(tool string) error {
-		switch tool {
-		case datachat.ToolExecuteSQL:
+		switch tools.BudgetOf(tool) {
+		case tools.SQLBudget:
 			return b.sql.take(userID)
-		case datachat.ToolSearchDocuments:
+		case tools.SearchBudget:
 			return b.search.take(userID)
-		case datachat.ToolLoadDataset:
+		case tools.UploadBudget:
 			return b.uploads.take(userID)
 		}
 		return nil

@@ -1,0 +1,64 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	"datachat/internal/tools"
+)
+
+// DataTools runs the data tools a turn gives the model — execute_sql,
+// load_dataset, search_documents, list_tables and describe_table — once
+// the turn's policy let the call through; *tools.Catalog does. Errors are *datachat.Error whose message the
+// model can act on (EINVALID for what it can correct, ENOTFOUND, EBUSY).
+type DataTools interface {
+	Run(ctx context.Context, c tools.Call, a tools.Args) (*tools.Result, error)
+	// EstimateRows is the engine's estimate of the rows an execute_sql
+	// call would return, for the confirmation gate.
+	EstimateRows(ctx context.Context, c tools.Call, a tools.Args) (int64, error)
+}
+
+// tools returns the turn's data tools: Runner.Tools, or the catalog over
+// Runner.Data and Runner.Sources, reporting the SQL of a turn that is not
+// cancelled to the Observer.
+func (t *turn) tools(ctx context.Context) DataTools {
+	if t.r.Tools != nil {
+		return t.r.Tools
+	}
+	cat := &tools.Catalog{
+		Workspace: t.r.Data, Estimator: t.r.Data, Sources: t.r.Sources,
+		SaveAsMaxRows: t.r.saveAsMaxRows(), SchemaText: schemaText, TableText: tableText,
+	}
+	if o := t.r.Observer; o != nil {
+		cat.Observer = sqlObserver{ctx: ctx, o: o}
+	}
+	return cat
+}
+
+// toolCall is what the turn's data tool calls act on: its user's
+// conversation, the databases attached to it, the request's filters; the
+// excerpts found are numbered after those the turn has.
+func (t *turn) toolCall() tools.Call {
+	return tools.Call{
+		User: t.user, Conversation: t.conv.ID, Attached: t.sourceNames(),
+		Filters: t.opts.Filters, FirstExcerpt: len(t.state.Sources) + 1,
+	}
+}
+
+// sqlObserver reports a turn's SQL queries unless the turn was cancelled.
+type sqlObserver struct {
+	ctx context.Context
+	o   Observer
+}
+
+func (s sqlObserver) SQLQueried(ok bool, d time.Duration) {
+	if s.ctx.Err() == nil {
+		s.o.SQLQueried(ok, d)
+	}
+}
+
+// estimateRows is an execute_sql call's estimate, for the confirmation
+// gate.
+func (t *turn) estimateRows(ctx context.Context, a tools.Args) (int64, error) {
+	return t.tools(ctx).EstimateRows(ctx, t.toolCall(), a)
+}
