@@ -13,15 +13,6 @@ import (
 // it, a file holds more than one idea and is split by idea (issue 26).
 const maxFileLines = 600
 
-// longFilesAllowed are files of production code still over maxFileLines.
-// Another helper's split of internal/chat and internal/mcpserver, under way
-// on its own branch, removes them: the list is dropped when that work is
-// merged.
-var longFilesAllowed = map[string]bool{
-	"internal/chat/schema.go":         true,
-	"internal/mcpserver/mcpserver.go": true,
-}
-
 // TestFileLength fails naming every non-test Go file of the module over
 // maxFileLines lines.
 func TestFileLength(t *testing.T) {
@@ -54,7 +45,7 @@ func TestFileLength(t *testing.T) {
 			n++
 		}
 		slash := filepath.ToSlash(path)
-		if n > maxFileLines && !longFilesAllowed[slash] {
+		if n > maxFileLines {
 			t.Errorf("%s: got %d lines, want at most %d: split it by idea into files of the same package", slash, n, maxFileLines)
 		}
 		return nil
