@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,5 +54,33 @@ func TestFileLength(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("walk the module: %v", err)
+	}
+}
+
+// TestImportBoundaries: the packages that decide (the chat turn, the tools'
+// catalog, MCP, the configuration) build on the root package and pure
+// helpers, never on an implementation they are handed at run time (issue
+// 26): `go list -deps` of each shows none of the packages it must not.
+func TestImportBoundaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	impls := []string{"duckdb", "retrieval", "sqlite", "postgres", "gemini", "openai", "ollama", "dbsource", "workspace"}
+	for pkg, forbidden := range map[string][]string{
+		"./internal/chat":      impls,
+		"./internal/tools":     impls,
+		"./internal/mcpserver": {"duckdb", "sqlite", "postgres", "gemini", "openai", "ollama"},
+		"./internal/config":    {"gemini", "openai", "ollama", "duckdb", "sqlite", "postgres"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, f := range forbidden {
+			if slices.Contains(deps, "datachat/internal/"+f) {
+				t.Errorf("%s builds on datachat/internal/%s: it should reach it through an interface it declares", pkg, f)
+			}
+		}
 	}
 }

@@ -16,9 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"datachat/internal/gemini"
-	"datachat/internal/ollama"
-	"datachat/internal/openai"
+	"datachat/internal/llm"
 	"datachat/internal/yamlsafe"
 )
 
@@ -329,7 +327,7 @@ func (c *Config) Validate() error {
 	}
 	if c.EmbeddingProvider != "" && c.EmbeddingModel == "" {
 		c.EmbeddingModel = map[string]string{
-			Gemini: gemini.DefaultEmbeddingModel, OpenAI: openai.DefaultEmbeddingModel, Ollama: ollama.DefaultEmbeddingModel,
+			Gemini: llm.GeminiEmbeddingModel, OpenAI: llm.OpenAIEmbeddingModel, Ollama: llm.OllamaEmbeddingModel,
 		}[c.EmbeddingProvider]
 	}
 	return errors.Join(errs...)
@@ -402,11 +400,11 @@ func (c *Config) Model(provider string) string {
 	}
 	switch provider {
 	case OpenAI:
-		return openai.DefaultModel
+		return llm.OpenAIModel
 	case Ollama:
-		return ollama.DefaultModel
+		return llm.OllamaModel
 	}
-	return gemini.DefaultModel
+	return llm.GeminiModel
 }
 
 // Window returns the model's context window in tokens (LLM_CONTEXT_WINDOW if set).

@@ -18,8 +18,8 @@ import (
 // Defaults.
 const (
 	DefaultBaseURL        = "https://generativelanguage.googleapis.com"
-	DefaultModel          = "gemini-2.5-flash"
-	DefaultEmbeddingModel = "text-embedding-004"
+	DefaultModel          = llm.GeminiModel
+	DefaultEmbeddingModel = llm.GeminiEmbeddingModel
 	apiVersion            = "v1beta"
 	maxEmbedBatch         = 100 // batchEmbedContents' limit
 )

@@ -19,8 +19,8 @@ import (
 // Defaults.
 const (
 	DefaultHost           = "http://127.0.0.1:11434"
-	DefaultModel          = "llama3.1"
-	DefaultEmbeddingModel = "nomic-embed-text"
+	DefaultModel          = llm.OllamaModel
+	DefaultEmbeddingModel = llm.OllamaEmbeddingModel
 	defaultPort           = "11434"
 	maxEmbedBatch         = 256
 )

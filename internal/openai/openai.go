@@ -20,8 +20,8 @@ import (
 // Defaults.
 const (
 	DefaultBaseURL        = "https://api.openai.com/v1"
-	DefaultModel          = "gpt-4o-mini"
-	DefaultEmbeddingModel = "text-embedding-3-small"
+	DefaultModel          = llm.OpenAIModel
+	DefaultEmbeddingModel = llm.OpenAIEmbeddingModel
 	maxEmbedBatch         = 256
 )
 
