@@ -55,20 +55,34 @@ func (s *Server) openaiAuth(h http.HandlerFunc) http.Handler {
 // parseCompletion reads and checks a completion request.
 func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*completionTurn, error) {
 	var req completionRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompletionBody))
-	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &mbe):
-			return nil, datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
-		case errors.Is(err, io.EOF):
-			return nil, datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
-		default:
-			return nil, datachat.Errorf(datachat.EINVALID, "We could not parse the JSON body of your request: %v.", err)
-		}
+	if err := decodeOpenAIBody(w, r, &req); err != nil {
+		return nil, err
 	}
-	showSQL := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Datachat-Show-SQL")))
-	return completionTurnOf(req, showSQL == "1" || showSQL == "true", s.Chat.MaxQueryChars)
+	return completionTurnOf(req, showSQLHeader(r), s.Chat.MaxQueryChars)
+}
+
+// decodeOpenAIBody reads the JSON body of a /v1 request into v, up to
+// maxCompletionBody bytes, with errors in words an API client can act on.
+func decodeOpenAIBody(w http.ResponseWriter, r *http.Request, v any) error {
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompletionBody)).Decode(v)
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &mbe):
+		return datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
+	case errors.Is(err, io.EOF):
+		return datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
+	default:
+		return datachat.Errorf(datachat.EINVALID, "We could not parse the JSON body of your request: %v.", err)
+	}
+}
+
+// showSQLHeader reports whether a /v1 request asks for the SQL in the
+// answer's text (X-Datachat-Show-SQL: 1 or true).
+func showSQLHeader(r *http.Request) bool {
+	v := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Datachat-Show-SQL")))
+	return v == "1" || v == "true"
 }
 
 // chatCompletions answers POST /v1/chat/completions with one chat turn. The
@@ -93,6 +107,31 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.openaiError(w, r, err)
 		return
 	}
+	c := &completion{id: "chatcmpl-" + RequestID(ctx), created: time.Now().Unix(), model: openaiModelID, conversationID: convID}
+	s.serveTurn(w, r, user, convID, created, ct, turnWriters{
+		stream: func(pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error {
+			return s.streamCompletion(w, r, c, pieces, st, ct.includeUsage, discard)
+		},
+		whole: func(pieces <-chan piece, discard func(*chat.Outcome)) {
+			s.wholeCompletion(w, r, c, pieces, discard)
+		},
+	})
+}
+
+// turnWriters write a /v1 turn's pieces to the client: stream as
+// server-sent events (returning the error of a write that cut the client),
+// whole as one answer. discard is given the turn's outcome when it failed.
+type turnWriters struct {
+	stream func(pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error
+	whole  func(pieces <-chan piece, discard func(*chat.Outcome))
+}
+
+// serveTurn runs a /v1 request's turn in conversation convID (created: by
+// this request) and writes it with out, streamed when ct asks. A client cut
+// mid-stream leaves the turn to finish and be stored; otherwise the turn
+// ends before the handler does.
+func (s *Server) serveTurn(w http.ResponseWriter, r *http.Request, user *datachat.User, convID string, created bool, ct *completionTurn, out turnWriters) {
+	ctx := r.Context()
 	w.Header().Set("X-Conversation-ID", convID)
 	// A new conversation refused before its turn started (limits, busy) is
 	// removed again, so refusals leave nothing behind.
@@ -113,15 +152,23 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	c := &completion{id: "chatcmpl-" + RequestID(ctx), created: time.Now().Unix(), model: openaiModelID, conversationID: convID}
-	if ct.stream {
-		if err := s.streamCompletion(w, r, c, pieces, st, ct.includeUsage, discard); err != nil {
-			cut = true
-			s.finishCut(r, convID, err, pieces, st)
-		}
-	} else {
-		s.wholeCompletion(w, r, c, pieces, discard)
+	if !ct.stream {
+		out.whole(pieces, discard)
+		return
 	}
+	if err := out.stream(pieces, st, discard); err != nil {
+		cut = true
+		s.finishCut(r, convID, err, pieces, st)
+	}
+}
+
+// startEventStream sends the headers of a server-sent event stream.
+func startEventStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
 }
 
 // completionConversation returns the conversation a request continues, or a
@@ -248,11 +295,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 	}
 	text := func(t string) { chunk(chunkDelta{Content: &t}, nil) }
 	start := func() {
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
+		startEventStream(w)
 		empty := ""
 		chunk(chunkDelta{Role: "assistant", Content: &empty}, nil)
 		started = true

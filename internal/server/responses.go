@@ -1,10 +1,7 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -23,20 +20,10 @@ import (
 // parseResponseRequest reads and checks a Responses request.
 func (s *Server) parseResponseRequest(w http.ResponseWriter, r *http.Request) (*responseTurn, error) {
 	var req responseRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompletionBody))
-	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		switch {
-		case errors.As(err, &mbe):
-			return nil, datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
-		case errors.Is(err, io.EOF):
-			return nil, datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
-		default:
-			return nil, datachat.Errorf(datachat.EINVALID, "We could not parse the JSON body of your request: %v.", err)
-		}
+	if err := decodeOpenAIBody(w, r, &req); err != nil {
+		return nil, err
 	}
-	showSQL := strings.ToLower(strings.TrimSpace(r.Header.Get("X-Datachat-Show-SQL")))
-	return responseTurnOf(req, showSQL == "1" || showSQL == "true", s.Chat.MaxQueryChars)
+	return responseTurnOf(req, showSQLHeader(r), s.Chat.MaxQueryChars)
 }
 
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
@@ -71,35 +58,17 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		s.openaiError(w, r, err)
 		return
 	}
-	w.Header().Set("X-Conversation-ID", convID)
-	discard := func(out *chat.Outcome) {
-		if created && out == nil {
-			if err := s.Workspace.DeleteConversation(context.WithoutCancel(ctx), user.ID, convID); err != nil {
-				s.logger(r).Warn("remove refused conversation", slog.String("conversation_id", convID), slog.String("error", err.Error()))
-			}
-		}
-	}
-	st := s.newStreamTurn(ctx)
-	pieces := s.produceCompletion(st.ctx, user, convID, rt.completionTurn)
-	cut := false
-	defer func() {
-		if !cut {
-			st.stop()
-			for range pieces { // let the turn end before the handler does
-			}
-		}
-	}()
 	m := rt.meta
 	m.id, m.itemID = newResponseIDs(convID)
 	m.created = time.Now().Unix()
-	if rt.stream {
-		if err := s.streamResponse(w, r, &m, convID, pieces, st, discard); err != nil {
-			cut = true
-			s.finishCut(r, convID, err, pieces, st)
-		}
-	} else {
-		s.wholeResponse(w, r, &m, convID, pieces, discard)
-	}
+	s.serveTurn(w, r, user, convID, created, rt.completionTurn, turnWriters{
+		stream: func(pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error {
+			return s.streamResponse(w, r, &m, convID, pieces, st, discard)
+		},
+		whole: func(pieces <-chan piece, discard func(*chat.Outcome)) {
+			s.wholeResponse(w, r, &m, convID, pieces, discard)
+		},
+	})
 }
 
 // wholeResponse drains the turn and answers with one Response.
@@ -154,11 +123,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, m *respo
 	}
 	started := false
 	start := func() {
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
+		startEventStream(w)
 		event("response.created", map[string]any{"response": m.object("in_progress", nil, nil, nil)})
 		event("response.in_progress", map[string]any{"response": m.object("in_progress", nil, nil, nil)})
 		event("response.output_item.added", map[string]any{"output_index": 0, "item": m.message("in_progress", nil)})
