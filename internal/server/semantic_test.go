@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"datachat"
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
@@ -252,44 +250,22 @@ func TestSemanticEditorReachesPrompt(t *testing.T) {
 // beside its field when it does not run there; saves of two of its tables at
 // once keep both.
 func TestSemanticEditorPostgres(t *testing.T) {
-	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
-	sfx := dbsourcetest.Suffix()
-	db, role, password := "dcsem_"+sfx, "dcsem_reader_"+sfx, "pw-"+sfx+"-Qx7"
-	root, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close(ctx)
-	for _, q := range []string{"CREATE DATABASE " + db, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", role, password)} {
-		if _, err := root.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() { dbsourcetest.DropPostgres(base, db, role) })
-	c, err := pgx.Connect(ctx, dbsourcetest.WithDB(base, db, "", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for _, q := range []string{
+	pg := dbsourcetest.NewPostgresDB(t, "dcsem")
+	pg.Exec(t,
 		"CREATE TABLE orders (id int, customer text, amount numeric, status text)",
 		"CREATE TABLE customers (code text, name text)",
 		"INSERT INTO orders VALUES (1, 'c1', 10, 'paid'), (2, 'c2', 5, 'open')",
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT ON orders, customers TO " + role,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"GRANT USAGE ON SCHEMA public TO "+pg.Role,
+		"GRANT SELECT ON orders, customers TO "+pg.Role,
+	)
 	key := make([]byte, 32)
 	rand.Read(key)
 	sec, err := dbsource.NewSecrets(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := sec.Seal(dbsourcetest.WithDB(base, db, role, password))
+	sealed, err := sec.Seal(pg.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
