@@ -24,6 +24,32 @@ func (ts *testServer) patchTable(t *testing.T, key, conv, body string) (int, str
 	return ts.do(t, "PATCH", "/api/conversations/"+conv+"/dictionary/tables", key, body)
 }
 
+// patchTablesAtOnce saves each of bodies with [testServer.patchTable], all at
+// once, and fails t naming the first save that was not 200.
+func (ts *testServer) patchTablesAtOnce(t *testing.T, key, conv string, bodies []string) {
+	t.Helper()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]string, len(bodies))
+	for i, b := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if st, body := ts.patchTable(t, key, conv, b); st != 200 {
+				errs[i] = fmt.Sprintf("%d %s", st, body)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, e := range errs {
+		if e != "" {
+			t.Fatalf("save %d: %s", i, e)
+		}
+	}
+}
+
 // tablesOf decodes GET …/dictionary/tables (or the shared view's).
 func tablesOf(t *testing.T, body string) semanticTables {
 	t.Helper()
@@ -165,26 +191,7 @@ func TestSemanticEditorConcurrentSaves(t *testing.T) {
 		`{"dataset_id":"` + islands + `","metrics":{"area":{"sql":"sum(area_km2)"}},"synonyms":{"size":"area"}}`,
 		`{"dataset_id":"` + islands + `","columns":{"area_km2":"In square kilometres."}}`,
 	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]string, len(bodies))
-	for i, b := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if st, body := ts.patchTable(t, ts.alice, conv, b); st != 200 {
-				errs[i] = fmt.Sprintf("%d %s", st, body)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i, e := range errs {
-		if e != "" {
-			t.Fatalf("save %d: %s", i, e)
-		}
-	}
+	ts.patchTablesAtOnce(t, ts.alice, conv, bodies)
 	_, body := ts.do(t, "GET", "/api/conversations/"+conv+"/dictionary/tables", ts.alice, "")
 	got := tablesOf(t, body)
 	p, is := tableNamed(got.Tables, "penguins"), tableNamed(got.Tables, "islands")
@@ -312,26 +319,7 @@ func TestSemanticEditorPostgres(t *testing.T) {
 			`"relationships":[{"columns":["customer"],"ref_table":"customers","ref_columns":["code"]}]}`,
 		`{"source":"warehouse","table":"customers","synonyms":{"client":"customers"},"columns":{"name":"Legal name."}}`,
 	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]string, len(bodies))
-	for i, b := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if st, body := ts.patchTable(t, ts.alice, conv, b); st != 200 {
-				errs[i] = fmt.Sprintf("%d %s", st, body)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i, e := range errs {
-		if e != "" {
-			t.Fatalf("save %d: %s", i, e)
-		}
-	}
+	ts.patchTablesAtOnce(t, ts.alice, conv, bodies)
 	_, body = ts.do(t, "GET", "/api/conversations/"+conv+"/dictionary/tables", ts.alice, "")
 	got = tablesOf(t, body)
 	o, cu := tableNamed(got.Tables, "public.orders"), tableNamed(got.Tables, "public.customers")
