@@ -587,37 +587,7 @@ func TestRevokedKeyEndsResponseStream(t *testing.T) {
 	cs.live.interval = 50 * time.Millisecond
 	conv := cs.newConversation(t, cs.alice)
 	r := cs.responsesReq(t, `{"model":"datachat","stream":true,"input":"Think hard"}`, map[string]string{"X-Conversation-ID": conv})
-	if r.StatusCode != 200 {
-		b, _ := io.ReadAll(r.Body)
-		t.Fatalf("got %d %s", r.StatusCode, b)
-	}
-	events := make(chan string, 100)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(r.Body)
-		for sc.Scan() {
-			if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				events <- l
-			}
-		}
-	}()
-	var got []string
-	for !strings.Contains(strings.Join(got, ""), "think ") {
-		e, ok := <-events
-		if !ok {
-			t.Fatalf("the stream ended before the answer's text: %q", got)
-		}
-		got = append(got, e)
-	}
-	cs.revokeElsewhere(t, cs.alice)
-	ended := make(chan struct{})
-	go func() {
-		for e := range events {
-			got = append(got, e)
-		}
-		close(ended)
-	}()
-	await(t, ended, 10*time.Second, "the stream ending")
+	got := cs.revokeWhileStreaming(t, r, "think ")
 	var last struct {
 		Type     string       `json:"type"`
 		Response wireResponse `json:"response"`

@@ -152,7 +152,8 @@ func (c *eventClient) closedRevoked(t *testing.T, within time.Duration, reason s
 	}
 }
 
-// dialKey is dialEvents with another key than alice's.
+// dialKey opens a WebSocket on conv with key, its events read into the
+// client as they come; see [chatServer.dialEvents] for alice's.
 func (cs *chatServer) dialKey(t *testing.T, conv, key string) *eventClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -178,6 +179,46 @@ func (cs *chatServer) dialKey(t *testing.T, conv, key string) *eventClient {
 		}
 	}()
 	return c
+}
+
+// revokeWhileStreaming reads the data lines of r, a stream of server-sent
+// events that must have answered 200, until their text holds upTo; then
+// revokes alice's key from another process and returns all the stream's
+// data lines once it has ended.
+func (cs *chatServer) revokeWhileStreaming(t *testing.T, r *http.Response, upTo string) []string {
+	t.Helper()
+	if r.StatusCode != 200 {
+		b, _ := io.ReadAll(r.Body)
+		t.Fatalf("got %d %s", r.StatusCode, b)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				lines <- l
+			}
+		}
+	}()
+	var got []string
+	for !strings.Contains(strings.Join(got, ""), upTo) {
+		l, ok := <-lines
+		if !ok {
+			t.Fatalf("the stream ended before the answer's text: %q", got)
+		}
+		got = append(got, l)
+	}
+	cs.revokeElsewhere(t, cs.alice)
+	ended := make(chan struct{})
+	go func() {
+		for l := range lines {
+			got = append(got, l)
+		}
+		close(ended)
+	}()
+	await(t, ended, 10*time.Second, "the stream ending")
+	return got
 }
 
 var revokedMessage = datachat.ErrAPIKeyRevoked.Message
@@ -363,37 +404,7 @@ func TestRevokedKeyEndsCompletionStream(t *testing.T) {
 				return
 			}
 			r := cs.completionReq(t, body, map[string]string{"X-Conversation-ID": conv})
-			if r.StatusCode != 200 {
-				b, _ := io.ReadAll(r.Body)
-				t.Fatalf("got %d %s", r.StatusCode, b)
-			}
-			lines := make(chan string, 100)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(r.Body)
-				for sc.Scan() {
-					if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-						lines <- l
-					}
-				}
-			}()
-			var got []string
-			for !strings.Contains(strings.Join(got, ""), "think ") {
-				l, ok := <-lines
-				if !ok {
-					t.Fatalf("the stream ended before the answer's text: %q", got)
-				}
-				got = append(got, l)
-			}
-			cs.revokeElsewhere(t, cs.alice)
-			ended := make(chan struct{})
-			go func() {
-				for l := range lines {
-					got = append(got, l)
-				}
-				close(ended)
-			}()
-			await(t, ended, 10*time.Second, "the stream ending")
+			got := cs.revokeWhileStreaming(t, r, "think ")
 			// The event the README shows.
 			want := `{"error":{"message":"The API key was revoked. Use another key.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 			if last := got[len(got)-1]; last != want {

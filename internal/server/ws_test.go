@@ -480,31 +480,10 @@ type eventClient struct {
 	err    error // once events is closed
 }
 
+// dialEvents opens a WebSocket on conv with alice's key.
 func (cs *chatServer) dialEvents(t *testing.T, conv string) *eventClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	url := strings.Replace(cs.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"X-API-Key": {cs.alice}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
-	c := &eventClient{t: t, conn: conn, events: make(chan wireEvent, 1024)}
-	go func() {
-		for {
-			_, b, err := conn.Read(context.Background())
-			if err != nil {
-				c.err = err
-				close(c.events)
-				return
-			}
-			var ev wireEvent
-			json.Unmarshal(b, &ev)
-			c.events <- ev
-		}
-	}()
-	return c
+	return cs.dialKey(t, conv, cs.alice)
 }
 
 func (c *eventClient) send(typ string, data any) {
