@@ -214,17 +214,6 @@ func TestAuditAdminOnly(t *testing.T) {
 	if err := ts.Store.AppendAudit(t.Context(), &datachat.AuditEvent{Kind: datachat.AuditSignIn, Outcome: datachat.AuditRefused, UserName: "alice", Detail: "secret-detail"}); err != nil {
 		t.Fatal(err)
 	}
-	key := func(name string) string {
-		u, err := ts.Store.EnsureUser(t.Context(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		secret, hash, prefix := datachat.NewAPIKeySecret()
-		if err := ts.Store.CreateAPIKey(t.Context(), &datachat.APIKey{UserID: u.ID, Hash: hash, Prefix: prefix}); err != nil {
-			t.Fatal(err)
-		}
-		return secret
-	}
 	for _, tc := range []struct {
 		who, key string
 		status   int
@@ -232,9 +221,9 @@ func TestAuditAdminOnly(t *testing.T) {
 		{"admin", admin, 200},
 		{"alice", ts.alice, 403},
 		{"bob", ts.bob, 403},
-		{"Admin", key("Admin"), 403},
-		{"admin in Cyrillic", key("\u0430dmin"), 403},
-		{"administrator", key("administrator"), 403},
+		{"Admin", ts.newKey(t, "Admin"), 403},
+		{"admin in Cyrillic", ts.newKey(t, "\u0430dmin"), 403},
+		{"administrator", ts.newKey(t, "administrator"), 403},
 		{"no key", "", 401},
 		{"a wrong key", "dck_nope", 401},
 	} {
