@@ -29,18 +29,7 @@ import (
 // another.
 func (ts *testServer) responsesReq(t *testing.T, body string, headers map[string]string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/responses", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+ts.alice)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return ts.postV1(t, "/v1/responses", body, headers)
 }
 
 // wireResponse is the part of a Response object the tests read.
