@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"datachat"
 	"datachat/internal/chat"
@@ -567,13 +566,7 @@ func TestMCPHTTPMalformed(t *testing.T) {
 // revoked ends with response.failed saying so, the text so far in it, and
 // its answer stored cancelled.
 func TestRevokedKeyEndsResponseStream(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
-		Text:  []string{"Let me ", "think "},
-		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3, Release: release},
-	}})
-	cs.live.interval = 50 * time.Millisecond
+	cs := newStalledChatServer(t, llmtest.OpenAI, 3, "Let me ", "think ")
 	conv := cs.newConversation(t, cs.alice)
 	r := cs.responsesReq(t, `{"model":"datachat","stream":true,"input":"Think hard"}`, map[string]string{"X-Conversation-ID": conv})
 	got := cs.revokeWhileStreaming(t, r, "think ")

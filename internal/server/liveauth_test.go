@@ -181,6 +181,33 @@ func (cs *chatServer) dialKey(t *testing.T, conv, key string) *eventClient {
 	return c
 }
 
+// newStalledChatServer is a chat server that checks for revoked keys every
+// 50 ms, whose model answers every turn with text but stalls after its
+// first after chunks until the test ends.
+func newStalledChatServer(t *testing.T, p llmtest.Protocol, after int, text ...string) *chatServer {
+	t.Helper()
+	release := make(chan struct{})
+	cs := newChatServer(t, p, llmtest.Script{Default: &llmtest.Turn{
+		Text:  text,
+		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: after, Release: release},
+	}})
+	t.Cleanup(func() { close(release) })
+	cs.live.interval = 50 * time.Millisecond
+	return cs
+}
+
+// revokeOnceAsked waits until the model has been asked, then revokes
+// alice's key from another process.
+func (cs *chatServer) revokeOnceAsked(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool { return len(reqs) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	cs.revokeElsewhere(t, cs.alice)
+}
+
 // revokeWhileStreaming reads the data lines of r, a stream of server-sent
 // events that must have answered 200, until their text holds upTo; then
 // revokes alice's key from another process and returns all the stream's
@@ -375,24 +402,13 @@ func TestServerRevokeActsAtOnce(t *testing.T) {
 func TestRevokedKeyEndsCompletionStream(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			release := make(chan struct{})
-			defer close(release)
-			cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
-				Text:  []string{"Let me ", "think "},
-				Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3, Release: release},
-			}})
-			cs.live.interval = 50 * time.Millisecond
+			cs := newStalledChatServer(t, llmtest.OpenAI, 3, "Let me ", "think ")
 			conv := cs.newConversation(t, cs.alice)
 			body := fmt.Sprintf(`{"model":"datachat","stream":%v,"messages":[{"role":"user","content":"Think hard"}]}`, stream)
 			if !stream {
 				resp := make(chan *http.Response, 1)
 				go func() { resp <- cs.completionReq(t, body, map[string]string{"X-Conversation-ID": conv}) }()
-				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-				defer cancel()
-				if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool { return len(reqs) > 0 }); err != nil {
-					t.Fatal(err)
-				}
-				cs.revokeElsewhere(t, cs.alice)
+				cs.revokeOnceAsked(t)
 				r := <-resp
 				b, _ := io.ReadAll(r.Body)
 				if r.StatusCode != 401 || !strings.Contains(string(b), `"code":"invalid_api_key"`) || !strings.Contains(string(b), revokedMessage) {
@@ -423,13 +439,7 @@ func TestRevokedKeyEndsCompletionStream(t *testing.T) {
 // TestRevokedKeyEndsChatQuery: a /chat/query whose key is revoked while its
 // turn runs answers 401 saying so, its answer stored cancelled.
 func TestRevokedKeyEndsChatQuery(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	cs := newChatServer(t, llmtest.Gemini, llmtest.Script{Default: &llmtest.Turn{
-		Text:  []string{"Hmm ", "let me see"},
-		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 1, Release: release},
-	}})
-	cs.live.interval = 50 * time.Millisecond
+	cs := newStalledChatServer(t, llmtest.Gemini, 1, "Hmm ", "let me see")
 	conv := cs.newConversation(t, cs.alice)
 	type answer struct {
 		status int
@@ -440,12 +450,7 @@ func TestRevokedKeyEndsChatQuery(t *testing.T) {
 		st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"Think","conversation_id":"`+conv+`"}`)
 		done <- answer{st, body}
 	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool { return len(reqs) > 0 }); err != nil {
-		t.Fatal(err)
-	}
-	cs.revokeElsewhere(t, cs.alice)
+	cs.revokeOnceAsked(t)
 	var a answer
 	select {
 	case a = <-done:
