@@ -257,7 +257,7 @@ var revokedMessage = datachat.ErrAPIKeyRevoked.Message
 // nothing.
 func TestRevokedKeyClosesItsWebSocket(t *testing.T) {
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
-		{Text: []string{"Summing. "}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT sum(hash(i)) FROM range(100000000000) t(i)"}`)}},
+		{Text: []string{"Summing. "}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"`+longQuery+`"}`)}},
 	}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
@@ -266,11 +266,7 @@ func TestRevokedKeyClosesItsWebSocket(t *testing.T) {
 	c := cs.dialEvents(t, conv)
 	c.send("chat_send", map[string]string{"content": "Sum a lot"})
 	c.until("tool_call_start")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	cs.awaitQueryRunning(t)
 
 	revoked := cs.revokeElsewhere(t, cs.alice)
 	// The check runs every 500 ms: the socket closes within a second
@@ -288,6 +284,8 @@ func TestRevokedKeyClosesItsWebSocket(t *testing.T) {
 	if st, body := cs.post(t, "/api/conversations", cs.alice, `{}`); st != 401 {
 		t.Errorf("a new request with the revoked key: got %d %v, want 401", st, body)
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	url := strings.Replace(cs.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
 	if _, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"X-API-Key": {cs.alice}}}); err == nil || resp == nil || resp.StatusCode != 401 {
 		t.Errorf("a new WebSocket with the revoked key: got %v %v, want 401 before the upgrade", resp, err)
@@ -471,17 +469,8 @@ func TestRevokedKeyEndsMCPCall(t *testing.T) {
 	cs := &chatServer{testServer: newTestServer(t, func(_ *Deps, c *Config) { c.AuthCheckInterval = 50 * time.Millisecond })}
 	conv := cs.newConversation(t, cs.alice)
 	s := cs.mcpSession(t, cs.alice)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{
-			"conversation_id": conv, "query": "SELECT sum(hash(i)) FROM range(100000000000) t(i)"}})
-		done <- err
-	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	done := callLongQuery(context.Background(), s, conv)
+	cs.awaitQueryRunning(t)
 	cs.revokeElsewhere(t, cs.alice)
 	var err error
 	select {
@@ -504,22 +493,38 @@ func TestMCPCallEndsWithItsClient(t *testing.T) {
 	conv := cs.newConversation(t, cs.alice)
 	s := cs.mcpSession(t, cs.alice)
 	callCtx, giveUp := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.CallTool(callCtx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{
-			"conversation_id": conv, "query": "SELECT sum(hash(i)) FROM range(100000000000) t(i)"}})
-		done <- err
-	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	done := callLongQuery(callCtx, s, conv)
+	cs.awaitQueryRunning(t)
 	giveUp()
 	<-done
 	if err := queryStopped(cs.testServer); err != nil {
 		t.Errorf("the query of a call its client gave up on: %v", err)
 	}
+}
+
+// longQuery runs for hours unless stopped.
+const longQuery = "SELECT sum(hash(i)) FROM range(100000000000) t(i)"
+
+// awaitQueryRunning waits until the engine runs one query.
+func (ts *testServer) awaitQueryRunning(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := ts.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
+		t.Fatalf("the query never ran: %v", err)
+	}
+}
+
+// callLongQuery calls execute_sql with [longQuery] in conv on the MCP
+// session s, in a goroutine, and sends the call's error once it ends.
+func callLongQuery(ctx context.Context, s *mcp.ClientSession, conv string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{
+			"conversation_id": conv, "query": longQuery}})
+		done <- err
+	}()
+	return done
 }
 
 // queryStopped waits for the engine to run no query, and fails if that
