@@ -536,12 +536,7 @@ func TestMCPHTTPMalformed(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("X-API-Key", ts.alice)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		st, b, h := send(t, req)
 		var msg struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
@@ -550,9 +545,9 @@ func TestMCPHTTPMalformed(t *testing.T) {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal(b, &msg); err != nil || resp.StatusCode != 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+		if err := json.Unmarshal([]byte(b), &msg); err != nil || st != 400 || !strings.HasPrefix(h.Get("Content-Type"), "application/json") ||
 			msg.JSONRPC != "2.0" || string(msg.ID) != tc.id || msg.Error.Code != tc.code || msg.Error.Message == "" {
-			t.Errorf("%s: got %d %s %s; want 400 and a JSON-RPC error %d with id %s", tc.body, resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.code, tc.id)
+			t.Errorf("%s: got %d %s %s; want 400 and a JSON-RPC error %d with id %s", tc.body, st, h.Get("Content-Type"), b, tc.code, tc.id)
 		}
 	}
 	// A good request is still served.
