@@ -68,7 +68,9 @@ func startServe(t *testing.T, env func(string) (string, bool)) (*Main, *bytes.Bu
 	return m, &stdout
 }
 
-func do(t *testing.T, method, url, key, body string) (int, map[string]any) {
+// apiCall sends body (JSON; none when "") to url with the API key key (none
+// when "") and returns the answer's status, body and headers.
+func apiCall(t *testing.T, method, url, key, body string) (int, string, http.Header) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -89,17 +91,24 @@ func do(t *testing.T, method, url, key, body string) (int, map[string]any) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
 	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// do is [apiCall] for an answer in JSON, which must say its request ID.
+func do(t *testing.T, method, url, key, body string) (int, map[string]any) {
+	t.Helper()
+	st, b, h := apiCall(t, method, url, key, body)
+	var out map[string]any
 	if len(b) > 0 {
-		if err := json.Unmarshal(b, &out); err != nil {
+		if err := json.Unmarshal([]byte(b), &out); err != nil {
 			t.Fatalf("%s %s: body %q is not JSON: %v", method, url, b, err)
 		}
 	}
-	if resp.Header.Get("X-Request-ID") == "" {
+	if h.Get("X-Request-ID") == "" {
 		t.Errorf("%s %s: no X-Request-ID header", method, url)
 	}
-	return resp.StatusCode, out
+	return st, out
 }
 
 func TestServeKeysAndOwnership(t *testing.T) {

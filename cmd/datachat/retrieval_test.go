@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -118,20 +117,12 @@ type source struct {
 // searchDocs asks /search for the top 5 chunks.
 func searchDocs(t *testing.T, base, key, conv, q string) []source {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/api/conversations/"+conv+"/search", strings.NewReader(fmt.Sprintf(`{"query":%q,"top_k":5}`, q)))
-	req.Header.Set("X-API-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	st, b, _ := apiCall(t, "POST", base+"/api/conversations/"+conv+"/search", key, fmt.Sprintf(`{"query":%q,"top_k":5}`, q))
 	var out struct {
 		Results []source `json:"results"`
 	}
-	if resp.StatusCode != 200 || json.Unmarshal(b, &out) != nil {
-		t.Fatalf("search: HTTP %d %s", resp.StatusCode, b)
+	if st != 200 || json.Unmarshal([]byte(b), &out) != nil {
+		t.Fatalf("search: HTTP %d %s", st, b)
 	}
 	return out.Results
 }

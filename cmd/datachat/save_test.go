@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -96,16 +94,8 @@ func testSaveAsJoin(t *testing.T, src *sourceServer) {
 	base := "http://" + m.Addr()
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		st, b, _ := apiCall(t, method, base+path, key, body)
+		return st, b
 	}
 	_, conv := call("POST", "/api/conversations", `{"title":"islands"}`)
 	id := jsonField(t, conv, "id")

@@ -347,19 +347,9 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	var bodies strings.Builder // every API answer
 	call := func(method, path, key, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", key)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		bodies.Write(b)
-		return resp.StatusCode, string(b)
+		st, b, _ := apiCall(t, method, base+path, key, body)
+		bodies.WriteString(b)
+		return st, b
 	}
 
 	if st, body := call("GET", "/api/sources", alice, ""); st != 200 || !strings.Contains(body, `{"name":"warehouse","kind":"`+src.kind+`","tables":["`+strings.Join(tables, `","`)+`"]}`) {
