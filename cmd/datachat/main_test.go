@@ -35,8 +35,15 @@ func testEnv(t *testing.T, vars map[string]string) func(string) (string, bool) {
 // runMain runs one command to completion and returns its stdout and stderr.
 func runMain(t *testing.T, env func(string) (string, bool), args ...string) (string, string, error) {
 	t.Helper()
+	return runMainWith(t, &Main{Env: env}, args...)
+}
+
+// runMainWith runs m with args, its output to buffers, and returns its
+// stdout, stderr and error (Run's, else Close's).
+func runMainWith(t *testing.T, m *Main, args ...string) (string, string, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	m := &Main{Env: env, Stdout: &stdout, Stderr: &stderr}
+	m.Stdout, m.Stderr = &stdout, &stderr
 	ctx := context.Background()
 	err := m.ParseFlags(ctx, args)
 	if err == nil {

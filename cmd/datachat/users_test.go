@@ -60,17 +60,7 @@ func storeOf(t *testing.T, env func(string) (string, bool)) datachat.Store {
 // runMainIn is runMain with stdin.
 func runMainIn(t *testing.T, env func(string) (string, bool), stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	m := &Main{Env: env, Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr}
-	ctx := context.Background()
-	err := m.ParseFlags(ctx, args)
-	if err == nil {
-		err = m.Run(ctx)
-	}
-	if cerr := m.Close(); err == nil {
-		err = cerr
-	}
-	return stdout.String(), stderr.String(), err
+	return runMainWith(t, &Main{Env: env, Stdin: strings.NewReader(stdin)}, args...)
 }
 
 // mustRun runs a command that must succeed and returns its stdout.
