@@ -53,11 +53,7 @@ func TestPostgresRetrievalAcrossProcesses(t *testing.T) {
 	varsA, varsB := clone(vars), clone(vars)
 	varsA["DATACHAT_DATA_DIR"] = t.TempDir()
 	varsB["DATACHAT_DATA_DIR"] = t.TempDir()
-	a := startProc(t, varsA)
-	key := a.Key
-	if key == "" {
-		t.Fatal("no setup URL (and so no admin key) on the first start")
-	}
+	a, key := startFirstProc(t, varsA)
 	b := startProc(t, varsB)
 	conv := newConversation(t, a.URL(), key)
 

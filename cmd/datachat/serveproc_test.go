@@ -169,6 +169,17 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 	return p
 }
 
+// startFirstProc is startProc on a first start (no users yet): it returns
+// serve and the API key of its user admin.
+func startFirstProc(t *testing.T, vars map[string]string) (*serveProc, string) {
+	t.Helper()
+	p := startProc(t, vars)
+	if p.Key == "" {
+		t.Fatal("no setup URL (and so no admin key) on the first start")
+	}
+	return p, p.Key
+}
+
 // waitLog waits until the process has logged a line containing s, failing
 // the test after d (a safety net).
 func (p *serveProc) waitLog(s string, d time.Duration) {
