@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"datachat/internal/chroma/chromatest"
 	"datachat/internal/llmtest"
 	"datachat/internal/testfiles"
+	"datachat/internal/testnet"
 )
 
 // The question and the page of testfiles' DMCA summary that answers it.
@@ -243,12 +243,7 @@ func TestChromaRetrieval(t *testing.T) {
 // TestChromaUnreachable: a wrong CHROMA_URL stops `serve` at start with a
 // message naming it; so does chroma without an embedding model.
 func TestChromaUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := testnet.ClosedAddr(t)
 	for _, tc := range []struct {
 		env  map[string]string
 		want []string

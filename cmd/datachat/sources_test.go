@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
 	"datachat/internal/llmtest"
+	"datachat/internal/testnet"
 )
 
 // sourceCSVs are the CSVs of ../shared/data/csv a source's database holds as
@@ -589,7 +589,7 @@ func jsonField(t *testing.T, body, key string) string {
 // stores nothing; --url - reads the URL from stdin.
 func TestSourcesAddRefuses(t *testing.T) {
 	env := testEnv(t, nil)
-	addr := closedPort(t)
+	addr := testnet.ClosedAddr(t)
 	for _, tc := range []struct {
 		args  []string
 		stdin string
@@ -624,18 +624,6 @@ func TestSourcesAddRefuses(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, dbsource.KeyFile)); err == nil {
 		t.Error("refused sources made the key file")
 	}
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // runMainOut runs one command and returns what it printed on stdout and
