@@ -24,17 +24,7 @@ import (
 // and, approved, saves that many rows; after a restart the saved tables are still there
 // and queried.
 func TestSaveAsJoin(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *sourceServer
-	}{
-		{"PostgreSQL", newPostgresSource},
-		{"MariaDB", newMariaDBSource},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			testSaveAsJoin(t, tc.open(t))
-		})
-	}
+	onEachSourceServer(t, testSaveAsJoin)
 }
 
 // islandsCSV is the upload: each island's area (made up) and a row whose

@@ -63,6 +63,22 @@ func gentoos(t *testing.T) int {
 	return n
 }
 
+// onEachSourceServer runs test as a subtest on a PostgreSQL source server,
+// then on a MariaDB one.
+func onEachSourceServer(t *testing.T, test func(*testing.T, *sourceServer)) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) *sourceServer
+	}{
+		{"PostgreSQL", newPostgresSource},
+		{"MariaDB", newMariaDBSource},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			test(t, tc.open(t))
+		})
+	}
+}
+
 func newPostgresSource(t *testing.T) *sourceServer {
 	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
@@ -193,17 +209,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 // (404); a write is refused; a source removed while serve runs is no longer
 // used; and the password shows in no API answer, prompt, log or store file.
 func TestDatabaseSources(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *sourceServer
-	}{
-		{"PostgreSQL", newPostgresSource},
-		{"MariaDB", newMariaDBSource},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			testDatabaseSource(t, tc.open(t))
-		})
-	}
+	onEachSourceServer(t, testDatabaseSource)
 }
 
 // sourceAnswers are questions on the tables sourceCSVs adds to penguins,
