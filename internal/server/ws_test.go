@@ -284,6 +284,20 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
+// serveSmallBuffers serves h on a loopback listener of [smallBuffers] until
+// the test ends, and returns its address.
+func serveSmallBuffers(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h}
+	go hs.Serve(smallBuffers{ln})
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
 // TestClientThatStopsReadingIsCut: a client that reads nothing of a long
 // answer (through tiny socket buffers) is cut — by the write timeout, by
 // its outbox's bound, or by the ping it cannot answer while the server's
@@ -330,15 +344,9 @@ func TestClientThatStopsReadingIsCut(t *testing.T) {
 			cut := logs.watch(tc.log, "conversation_id", stalled)
 			completed := logs.watch("chat turn", "conversation_id", stalled, "status", datachat.StatusComplete)
 
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := &http.Server{Handler: cs.Handler()}
-			go hs.Serve(smallBuffers{ln})
-			t.Cleanup(func() { hs.Close() })
+			addr := serveSmallBuffers(t, cs.Handler())
 
-			ws := dialRawWS(t, ln.Addr().String(), "/ws?conversation_id="+stalled, map[string]string{"X-API-Key": cs.alice}, 4096)
+			ws := dialRawWS(t, addr, "/ws?conversation_id="+stalled, map[string]string{"X-API-Key": cs.alice}, 4096)
 			ws.send("chat_send", map[string]string{"content": "a long answer, please"})
 			// The client reads nothing from here on.
 			await(t, cut, 10*time.Second, "the stalled client cut")
