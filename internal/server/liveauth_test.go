@@ -317,12 +317,7 @@ func TestIdleWebSocketOfRevokedKeyCloses(t *testing.T) {
 		await(t, pingedOnce(pinged), 10*time.Second, "a ping")
 	}
 	cs.revokeElsewhere(t, cs.alice)
-	var err error
-	select {
-	case err = <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle WebSocket of the revoked key is still open 10 s later, its pings answered")
-	}
+	err := receive(t, ended, 10*time.Second, "the idle WebSocket of the revoked key is still open 10 s later, its pings answered")
 	want := fmt.Sprintf("close frame %x", append([]byte{byte(wsStatusRevoked >> 8), byte(wsStatusRevoked & 0xff)}, revokedMessage...))
 	if err == nil || err.Error() != want {
 		t.Errorf("the socket ended with %v, want %s", err, want)
@@ -449,12 +444,7 @@ func TestRevokedKeyEndsChatQuery(t *testing.T) {
 		done <- answer{st, body}
 	}()
 	cs.revokeOnceAsked(t)
-	var a answer
-	select {
-	case a = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("/chat/query still runs 10 s after its key was revoked")
-	}
+	a := receive(t, done, 10*time.Second, "/chat/query still runs 10 s after its key was revoked")
 	if e, _ := a.body["error"].(map[string]any); a.status != 401 || e["type"] != "unauthorized" || e["message"] != revokedMessage {
 		t.Errorf("got %d %v, want 401 saying the key was revoked", a.status, a.body)
 	}
@@ -472,12 +462,7 @@ func TestRevokedKeyEndsMCPCall(t *testing.T) {
 	done := callLongQuery(context.Background(), s, conv)
 	cs.awaitQueryRunning(t)
 	cs.revokeElsewhere(t, cs.alice)
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the MCP call still runs 10 s after its key was revoked")
-	}
+	err := receive(t, done, 10*time.Second, "the MCP call still runs 10 s after its key was revoked")
 	if err == nil || !strings.Contains(err.Error(), revokedMessage) {
 		t.Errorf("the call ended with %v, want an error saying the key was revoked", err)
 	}
@@ -579,12 +564,7 @@ func TestRevokedKeyEndsUpload(t *testing.T) {
 	// nothing more, mid-file.
 	checks.await(t, checks.count(), 1)
 	cs.revokeElsewhere(t, cs.alice)
-	var a answer
-	select {
-	case a = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upload still runs 10 s after its key was revoked")
-	}
+	a := receive(t, done, 10*time.Second, "the upload still runs 10 s after its key was revoked")
 	if a.err != nil {
 		t.Fatalf("the upload got no answer: %v", a.err)
 	}

@@ -84,6 +84,20 @@ func await(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	}
 }
 
+// receive returns what ch sends, failing the test with late when nothing
+// comes within d (a safety net, not a measure).
+func receive[T any](t *testing.T, ch <-chan T, d time.Duration, late string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatal(late)
+		var zero T
+		return zero
+	}
+}
+
 // rawWS is a WebSocket client written by hand over TCP, so a test decides
 // exactly what it reads and answers: it can stop reading, or stop answering
 // pings, as a client that vanished without closing does.
