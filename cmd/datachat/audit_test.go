@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -384,19 +383,11 @@ func TestAuditSources(t *testing.T) {
 	base := "http://" + m.Addr()
 	call := func(method, path, body string) string {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", alice)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		st, b, _ := apiCall(t, method, base+path, alice, body)
+		if st/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, st, b)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-		}
-		return string(b)
+		return b
 	}
 	conv := jsonField(t, call("POST", "/api/conversations", ""), "id")
 	call("POST", "/api/conversations/"+conv+"/sources", `{"name":"warehouse"}`)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -17,7 +16,6 @@ import (
 // TestHelpAndUsage runs the built command: help goes to stdout with status
 // 0; a wrong command line gets the usage on stderr and status 2.
 func TestHelpAndUsage(t *testing.T) {
-	bin := datachatBinary(t)
 	for _, tc := range []struct {
 		args   []string
 		status int
@@ -59,26 +57,15 @@ func TestHelpAndUsage(t *testing.T) {
 		{[]string{"sources", "remove"}, 2, "want the source's NAME"},
 		{[]string{"sources", "list", "x"}, 2, "takes no arguments"},
 	} {
-		cmd := exec.Command(bin, tc.args...)
 		// No HOME and no data directory: help and usage need no configuration.
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		status := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			status = exit.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		out, quiet := stdout.String(), stderr.String()
+		stdout, stderr, status := runBinary(t, []string{"PATH=" + os.Getenv("PATH")}, "", tc.args...)
+		out, quiet := stdout, stderr
 		if tc.status != 0 {
 			out, quiet = quiet, out
 		}
 		if status != tc.status || !strings.Contains(out, tc.want) || quiet != "" {
 			t.Errorf("datachat %s: got status %d, stdout %q, stderr %q; want status %d and %q in %s alone",
-				strings.Join(tc.args, " "), status, stdout.String(), stderr.String(), tc.status, tc.want, map[bool]string{true: "stdout", false: "stderr"}[tc.status == 0])
+				strings.Join(tc.args, " "), status, stdout, stderr, tc.status, tc.want, map[bool]string{true: "stdout", false: "stderr"}[tc.status == 0])
 		}
 	}
 }

@@ -50,11 +50,7 @@ func TestCrashMidTurn(t *testing.T) {
 		"DATACHAT_DATA_DIR": dir,
 		"LLM_PROVIDER":      "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
 	}
-	p := startProc(t, vars)
-	key := p.Key
-	if key == "" {
-		t.Fatal("no setup URL (and so no admin key) on the first start")
-	}
+	p, key := startFirstProc(t, vars)
 	conv := newConversation(t, p.URL(), key)
 	c := dialWS(t, p.URL(), key, conv)
 	c.send("chat_send", map[string]string{"content": "count slowly"})

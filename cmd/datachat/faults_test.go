@@ -174,11 +174,7 @@ func TestServeDatabaseOutage(t *testing.T) {
 		"DATACHAT_DATA_DIR":     dataDir,
 		"LLM_PROVIDER":          "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
 	}
-	p := startProc(t, vars)
-	key := p.Key
-	if key == "" {
-		t.Fatal("no setup URL (and so no admin key) on the first start")
-	}
+	p, key := startFirstProc(t, vars)
 	base := p.URL()
 	turn := func(c *wsClient) []wsEvent {
 		t.Helper()

@@ -565,15 +565,7 @@ func TestMCPStdioMalformedLine(t *testing.T) {
 		"\x00\xff",
 		`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`,
 	}
-	cmd := exec.Command(datachatBinary(t), "mcp", "--data", penguinsCSV(t))
-	cmd.Env = mcpEnv(t.TempDir())
-	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("datachat mcp: %v\nstderr: %s", err, stderr.String())
-	}
+	out, stderr := mcpOverPipe(t, lines)
 	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -600,7 +592,7 @@ func TestMCPStdioMalformedLine(t *testing.T) {
 		byID[string(msg.ID)] = string(msg.Result)
 	}
 	if !strings.Contains(byID["3"], fmt.Sprint(testfiles.PenguinsRows)) || !strings.Contains(byID["6"], "execute_sql") {
-		t.Errorf("the session did not go on after the malformed lines:\n%s\nstderr: %s", out, stderr.String())
+		t.Errorf("the session did not go on after the malformed lines:\n%s\nstderr: %s", out, stderr)
 	}
 	codes := map[int]int{}
 	for _, e := range errs {

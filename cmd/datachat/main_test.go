@@ -35,8 +35,15 @@ func testEnv(t *testing.T, vars map[string]string) func(string) (string, bool) {
 // runMain runs one command to completion and returns its stdout and stderr.
 func runMain(t *testing.T, env func(string) (string, bool), args ...string) (string, string, error) {
 	t.Helper()
+	return runMainWith(t, &Main{Env: env}, args...)
+}
+
+// runMainWith runs m with args, its output to buffers, and returns its
+// stdout, stderr and error (Run's, else Close's).
+func runMainWith(t *testing.T, m *Main, args ...string) (string, string, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	m := &Main{Env: env, Stdout: &stdout, Stderr: &stderr}
+	m.Stdout, m.Stderr = &stdout, &stderr
 	ctx := context.Background()
 	err := m.ParseFlags(ctx, args)
 	if err == nil {
@@ -68,7 +75,9 @@ func startServe(t *testing.T, env func(string) (string, bool)) (*Main, *bytes.Bu
 	return m, &stdout
 }
 
-func do(t *testing.T, method, url, key, body string) (int, map[string]any) {
+// apiCall sends body (JSON; none when "") to url with the API key key (none
+// when "") and returns the answer's status, body and headers.
+func apiCall(t *testing.T, method, url, key, body string) (int, string, http.Header) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -89,17 +98,24 @@ func do(t *testing.T, method, url, key, body string) (int, map[string]any) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
 	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// do is [apiCall] for an answer in JSON, which must say its request ID.
+func do(t *testing.T, method, url, key, body string) (int, map[string]any) {
+	t.Helper()
+	st, b, h := apiCall(t, method, url, key, body)
+	var out map[string]any
 	if len(b) > 0 {
-		if err := json.Unmarshal(b, &out); err != nil {
+		if err := json.Unmarshal([]byte(b), &out); err != nil {
 			t.Fatalf("%s %s: body %q is not JSON: %v", method, url, b, err)
 		}
 	}
-	if resp.Header.Get("X-Request-ID") == "" {
+	if h.Get("X-Request-ID") == "" {
 		t.Errorf("%s %s: no X-Request-ID header", method, url)
 	}
-	return resp.StatusCode, out
+	return st, out
 }
 
 func TestServeKeysAndOwnership(t *testing.T) {

@@ -28,6 +28,23 @@ func mcpEnv(dataDir string) []string {
 		"DATACHAT_DATA_DIR=" + dataDir, "DATACHAT_LOG_LEVEL=warn", "DATACHAT_LOG_FORMAT=text"}
 }
 
+// mcpOverPipe runs `datachat mcp` on penguins.csv with lines (JSON-RPC
+// messages) as its stdin, and returns its stdout and stderr once it has
+// exited.
+func mcpOverPipe(t *testing.T, lines []string) ([]byte, string) {
+	t.Helper()
+	cmd := exec.Command(datachatBinary(t), "mcp", "--data", penguinsCSV(t))
+	cmd.Env = mcpEnv(t.TempDir())
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("datachat mcp: %v\nstderr: %s", err, stderr.String())
+	}
+	return out, stderr.String()
+}
+
 // stdioSession runs `datachat mcp args…` and connects the Go SDK's client to it.
 func stdioSession(t *testing.T, dataDir string, stderr *bytes.Buffer, args ...string) *mcp.ClientSession {
 	t.Helper()
@@ -186,15 +203,7 @@ func TestMCPStdioAnswersAfterStdinCloses(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute_sql","arguments":{"query":"SELECT count(*) AS n FROM penguins WHERE species = 'Gentoo'"}}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
 	}
-	cmd := exec.Command(datachatBinary(t), "mcp", "--data", penguinsCSV(t))
-	cmd.Env = mcpEnv(t.TempDir())
-	cmd.Stdin = strings.NewReader(strings.Join(requests, "\n") + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("datachat mcp: %v\nstderr: %s", err, stderr.String())
-	}
+	out, stderr := mcpOverPipe(t, requests)
 	answers := map[float64]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var msg struct {
@@ -211,7 +220,7 @@ func TestMCPStdioAnswersAfterStdinCloses(t *testing.T) {
 	}
 	for id, want := range map[float64]string{1: "protocolVersion", 2: fmt.Sprint(testfiles.PenguinsRows), 3: fmt.Sprint(testfiles.GentooCount), 4: "execute_sql"} {
 		if got, ok := answers[id]; !ok {
-			t.Errorf("request %v: no answer\nstdout:\n%s\nstderr: %s", id, out, stderr.String())
+			t.Errorf("request %v: no answer\nstdout:\n%s\nstderr: %s", id, out, stderr)
 		} else if !strings.Contains(got, want) {
 			t.Errorf("request %v: got %s, want it to contain %q", id, got, want)
 		}

@@ -88,11 +88,7 @@ func TestTwoProcessesOneDatabase(t *testing.T) {
 		"DATACHAT_RATE_LIMIT_RPM": "5",
 		"LLM_PROVIDER":            "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL,
 	}
-	a := startProc(t, vars)
-	key := a.Key
-	if key == "" {
-		t.Fatal("no setup URL (and so no admin key) on the first start")
-	}
+	a, key := startFirstProc(t, vars)
 	conv := newConversation(t, a.URL(), key)
 	ca := dialWS(t, a.URL(), key, conv)
 	ca.send("chat_send", map[string]string{"content": "slow question"})

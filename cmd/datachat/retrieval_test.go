@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 	"datachat/internal/chroma/chromatest"
 	"datachat/internal/llmtest"
 	"datachat/internal/testfiles"
+	"datachat/internal/testnet"
 )
 
 // The question and the page of testfiles' DMCA summary that answers it.
@@ -54,11 +53,7 @@ func TestPostgresRetrievalAcrossProcesses(t *testing.T) {
 	varsA, varsB := clone(vars), clone(vars)
 	varsA["DATACHAT_DATA_DIR"] = t.TempDir()
 	varsB["DATACHAT_DATA_DIR"] = t.TempDir()
-	a := startProc(t, varsA)
-	key := a.Key
-	if key == "" {
-		t.Fatal("no setup URL (and so no admin key) on the first start")
-	}
+	a, key := startFirstProc(t, varsA)
 	b := startProc(t, varsB)
 	conv := newConversation(t, a.URL(), key)
 
@@ -118,20 +113,12 @@ type source struct {
 // searchDocs asks /search for the top 5 chunks.
 func searchDocs(t *testing.T, base, key, conv, q string) []source {
 	t.Helper()
-	req, _ := http.NewRequest("POST", base+"/api/conversations/"+conv+"/search", strings.NewReader(fmt.Sprintf(`{"query":%q,"top_k":5}`, q)))
-	req.Header.Set("X-API-Key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	st, b, _ := apiCall(t, "POST", base+"/api/conversations/"+conv+"/search", key, fmt.Sprintf(`{"query":%q,"top_k":5}`, q))
 	var out struct {
 		Results []source `json:"results"`
 	}
-	if resp.StatusCode != 200 || json.Unmarshal(b, &out) != nil {
-		t.Fatalf("search: HTTP %d %s", resp.StatusCode, b)
+	if st != 200 || json.Unmarshal([]byte(b), &out) != nil {
+		t.Fatalf("search: HTTP %d %s", st, b)
 	}
 	return out.Results
 }
@@ -256,12 +243,7 @@ func TestChromaRetrieval(t *testing.T) {
 // TestChromaUnreachable: a wrong CHROMA_URL stops `serve` at start with a
 // message naming it; so does chroma without an embedding model.
 func TestChromaUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := testnet.ClosedAddr(t)
 	for _, tc := range []struct {
 		env  map[string]string
 		want []string

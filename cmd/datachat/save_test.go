@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,17 +24,7 @@ import (
 // and, approved, saves that many rows; after a restart the saved tables are still there
 // and queried.
 func TestSaveAsJoin(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *sourceServer
-	}{
-		{"PostgreSQL", newPostgresSource},
-		{"MariaDB", newMariaDBSource},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			testSaveAsJoin(t, tc.open(t))
-		})
-	}
+	onEachSourceServer(t, testSaveAsJoin)
 }
 
 // islandsCSV is the upload: each island's area (made up) and a row whose
@@ -96,16 +84,8 @@ func testSaveAsJoin(t *testing.T, src *sourceServer) {
 	base := "http://" + m.Addr()
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		st, b, _ := apiCall(t, method, base+path, key, body)
+		return st, b
 	}
 	_, conv := call("POST", "/api/conversations", `{"title":"islands"}`)
 	id := jsonField(t, conv, "id")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,30 +19,17 @@ import (
 // test PostgreSQL, with a role that may read them, and returns its URL.
 func newWideWarehouse(t *testing.T) string {
 	t.Helper()
-	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
-	sfx := dbsourcetest.Suffix()
-	db, role, pw := "dcwide_"+sfx, "dcwide_reader_"+sfx, "pw-"+sfx
-	root, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close(ctx)
-	for _, q := range []string{"CREATE DATABASE " + db, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", role, pw)} {
-		if _, err := root.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { dbsourcetest.DropPostgres(base, db, role) })
-	c, err := pgx.Connect(ctx, dbsourcetest.WithDB(base, db, "", ""))
+	pg := dbsourcetest.NewPostgresDB(t, "dcwide")
+	c, err := pgx.Connect(ctx, pg.AdminURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	if err := wide.Create(ctx, c, role); err != nil {
+	if err := wide.Create(ctx, c, pg.Role); err != nil {
 		t.Fatal(err)
 	}
-	return dbsourcetest.WithDB(base, db, role, pw)
+	return pg.URL()
 }
 
 // TestEvalWideSchema runs bench/schema's suite — 30 questions over a

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -169,6 +170,17 @@ func startProc(t *testing.T, vars map[string]string) *serveProc {
 	return p
 }
 
+// startFirstProc is startProc on a first start (no users yet): it returns
+// serve and the API key of its user admin.
+func startFirstProc(t *testing.T, vars map[string]string) (*serveProc, string) {
+	t.Helper()
+	p := startProc(t, vars)
+	if p.Key == "" {
+		t.Fatal("no setup URL (and so no admin key) on the first start")
+	}
+	return p, p.Key
+}
+
 // waitLog waits until the process has logged a line containing s, failing
 // the test after d (a safety net).
 func (p *serveProc) waitLog(s string, d time.Duration) {
@@ -246,6 +258,24 @@ type wsEvent struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
 	At   time.Time       `json:"-"`
+}
+
+// closedWith4401 waits for c to close, 2 s at the most after the command
+// cmd returned (the server checks every 500 ms), and checks that it closed
+// with status 4401 and reason.
+func (c *wsClient) closedWith4401(t *testing.T, cmd, reason string) {
+	t.Helper()
+	at := time.Now()
+	select {
+	case <-c.closed:
+		t.Logf("closed %v after %s returned", time.Since(at).Round(time.Millisecond), cmd)
+	case <-time.After(2 * time.Second):
+		t.Fatalf("the WebSocket is still open 2 s after %s", cmd)
+	}
+	var ce websocket.CloseError
+	if !errors.As(c.err, &ce) || ce.Code != 4401 || ce.Reason != reason {
+		t.Errorf("closed with %v, want 4401 and the reason %q", c.err, reason)
+	}
 }
 
 func dialWS(t *testing.T, base, key, conversationID string) *wsClient {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"datachat/internal/llmtest"
 	"datachat/internal/sso/ssotest"
+	"datachat/internal/testnet"
 )
 
 // TestServeSignIn: serve, configured by its variables, signs people in:
@@ -25,12 +25,7 @@ import (
 // DATACHAT_TOKENS_PER_DAY for their next turn.
 func TestServeSignIn(t *testing.T) {
 	p := ssotest.Start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.ClosedAddr(t) // serve listens there below
 	base := "http://" + addr
 	p.AddClient(ssotest.Client{ID: "datachat", Secret: "s3cret", RedirectURIs: []string{base + "/api/auth/oidc/callback"}})
 	p.SetUser(ssotest.User{Subject: "ann-1", Email: "ann@example.com", EmailVerified: true, PreferredUsername: "ann", Groups: []string{"admins"}})

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
 	"datachat/internal/llmtest"
+	"datachat/internal/testnet"
 )
 
 // sourceCSVs are the CSVs of ../shared/data/csv a source's database holds as
@@ -61,6 +61,22 @@ func gentoos(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// onEachSourceServer runs test as a subtest on a PostgreSQL source server,
+// then on a MariaDB one.
+func onEachSourceServer(t *testing.T, test func(*testing.T, *sourceServer)) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) *sourceServer
+	}{
+		{"PostgreSQL", newPostgresSource},
+		{"MariaDB", newMariaDBSource},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			test(t, tc.open(t))
+		})
+	}
 }
 
 func newPostgresSource(t *testing.T) *sourceServer {
@@ -193,17 +209,7 @@ func newMariaDBSource(t *testing.T) *sourceServer {
 // (404); a write is refused; a source removed while serve runs is no longer
 // used; and the password shows in no API answer, prompt, log or store file.
 func TestDatabaseSources(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		open func(t *testing.T) *sourceServer
-	}{
-		{"PostgreSQL", newPostgresSource},
-		{"MariaDB", newMariaDBSource},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			testDatabaseSource(t, tc.open(t))
-		})
-	}
+	onEachSourceServer(t, testDatabaseSource)
 }
 
 // sourceAnswers are questions on the tables sourceCSVs adds to penguins,
@@ -347,19 +353,9 @@ func testDatabaseSource(t *testing.T, src *sourceServer) {
 	var bodies strings.Builder // every API answer
 	call := func(method, path, key, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", key)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		bodies.Write(b)
-		return resp.StatusCode, string(b)
+		st, b, _ := apiCall(t, method, base+path, key, body)
+		bodies.WriteString(b)
+		return st, b
 	}
 
 	if st, body := call("GET", "/api/sources", alice, ""); st != 200 || !strings.Contains(body, `{"name":"warehouse","kind":"`+src.kind+`","tables":["`+strings.Join(tables, `","`)+`"]}`) {
@@ -599,7 +595,7 @@ func jsonField(t *testing.T, body, key string) string {
 // stores nothing; --url - reads the URL from stdin.
 func TestSourcesAddRefuses(t *testing.T) {
 	env := testEnv(t, nil)
-	addr := closedPort(t)
+	addr := testnet.ClosedAddr(t)
 	for _, tc := range []struct {
 		args  []string
 		stdin string
@@ -634,18 +630,6 @@ func TestSourcesAddRefuses(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, dbsource.KeyFile)); err == nil {
 		t.Error("refused sources made the key file")
 	}
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // runMainOut runs one command and returns what it printed on stdout and

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"datachat"
 	"datachat/internal/config"
 	"datachat/internal/postgres"
@@ -60,17 +58,7 @@ func storeOf(t *testing.T, env func(string) (string, bool)) datachat.Store {
 // runMainIn is runMain with stdin.
 func runMainIn(t *testing.T, env func(string) (string, bool), stdin string, args ...string) (string, string, error) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	m := &Main{Env: env, Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr}
-	ctx := context.Background()
-	err := m.ParseFlags(ctx, args)
-	if err == nil {
-		err = m.Run(ctx)
-	}
-	if cerr := m.Close(); err == nil {
-		err = cerr
-	}
-	return stdout.String(), stderr.String(), err
+	return runMainWith(t, &Main{Env: env, Stdin: strings.NewReader(stdin)}, args...)
 }
 
 // mustRun runs a command that must succeed and returns its stdout.
@@ -444,17 +432,7 @@ func TestUsersDisableEndsOpenSockets(t *testing.T) {
 		gone, stays := dialWS(t, base, alice, aliceConv), dialWS(t, base, bob, bobConv)
 
 		mustRun(t, env, "users", "disable", "alice")
-		at := time.Now()
-		select {
-		case <-gone.closed:
-			t.Logf("closed %v after users disable returned", time.Since(at).Round(time.Millisecond))
-		case <-time.After(2 * time.Second): // the check runs every 500 ms
-			t.Fatal("the disabled user's WebSocket is still open 2 s after users disable")
-		}
-		var ce websocket.CloseError
-		if !errors.As(gone.err, &ce) || ce.Code != 4401 || ce.Reason != datachat.ErrUserDisabled.Message {
-			t.Errorf("closed with %v, want 4401 saying the account was disabled", gone.err)
-		}
+		gone.closedWith4401(t, "users disable", datachat.ErrUserDisabled.Message)
 		if st, body := do(t, "GET", base+"/api/conversations", alice, ""); st != 401 {
 			t.Errorf("the disabled user's key: %d %v, want 401", st, body)
 		}

@@ -24,6 +24,7 @@ import (
 	"datachat/internal/retrieval"
 	"datachat/internal/retrieval/backendtest"
 	"datachat/internal/retrieval/retrievaltest"
+	"datachat/internal/testnet"
 )
 
 // One Chroma server for the package's tests, started by the first test that
@@ -106,12 +107,7 @@ func TestPing(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
+	addr := testnet.ClosedAddr(t)
 	c := newClient(t, chroma.Options{URL: "http://admin:s3cret@" + addr, Timeout: 5 * time.Second})
 	ctx := context.Background()
 	doc, chunks := backendtest.TextDoc("d", nil, "text")

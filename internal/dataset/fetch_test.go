@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/testnet"
 )
 
 func TestInternalAddr(t *testing.T) {
@@ -243,12 +244,7 @@ func TestFetchErrorsSayWhatToDo(t *testing.T) {
 
 	allow := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	l := mustLoader(t, Options{AllowNets: allow})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := testnet.ClosedAddr(t)
 	_, err = l.Fetch(ctx, "http://"+closed+"/x.csv")
 	if msg := datachat.ErrorMessage(err); msg != "could not load http://"+closed+"/x.csv: nothing answers at "+closed+" (the connection was refused); check the address and port" {
 		t.Errorf("refused: got %q", msg)

@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
 )
@@ -44,32 +42,9 @@ func TestForeignKeys(t *testing.T) {
 		}
 	}
 	t.Run("PostgreSQL", func(t *testing.T) {
-		base := dbsourcetest.PostgresURL(t)
-		ctx := context.Background()
-		sfx := dbsourcetest.Suffix()
-		dbName, role, pw := "dcfk_"+sfx, "dcfk_reader_"+sfx, "pw-"+sfx
-		root, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer root.Close(ctx)
-		for _, q := range []string{"CREATE DATABASE " + dbName, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", role, pw)} {
-			if _, err := root.Exec(ctx, q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		t.Cleanup(func() { dbsourcetest.DropPostgres(base, dbName, role) })
-		c, err := pgx.Connect(ctx, dbsourcetest.WithDB(base, dbName, "", ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close(ctx)
-		for _, q := range append(schema, "GRANT USAGE ON SCHEMA public TO "+role, "GRANT SELECT ON customers, regions, orders TO "+role) {
-			if _, err := c.Exec(ctx, q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-		db := openSource(t, "shop", dbsourcetest.WithDB(base, dbName, role, pw), []string{"public.customers", "public.regions", "public.orders"}, dbsource.Options{})
+		pg := dbsourcetest.NewPostgresDB(t, "dcfk")
+		pg.Exec(t, append(schema, "GRANT USAGE ON SCHEMA public TO "+pg.Role, "GRANT SELECT ON customers, regions, orders TO "+pg.Role)...)
+		db := openSource(t, "shop", pg.URL(), []string{"public.customers", "public.regions", "public.orders"}, dbsource.Options{})
 		check(t, db, "public")
 	})
 	t.Run("MariaDB", func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/testnet"
 )
 
 var testProvider = Provider{Name: "test", KeyVar: "TEST_API_KEY", URLVar: "TEST_BASE_URL"}
@@ -247,13 +248,8 @@ func TestConnectTimeout(t *testing.T) {
 }
 
 func TestConnectionRefusedRetried(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	err = newTestClient(Config{}).Stream(context.Background(), Request{URL: "http://" + addr + "/"}, (&collector{}).emit, lineDecoder)
+	addr := testnet.ClosedAddr(t)
+	err := newTestClient(Config{}).Stream(context.Background(), Request{URL: "http://" + addr + "/"}, (&collector{}).emit, lineDecoder)
 	var pe *datachat.ProviderError
 	if !errors.As(err, &pe) || pe.Kind != datachat.ProviderConnection || pe.SuggestedAction == "" {
 		t.Fatalf("got %#v, want a connection error with an action", err)

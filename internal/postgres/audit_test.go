@@ -1,8 +1,6 @@
 package postgres_test
 
 import (
-	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
-	"datachat/internal/postgres"
-	"datachat/internal/postgres/pgtest"
 	"datachat/internal/storetest"
 )
 
@@ -76,24 +72,5 @@ func TestAuditAppendOnly(t *testing.T) {
 //
 //	go test -run '^$' -bench Audit ./internal/postgres
 func BenchmarkAudit(b *testing.B) {
-	u := os.Getenv("DATACHAT_TEST_POSTGRES_URL")
-	if u == "" {
-		b.Skip("set DATACHAT_TEST_POSTGRES_URL")
-	}
-	storetest.BenchAudit(b, 100_000, func(b *testing.B) datachat.Store {
-		sch, err := pgtest.NewSchema(b.Context(), u, "datachat_bench_")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { sch.Drop(context.Background()) })
-		s, err := postgres.Open(b.Context(), sch.URL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { s.Close() })
-		if err := s.Migrate(b.Context()); err != nil {
-			b.Fatal(err)
-		}
-		return s
-	})
+	storetest.BenchAudit(b, 100_000, benchStore(b))
 }

@@ -15,11 +15,18 @@ import (
 //
 //	go test -run '^$' -bench CopyShared ./internal/postgres
 func BenchmarkCopyShared(b *testing.B) {
+	storetest.BenchCopyShared(b, 1000, benchStore(b))
+}
+
+// benchStore skips b unless DATACHAT_TEST_POSTGRES_URL names a server, and
+// returns what opens a migrated store in a schema of its own, closed and
+// dropped when the benchmark that opened it ends.
+func benchStore(b *testing.B) func(*testing.B) datachat.Store {
 	u := os.Getenv("DATACHAT_TEST_POSTGRES_URL")
 	if u == "" {
 		b.Skip("set DATACHAT_TEST_POSTGRES_URL")
 	}
-	storetest.BenchCopyShared(b, 1000, func(b *testing.B) datachat.Store {
+	return func(b *testing.B) datachat.Store {
 		sch, err := pgtest.NewSchema(b.Context(), u, "datachat_bench_")
 		if err != nil {
 			b.Fatal(err)
@@ -34,5 +41,5 @@ func BenchmarkCopyShared(b *testing.B) {
 			b.Fatal(err)
 		}
 		return s
-	})
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -50,21 +49,14 @@ type auditPage struct {
 
 func (ts *testServer) audit(t *testing.T, key, query string) (int, auditPage, string) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", ts.URL+"/api/admin/audit"+query, nil)
-	req.Header.Set("X-API-Key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	st, b, _ := ts.getAs(t, "/api/admin/audit"+query, key)
 	var p auditPage
-	if resp.StatusCode == 200 {
-		if err := json.Unmarshal(b, &p); err != nil {
+	if st == 200 {
+		if err := json.Unmarshal([]byte(b), &p); err != nil {
 			t.Fatalf("%s: %v: %s", query, err, b)
 		}
 	}
-	return resp.StatusCode, p, string(b)
+	return st, p, b
 }
 
 // TestAuditAPI: GET /api/admin/audit lists the audit log to the admin,
@@ -214,17 +206,6 @@ func TestAuditAdminOnly(t *testing.T) {
 	if err := ts.Store.AppendAudit(t.Context(), &datachat.AuditEvent{Kind: datachat.AuditSignIn, Outcome: datachat.AuditRefused, UserName: "alice", Detail: "secret-detail"}); err != nil {
 		t.Fatal(err)
 	}
-	key := func(name string) string {
-		u, err := ts.Store.EnsureUser(t.Context(), name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		secret, hash, prefix := datachat.NewAPIKeySecret()
-		if err := ts.Store.CreateAPIKey(t.Context(), &datachat.APIKey{UserID: u.ID, Hash: hash, Prefix: prefix}); err != nil {
-			t.Fatal(err)
-		}
-		return secret
-	}
 	for _, tc := range []struct {
 		who, key string
 		status   int
@@ -232,9 +213,9 @@ func TestAuditAdminOnly(t *testing.T) {
 		{"admin", admin, 200},
 		{"alice", ts.alice, 403},
 		{"bob", ts.bob, 403},
-		{"Admin", key("Admin"), 403},
-		{"admin in Cyrillic", key("\u0430dmin"), 403},
-		{"administrator", key("administrator"), 403},
+		{"Admin", ts.newKey(t, "Admin"), 403},
+		{"admin in Cyrillic", ts.newKey(t, "\u0430dmin"), 403},
+		{"administrator", ts.newKey(t, "administrator"), 403},
 		{"no key", "", 401},
 		{"a wrong key", "dck_nope", 401},
 	} {
@@ -340,14 +321,8 @@ func TestAuditEveryPath(t *testing.T) {
 		for i := 0; i+1 < len(headers); i += 2 {
 			req.Header.Set(headers[i], headers[i+1])
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		if st, b, _ := send(t, req); st != 200 {
+			t.Fatalf("%s: %d %s", path, st, b)
 		}
 	}
 	post("/chat/query", "req-chatquery", fmt.Sprintf(`{"query":"via chatquery","conversation_id":%q}`, conv.ID))

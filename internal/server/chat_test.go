@@ -767,17 +767,13 @@ func TestChatFlushesWhileStreaming(t *testing.T) {
 
 func TestChatCancelStopsRunningQuery(t *testing.T) {
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
-		{ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT sum(hash(i)) FROM range(100000000000) t(i)"}`)}},
+		{ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"`+longQuery+`"}`)}},
 	}})
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
 	c.send("chat_send", map[string]string{"content": "Sum a lot"})
 	c.until("tool_call_start")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	cs.awaitQueryRunning(t)
 	start := time.Now()
 	c.send("chat_cancel", map[string]any{})
 	evs := c.until("chat_complete")

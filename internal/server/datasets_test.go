@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -52,19 +51,14 @@ func (ts *testServer) post(t *testing.T, url, key, body string) (int, map[string
 
 func doJSON(t *testing.T, req *http.Request) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	st, b, _ := send(t, req)
 	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
 	if len(b) > 0 {
-		if err := json.Unmarshal(b, &out); err != nil {
+		if err := json.Unmarshal([]byte(b), &out); err != nil {
 			t.Fatalf("body %q: %v", b, err)
 		}
 	}
-	return resp.StatusCode, out
+	return st, out
 }
 
 func (ts *testServer) newConversation(t *testing.T, key string) string {

@@ -476,14 +476,8 @@ func TestMultipartFieldsAreChecked(t *testing.T) {
 			req, _ := http.NewRequest("POST", ts.URL+tc.url, bytes.NewReader(body))
 			req.Header.Set("Content-Type", ct)
 			req.Header.Set("X-API-Key", ts.alice)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != tc.status || !strings.Contains(string(b), tc.want) {
-				t.Errorf("got %d %s, want %d containing %s", resp.StatusCode, b, tc.status, tc.want)
+			if st, b, _ := send(t, req); st != tc.status || !strings.Contains(b, tc.want) {
+				t.Errorf("got %d %s, want %d containing %s", st, b, tc.status, tc.want)
 			}
 		})
 	}

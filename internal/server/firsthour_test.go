@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"datachat"
 	"datachat/internal/chat"
@@ -29,18 +28,7 @@ import (
 // another.
 func (ts *testServer) responsesReq(t *testing.T, body string, headers map[string]string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/responses", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+ts.alice)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return ts.postV1(t, "/v1/responses", body, headers)
 }
 
 // wireResponse is the part of a Response object the tests read.
@@ -548,12 +536,7 @@ func TestMCPHTTPMalformed(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("X-API-Key", ts.alice)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		st, b, h := send(t, req)
 		var msg struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
@@ -562,9 +545,9 @@ func TestMCPHTTPMalformed(t *testing.T) {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal(b, &msg); err != nil || resp.StatusCode != 400 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+		if err := json.Unmarshal([]byte(b), &msg); err != nil || st != 400 || !strings.HasPrefix(h.Get("Content-Type"), "application/json") ||
 			msg.JSONRPC != "2.0" || string(msg.ID) != tc.id || msg.Error.Code != tc.code || msg.Error.Message == "" {
-			t.Errorf("%s: got %d %s %s; want 400 and a JSON-RPC error %d with id %s", tc.body, resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.code, tc.id)
+			t.Errorf("%s: got %d %s %s; want 400 and a JSON-RPC error %d with id %s", tc.body, st, h.Get("Content-Type"), b, tc.code, tc.id)
 		}
 	}
 	// A good request is still served.
@@ -578,46 +561,10 @@ func TestMCPHTTPMalformed(t *testing.T) {
 // revoked ends with response.failed saying so, the text so far in it, and
 // its answer stored cancelled.
 func TestRevokedKeyEndsResponseStream(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
-		Text:  []string{"Let me ", "think "},
-		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3, Release: release},
-	}})
-	cs.live.interval = 50 * time.Millisecond
+	cs := newStalledChatServer(t, llmtest.OpenAI, 3, "Let me ", "think ")
 	conv := cs.newConversation(t, cs.alice)
 	r := cs.responsesReq(t, `{"model":"datachat","stream":true,"input":"Think hard"}`, map[string]string{"X-Conversation-ID": conv})
-	if r.StatusCode != 200 {
-		b, _ := io.ReadAll(r.Body)
-		t.Fatalf("got %d %s", r.StatusCode, b)
-	}
-	events := make(chan string, 100)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(r.Body)
-		for sc.Scan() {
-			if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				events <- l
-			}
-		}
-	}()
-	var got []string
-	for !strings.Contains(strings.Join(got, ""), "think ") {
-		e, ok := <-events
-		if !ok {
-			t.Fatalf("the stream ended before the answer's text: %q", got)
-		}
-		got = append(got, e)
-	}
-	cs.revokeElsewhere(t, cs.alice)
-	ended := make(chan struct{})
-	go func() {
-		for e := range events {
-			got = append(got, e)
-		}
-		close(ended)
-	}()
-	await(t, ended, 10*time.Second, "the stream ending")
+	got := cs.revokeWhileStreaming(t, r, "think ")
 	var last struct {
 		Type     string       `json:"type"`
 		Response wireResponse `json:"response"`

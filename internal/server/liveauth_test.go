@@ -152,7 +152,8 @@ func (c *eventClient) closedRevoked(t *testing.T, within time.Duration, reason s
 	}
 }
 
-// dialKey is dialEvents with another key than alice's.
+// dialKey opens a WebSocket on conv with key, its events read into the
+// client as they come; see [chatServer.dialEvents] for alice's.
 func (cs *chatServer) dialKey(t *testing.T, conv, key string) *eventClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -180,6 +181,73 @@ func (cs *chatServer) dialKey(t *testing.T, conv, key string) *eventClient {
 	return c
 }
 
+// newStalledChatServer is a chat server that checks for revoked keys every
+// 50 ms, whose model answers every turn with text but stalls after its
+// first after chunks until the test ends.
+func newStalledChatServer(t *testing.T, p llmtest.Protocol, after int, text ...string) *chatServer {
+	t.Helper()
+	release := make(chan struct{})
+	cs := newChatServer(t, p, llmtest.Script{Default: &llmtest.Turn{
+		Text:  text,
+		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: after, Release: release},
+	}})
+	t.Cleanup(func() { close(release) })
+	cs.live.interval = 50 * time.Millisecond
+	return cs
+}
+
+// revokeOnceAsked waits until the model has been asked, then revokes
+// alice's key from another process.
+func (cs *chatServer) revokeOnceAsked(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool { return len(reqs) > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	cs.revokeElsewhere(t, cs.alice)
+}
+
+// revokeWhileStreaming reads the data lines of r, a stream of server-sent
+// events that must have answered 200, until their text holds upTo; then
+// revokes alice's key from another process and returns all the stream's
+// data lines once it has ended.
+func (cs *chatServer) revokeWhileStreaming(t *testing.T, r *http.Response, upTo string) []string {
+	t.Helper()
+	if r.StatusCode != 200 {
+		b, _ := io.ReadAll(r.Body)
+		t.Fatalf("got %d %s", r.StatusCode, b)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				lines <- l
+			}
+		}
+	}()
+	var got []string
+	for !strings.Contains(strings.Join(got, ""), upTo) {
+		l, ok := <-lines
+		if !ok {
+			t.Fatalf("the stream ended before the answer's text: %q", got)
+		}
+		got = append(got, l)
+	}
+	cs.revokeElsewhere(t, cs.alice)
+	ended := make(chan struct{})
+	go func() {
+		for l := range lines {
+			got = append(got, l)
+		}
+		close(ended)
+	}()
+	await(t, ended, 10*time.Second, "the stream ending")
+	return got
+}
+
 var revokedMessage = datachat.ErrAPIKeyRevoked.Message
 
 // TestRevokedKeyClosesItsWebSocket: a key revoked by another process while
@@ -189,7 +257,7 @@ var revokedMessage = datachat.ErrAPIKeyRevoked.Message
 // nothing.
 func TestRevokedKeyClosesItsWebSocket(t *testing.T) {
 	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
-		{Text: []string{"Summing. "}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT sum(hash(i)) FROM range(100000000000) t(i)"}`)}},
+		{Text: []string{"Summing. "}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"`+longQuery+`"}`)}},
 	}})
 	logs := &logWatch{}
 	cs.Logger = slog.New(logs)
@@ -198,11 +266,7 @@ func TestRevokedKeyClosesItsWebSocket(t *testing.T) {
 	c := cs.dialEvents(t, conv)
 	c.send("chat_send", map[string]string{"content": "Sum a lot"})
 	c.until("tool_call_start")
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	cs.awaitQueryRunning(t)
 
 	revoked := cs.revokeElsewhere(t, cs.alice)
 	// The check runs every 500 ms: the socket closes within a second
@@ -220,6 +284,8 @@ func TestRevokedKeyClosesItsWebSocket(t *testing.T) {
 	if st, body := cs.post(t, "/api/conversations", cs.alice, `{}`); st != 401 {
 		t.Errorf("a new request with the revoked key: got %d %v, want 401", st, body)
 	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	url := strings.Replace(cs.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
 	if _, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"X-API-Key": {cs.alice}}}); err == nil || resp == nil || resp.StatusCode != 401 {
 		t.Errorf("a new WebSocket with the revoked key: got %v %v, want 401 before the upgrade", resp, err)
@@ -251,12 +317,7 @@ func TestIdleWebSocketOfRevokedKeyCloses(t *testing.T) {
 		await(t, pingedOnce(pinged), 10*time.Second, "a ping")
 	}
 	cs.revokeElsewhere(t, cs.alice)
-	var err error
-	select {
-	case err = <-ended:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle WebSocket of the revoked key is still open 10 s later, its pings answered")
-	}
+	err := receive(t, ended, 10*time.Second, "the idle WebSocket of the revoked key is still open 10 s later, its pings answered")
 	want := fmt.Sprintf("close frame %x", append([]byte{byte(wsStatusRevoked >> 8), byte(wsStatusRevoked & 0xff)}, revokedMessage...))
 	if err == nil || err.Error() != want {
 		t.Errorf("the socket ended with %v, want %s", err, want)
@@ -334,24 +395,13 @@ func TestServerRevokeActsAtOnce(t *testing.T) {
 func TestRevokedKeyEndsCompletionStream(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			release := make(chan struct{})
-			defer close(release)
-			cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Default: &llmtest.Turn{
-				Text:  []string{"Let me ", "think "},
-				Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 3, Release: release},
-			}})
-			cs.live.interval = 50 * time.Millisecond
+			cs := newStalledChatServer(t, llmtest.OpenAI, 3, "Let me ", "think ")
 			conv := cs.newConversation(t, cs.alice)
 			body := fmt.Sprintf(`{"model":"datachat","stream":%v,"messages":[{"role":"user","content":"Think hard"}]}`, stream)
 			if !stream {
 				resp := make(chan *http.Response, 1)
 				go func() { resp <- cs.completionReq(t, body, map[string]string{"X-Conversation-ID": conv}) }()
-				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-				defer cancel()
-				if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool { return len(reqs) > 0 }); err != nil {
-					t.Fatal(err)
-				}
-				cs.revokeElsewhere(t, cs.alice)
+				cs.revokeOnceAsked(t)
 				r := <-resp
 				b, _ := io.ReadAll(r.Body)
 				if r.StatusCode != 401 || !strings.Contains(string(b), `"code":"invalid_api_key"`) || !strings.Contains(string(b), revokedMessage) {
@@ -363,37 +413,7 @@ func TestRevokedKeyEndsCompletionStream(t *testing.T) {
 				return
 			}
 			r := cs.completionReq(t, body, map[string]string{"X-Conversation-ID": conv})
-			if r.StatusCode != 200 {
-				b, _ := io.ReadAll(r.Body)
-				t.Fatalf("got %d %s", r.StatusCode, b)
-			}
-			lines := make(chan string, 100)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(r.Body)
-				for sc.Scan() {
-					if l, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-						lines <- l
-					}
-				}
-			}()
-			var got []string
-			for !strings.Contains(strings.Join(got, ""), "think ") {
-				l, ok := <-lines
-				if !ok {
-					t.Fatalf("the stream ended before the answer's text: %q", got)
-				}
-				got = append(got, l)
-			}
-			cs.revokeElsewhere(t, cs.alice)
-			ended := make(chan struct{})
-			go func() {
-				for l := range lines {
-					got = append(got, l)
-				}
-				close(ended)
-			}()
-			await(t, ended, 10*time.Second, "the stream ending")
+			got := cs.revokeWhileStreaming(t, r, "think ")
 			// The event the README shows.
 			want := `{"error":{"message":"The API key was revoked. Use another key.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`
 			if last := got[len(got)-1]; last != want {
@@ -412,13 +432,7 @@ func TestRevokedKeyEndsCompletionStream(t *testing.T) {
 // TestRevokedKeyEndsChatQuery: a /chat/query whose key is revoked while its
 // turn runs answers 401 saying so, its answer stored cancelled.
 func TestRevokedKeyEndsChatQuery(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	cs := newChatServer(t, llmtest.Gemini, llmtest.Script{Default: &llmtest.Turn{
-		Text:  []string{"Hmm ", "let me see"},
-		Fault: &llmtest.Fault{Kind: llmtest.FaultStall, After: 1, Release: release},
-	}})
-	cs.live.interval = 50 * time.Millisecond
+	cs := newStalledChatServer(t, llmtest.Gemini, 1, "Hmm ", "let me see")
 	conv := cs.newConversation(t, cs.alice)
 	type answer struct {
 		status int
@@ -429,18 +443,8 @@ func TestRevokedKeyEndsChatQuery(t *testing.T) {
 		st, body := cs.post(t, "/chat/query", cs.alice, `{"query":"Think","conversation_id":"`+conv+`"}`)
 		done <- answer{st, body}
 	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := cs.fake.Wait(ctx, func(reqs []llmtest.Request) bool { return len(reqs) > 0 }); err != nil {
-		t.Fatal(err)
-	}
-	cs.revokeElsewhere(t, cs.alice)
-	var a answer
-	select {
-	case a = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("/chat/query still runs 10 s after its key was revoked")
-	}
+	cs.revokeOnceAsked(t)
+	a := receive(t, done, 10*time.Second, "/chat/query still runs 10 s after its key was revoked")
 	if e, _ := a.body["error"].(map[string]any); a.status != 401 || e["type"] != "unauthorized" || e["message"] != revokedMessage {
 		t.Errorf("got %d %v, want 401 saying the key was revoked", a.status, a.body)
 	}
@@ -455,24 +459,10 @@ func TestRevokedKeyEndsMCPCall(t *testing.T) {
 	cs := &chatServer{testServer: newTestServer(t, func(_ *Deps, c *Config) { c.AuthCheckInterval = 50 * time.Millisecond })}
 	conv := cs.newConversation(t, cs.alice)
 	s := cs.mcpSession(t, cs.alice)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{
-			"conversation_id": conv, "query": "SELECT sum(hash(i)) FROM range(100000000000) t(i)"}})
-		done <- err
-	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	done := callLongQuery(context.Background(), s, conv)
+	cs.awaitQueryRunning(t)
 	cs.revokeElsewhere(t, cs.alice)
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the MCP call still runs 10 s after its key was revoked")
-	}
+	err := receive(t, done, 10*time.Second, "the MCP call still runs 10 s after its key was revoked")
 	if err == nil || !strings.Contains(err.Error(), revokedMessage) {
 		t.Errorf("the call ended with %v, want an error saying the key was revoked", err)
 	}
@@ -488,22 +478,38 @@ func TestMCPCallEndsWithItsClient(t *testing.T) {
 	conv := cs.newConversation(t, cs.alice)
 	s := cs.mcpSession(t, cs.alice)
 	callCtx, giveUp := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.CallTool(callCtx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{
-			"conversation_id": conv, "query": "SELECT sum(hash(i)) FROM range(100000000000) t(i)"}})
-		done <- err
-	}()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := cs.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
-		t.Fatalf("the query never ran: %v", err)
-	}
+	done := callLongQuery(callCtx, s, conv)
+	cs.awaitQueryRunning(t)
 	giveUp()
 	<-done
 	if err := queryStopped(cs.testServer); err != nil {
 		t.Errorf("the query of a call its client gave up on: %v", err)
 	}
+}
+
+// longQuery runs for hours unless stopped.
+const longQuery = "SELECT sum(hash(i)) FROM range(100000000000) t(i)"
+
+// awaitQueryRunning waits until the engine runs one query.
+func (ts *testServer) awaitQueryRunning(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := ts.Workspace.Engine.WaitLoad(ctx, func(_, running int) bool { return running == 1 }); err != nil {
+		t.Fatalf("the query never ran: %v", err)
+	}
+}
+
+// callLongQuery calls execute_sql with [longQuery] in conv on the MCP
+// session s, in a goroutine, and sends the call's error once it ends.
+func callLongQuery(ctx context.Context, s *mcp.ClientSession, conv string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "execute_sql", Arguments: map[string]any{
+			"conversation_id": conv, "query": longQuery}})
+		done <- err
+	}()
+	return done
 }
 
 // queryStopped waits for the engine to run no query, and fails if that
@@ -558,12 +564,7 @@ func TestRevokedKeyEndsUpload(t *testing.T) {
 	// nothing more, mid-file.
 	checks.await(t, checks.count(), 1)
 	cs.revokeElsewhere(t, cs.alice)
-	var a answer
-	select {
-	case a = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the upload still runs 10 s after its key was revoked")
-	}
+	a := receive(t, done, 10*time.Second, "the upload still runs 10 s after its key was revoked")
 	if a.err != nil {
 		t.Fatalf("the upload got no answer: %v", a.err)
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,16 +15,11 @@ func (ts *testServer) scrape(t *testing.T) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", ts.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+ts.alice)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	st, b, _ := send(t, req)
+	if st != 200 {
+		t.Fatalf("/metrics: %d %s", st, b)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("/metrics: %d %s", resp.StatusCode, b)
-	}
-	return string(b)
+	return b
 }
 
 // metricValue sums the samples of a metric whose labels include all of

@@ -47,7 +47,14 @@ func newObservedChatServer(t *testing.T, p llmtest.Protocol, script llmtest.Scri
 // headers set another.
 func (ts *testServer) completionReq(t *testing.T, body string, headers map[string]string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/chat/completions", strings.NewReader(body))
+	return ts.postV1(t, "/v1/chat/completions", body, headers)
+}
+
+// postV1 posts a JSON body to path with alice's key as a bearer token
+// unless headers set another; the answer's body is closed at the end.
+func (ts *testServer) postV1(t *testing.T, path, body string, headers map[string]string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+ts.alice)
 	for k, v := range headers {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,13 +25,7 @@ func (ts *testServer) getAs(t *testing.T, url, key string) (int, string, http.He
 	t.Helper()
 	req, _ := http.NewRequest("GET", ts.URL+url, nil)
 	req.Header.Set("X-API-Key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header
+	return send(t, req)
 }
 
 // TestFormatsListsWhatUploadsTake: GET /api/formats lists the dataset and

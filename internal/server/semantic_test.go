@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"datachat"
 	"datachat/internal/dbsource"
 	"datachat/internal/dbsource/dbsourcetest"
@@ -24,6 +22,32 @@ import (
 func (ts *testServer) patchTable(t *testing.T, key, conv, body string) (int, string) {
 	t.Helper()
 	return ts.do(t, "PATCH", "/api/conversations/"+conv+"/dictionary/tables", key, body)
+}
+
+// patchTablesAtOnce saves each of bodies with [testServer.patchTable], all at
+// once, and fails t naming the first save that was not 200.
+func (ts *testServer) patchTablesAtOnce(t *testing.T, key, conv string, bodies []string) {
+	t.Helper()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]string, len(bodies))
+	for i, b := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if st, body := ts.patchTable(t, key, conv, b); st != 200 {
+				errs[i] = fmt.Sprintf("%d %s", st, body)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, e := range errs {
+		if e != "" {
+			t.Fatalf("save %d: %s", i, e)
+		}
+	}
 }
 
 // tablesOf decodes GET …/dictionary/tables (or the shared view's).
@@ -167,26 +191,7 @@ func TestSemanticEditorConcurrentSaves(t *testing.T) {
 		`{"dataset_id":"` + islands + `","metrics":{"area":{"sql":"sum(area_km2)"}},"synonyms":{"size":"area"}}`,
 		`{"dataset_id":"` + islands + `","columns":{"area_km2":"In square kilometres."}}`,
 	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]string, len(bodies))
-	for i, b := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if st, body := ts.patchTable(t, ts.alice, conv, b); st != 200 {
-				errs[i] = fmt.Sprintf("%d %s", st, body)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i, e := range errs {
-		if e != "" {
-			t.Fatalf("save %d: %s", i, e)
-		}
-	}
+	ts.patchTablesAtOnce(t, ts.alice, conv, bodies)
 	_, body := ts.do(t, "GET", "/api/conversations/"+conv+"/dictionary/tables", ts.alice, "")
 	got := tablesOf(t, body)
 	p, is := tableNamed(got.Tables, "penguins"), tableNamed(got.Tables, "islands")
@@ -252,44 +257,22 @@ func TestSemanticEditorReachesPrompt(t *testing.T) {
 // beside its field when it does not run there; saves of two of its tables at
 // once keep both.
 func TestSemanticEditorPostgres(t *testing.T) {
-	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
-	sfx := dbsourcetest.Suffix()
-	db, role, password := "dcsem_"+sfx, "dcsem_reader_"+sfx, "pw-"+sfx+"-Qx7"
-	root, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close(ctx)
-	for _, q := range []string{"CREATE DATABASE " + db, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", role, password)} {
-		if _, err := root.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() { dbsourcetest.DropPostgres(base, db, role) })
-	c, err := pgx.Connect(ctx, dbsourcetest.WithDB(base, db, "", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for _, q := range []string{
+	pg := dbsourcetest.NewPostgresDB(t, "dcsem")
+	pg.Exec(t,
 		"CREATE TABLE orders (id int, customer text, amount numeric, status text)",
 		"CREATE TABLE customers (code text, name text)",
 		"INSERT INTO orders VALUES (1, 'c1', 10, 'paid'), (2, 'c2', 5, 'open')",
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT ON orders, customers TO " + role,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"GRANT USAGE ON SCHEMA public TO "+pg.Role,
+		"GRANT SELECT ON orders, customers TO "+pg.Role,
+	)
 	key := make([]byte, 32)
 	rand.Read(key)
 	sec, err := dbsource.NewSecrets(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := sec.Seal(dbsourcetest.WithDB(base, db, role, password))
+	sealed, err := sec.Seal(pg.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,26 +319,7 @@ func TestSemanticEditorPostgres(t *testing.T) {
 			`"relationships":[{"columns":["customer"],"ref_table":"customers","ref_columns":["code"]}]}`,
 		`{"source":"warehouse","table":"customers","synonyms":{"client":"customers"},"columns":{"name":"Legal name."}}`,
 	}
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]string, len(bodies))
-	for i, b := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if st, body := ts.patchTable(t, ts.alice, conv, b); st != 200 {
-				errs[i] = fmt.Sprintf("%d %s", st, body)
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i, e := range errs {
-		if e != "" {
-			t.Fatalf("save %d: %s", i, e)
-		}
-	}
+	ts.patchTablesAtOnce(t, ts.alice, conv, bodies)
 	_, body = ts.do(t, "GET", "/api/conversations/"+conv+"/dictionary/tables", ts.alice, "")
 	got = tablesOf(t, body)
 	o, cu := tableNamed(got.Tables, "public.orders"), tableNamed(got.Tables, "public.customers")

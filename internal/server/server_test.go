@@ -21,6 +21,19 @@ import (
 	"datachat/internal/workspace"
 )
 
+// send sends req, failing t if it cannot, and returns the answer's status,
+// body and headers.
+func send(t *testing.T, req *http.Request) (int, string, http.Header) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
 // testServer is a Server over a fresh SQLite store with users alice and bob.
 type testServer struct {
 	*Server
@@ -110,29 +123,24 @@ func (ts *testServer) run(t *testing.T, sc scenario) string {
 	for k, v := range sc.headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != sc.wantStatus {
-		t.Errorf("%s: got status %d, want %d; body %s", sc.name, resp.StatusCode, sc.wantStatus, b)
+	st, b, h := send(t, req)
+	if st != sc.wantStatus {
+		t.Errorf("%s: got status %d, want %d; body %s", sc.name, st, sc.wantStatus, b)
 	}
 	for _, w := range sc.wantContent {
-		if !strings.Contains(string(b), w) {
+		if !strings.Contains(b, w) {
 			t.Errorf("%s: body %s does not contain %q", sc.name, b, w)
 		}
 	}
 	for _, w := range sc.notContent {
-		if strings.Contains(string(b), w) {
+		if strings.Contains(b, w) {
 			t.Errorf("%s: body %s contains %q", sc.name, b, w)
 		}
 	}
-	if resp.Header.Get("X-Request-ID") == "" {
+	if h.Get("X-Request-ID") == "" {
 		t.Errorf("%s: no X-Request-ID", sc.name)
 	}
-	return string(b)
+	return b
 }
 
 func TestConversationAPI(t *testing.T) {

@@ -187,13 +187,8 @@ func (ts *testServer) withCookie(t *testing.T, method, path, cookie, body string
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(out)
+	st, out, _ := send(t, req)
+	return st, out
 }
 
 // dialCookie opens the chat WebSocket with a session cookie from origin

@@ -629,14 +629,8 @@ func TestSessionIdlesOut(t *testing.T) {
 	defer strict.Close()
 	req, _ := http.NewRequest("GET", strict.URL+"/api/me", nil)
 	req.AddCookie(&http.Cookie{Name: sessionCookieName, Value: carol.cookie()})
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 401 || !strings.Contains(string(body), datachat.ErrSessionEnded.Message) {
-		t.Errorf("a session past the idle time: %d %s, want 401", resp.StatusCode, body)
+	if st, body, _ := send(t, req); st != 401 || !strings.Contains(body, datachat.ErrSessionEnded.Message) {
+		t.Errorf("a session past the idle time: %d %s, want 401", st, body)
 	}
 	if st, _ := carol.me(); st != 401 {
 		t.Errorf("the idled-out session on the first server: %d, want 401", st)

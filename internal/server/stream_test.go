@@ -58,15 +58,9 @@ func TestStreamingClientThatStopsReadingIsCut(t *testing.T) {
 			cs.cfg.WSWriteTimeout = 100 * time.Millisecond
 			cut := logs.watch("streaming client too slow or gone: cut, its turn goes on")
 
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := &http.Server{Handler: cs.Handler()}
-			go hs.Serve(smallBuffers{ln})
-			t.Cleanup(func() { hs.Close() })
+			addr := serveSmallBuffers(t, cs.Handler())
 
-			c, err := net.Dial("tcp", ln.Addr().String())
+			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,6 +84,20 @@ func await(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	}
 }
 
+// receive returns what ch sends, failing the test with late when nothing
+// comes within d (a safety net, not a measure).
+func receive[T any](t *testing.T, ch <-chan T, d time.Duration, late string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatal(late)
+		var zero T
+		return zero
+	}
+}
+
 // rawWS is a WebSocket client written by hand over TCP, so a test decides
 // exactly what it reads and answers: it can stop reading, or stop answering
 // pings, as a client that vanished without closing does.
@@ -284,6 +298,20 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
+// serveSmallBuffers serves h on a loopback listener of [smallBuffers] until
+// the test ends, and returns its address.
+func serveSmallBuffers(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h}
+	go hs.Serve(smallBuffers{ln})
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
 // TestClientThatStopsReadingIsCut: a client that reads nothing of a long
 // answer (through tiny socket buffers) is cut — by the write timeout, by
 // its outbox's bound, or by the ping it cannot answer while the server's
@@ -330,15 +358,9 @@ func TestClientThatStopsReadingIsCut(t *testing.T) {
 			cut := logs.watch(tc.log, "conversation_id", stalled)
 			completed := logs.watch("chat turn", "conversation_id", stalled, "status", datachat.StatusComplete)
 
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := &http.Server{Handler: cs.Handler()}
-			go hs.Serve(smallBuffers{ln})
-			t.Cleanup(func() { hs.Close() })
+			addr := serveSmallBuffers(t, cs.Handler())
 
-			ws := dialRawWS(t, ln.Addr().String(), "/ws?conversation_id="+stalled, map[string]string{"X-API-Key": cs.alice}, 4096)
+			ws := dialRawWS(t, addr, "/ws?conversation_id="+stalled, map[string]string{"X-API-Key": cs.alice}, 4096)
 			ws.send("chat_send", map[string]string{"content": "a long answer, please"})
 			// The client reads nothing from here on.
 			await(t, cut, 10*time.Second, "the stalled client cut")
@@ -480,31 +502,10 @@ type eventClient struct {
 	err    error // once events is closed
 }
 
+// dialEvents opens a WebSocket on conv with alice's key.
 func (cs *chatServer) dialEvents(t *testing.T, conv string) *eventClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	url := strings.Replace(cs.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"X-API-Key": {cs.alice}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
-	c := &eventClient{t: t, conn: conn, events: make(chan wireEvent, 1024)}
-	go func() {
-		for {
-			_, b, err := conn.Read(context.Background())
-			if err != nil {
-				c.err = err
-				close(c.events)
-				return
-			}
-			var ev wireEvent
-			json.Unmarshal(b, &ev)
-			c.events <- ev
-		}
-	}()
-	return c
+	return cs.dialKey(t, conv, cs.alice)
 }
 
 func (c *eventClient) send(typ string, data any) {

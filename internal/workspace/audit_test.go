@@ -10,8 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"datachat"
 	"datachat/internal/dbsource/dbsourcetest"
 	"datachat/internal/sqlite/sqlitetest"
@@ -33,37 +31,15 @@ type auditFixture struct {
 
 func newAuditFixture(t *testing.T, wrap func(datachat.Store) SourceStore) *auditFixture {
 	t.Helper()
-	base := dbsourcetest.PostgresURL(t)
 	ctx := context.Background()
-	sfx := dbsourcetest.Suffix()
-	db, role := "dcaudit_"+sfx, "dcaudit_reader_"+sfx
-	f := &auditFixture{password: "pw-" + sfx + "-Qx7"}
-	root, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close(ctx)
-	for _, q := range []string{"CREATE DATABASE " + db, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", role, f.password)} {
-		if _, err := root.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	t.Cleanup(func() { dbsourcetest.DropPostgres(base, db, role) })
-	c, err := pgx.Connect(ctx, dbsourcetest.WithDB(base, db, "", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for _, q := range []string{
+	pg := dbsourcetest.NewPostgresDB(t, "dcaudit")
+	pg.Exec(t,
 		"CREATE TABLE orders (id int, item text)",
 		"INSERT INTO orders VALUES (1, 'tea'), (2, 'coffee'), (3, 'water')",
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT ON orders TO " + role,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+		"GRANT USAGE ON SCHEMA public TO "+pg.Role,
+		"GRANT SELECT ON orders TO "+pg.Role,
+	)
+	f := &auditFixture{password: pg.Password}
 
 	st := sqlitetest.Open(t)
 	f.st = st
@@ -79,7 +55,7 @@ func newAuditFixture(t *testing.T, wrap func(datachat.Store) SourceStore) *audit
 		*p.id = conv.ID
 	}
 	key, sec := newKey(t)
-	sealed, err := sec.Seal(dbsourcetest.WithDB(base, db, role, f.password))
+	sealed, err := sec.Seal(pg.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"datachat"
 	"datachat/internal/dataset"
 	"datachat/internal/duckdb"
+	"datachat/internal/retrieval"
 )
 
 // newTestWorkspace is a workspace over st with a real SQL engine and dataset
@@ -30,6 +32,28 @@ func newTestWorkspace(t *testing.T, st datachat.Store, maxBytes int64) *Workspac
 		t.Fatal(err)
 	}
 	return &Workspace{Store: st, Loader: loader, Engine: engine, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// newIndexedWorkspace is a workspace over st with a real SQL engine, dataset
+// loader and document index in a temporary directory.
+func newIndexedWorkspace(t *testing.T, st datachat.Store) *Workspace {
+	t.Helper()
+	dir := t.TempDir()
+	engine, err := duckdb.New(duckdb.Options{Timeout: 10 * time.Second, MemoryLimit: 256 << 20, TempDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), Engine: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := retrieval.Open(context.Background(), retrieval.Options{Path: filepath.Join(dir, "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { index.Close() })
+	return &Workspace{Store: st, Loader: loader, Engine: engine, Index: index, Logger: slog.New(slog.DiscardHandler)}
 }
 
 // datasetFiles lists the files of the workspace's dataset directory (its

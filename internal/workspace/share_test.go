@@ -2,17 +2,12 @@ package workspace
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"datachat"
-	"datachat/internal/dataset"
-	"datachat/internal/duckdb"
-	"datachat/internal/retrieval"
 	"datachat/internal/sqlite/sqlitetest"
 )
 
@@ -43,22 +38,7 @@ func (s revokingStore) CopyShared(ctx context.Context, cp datachat.ShareCopy) (*
 func TestCopySharedEdges(t *testing.T) {
 	ctx := context.Background()
 	st := sqlitetest.Open(t)
-	dir := t.TempDir()
-	engine, err := duckdb.New(duckdb.Options{Timeout: 10 * time.Second, MemoryLimit: 256 << 20, TempDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { engine.Close() })
-	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), Engine: engine})
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := retrieval.Open(ctx, retrieval.Options{Path: filepath.Join(dir, "index.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { index.Close() })
-	w := &Workspace{Store: st, Loader: loader, Engine: engine, Index: index, Logger: slog.New(slog.DiscardHandler)}
+	w := newIndexedWorkspace(t, st)
 	alice, bob := mustEnsure(t, st, "alice"), mustEnsure(t, st, "bob")
 	c := &datachat.Conversation{UserID: alice.ID, Title: strings.Repeat("long title ", 30)}
 	if err := st.CreateConversation(ctx, c); err != nil {
@@ -76,11 +56,11 @@ func TestCopySharedEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds, _ := st.Datasets(ctx, c.ID)
-	if err := os.Remove(filepath.Join(loader.Dir(), ds[1].Path)); err != nil {
+	if err := os.Remove(filepath.Join(w.Loader.Dir(), ds[1].Path)); err != nil {
 		t.Fatal(err)
 	}
 	files := func() []string {
-		entries, _ := os.ReadDir(loader.Dir())
+		entries, _ := os.ReadDir(w.Loader.Dir())
 		var out []string
 		for _, e := range entries {
 			if strings.HasSuffix(e.Name(), ".parquet") {
@@ -92,7 +72,7 @@ func TestCopySharedEdges(t *testing.T) {
 	before := files()
 
 	// Revoked while the files were copied: nothing is left.
-	racing := &Workspace{Store: revokingStore{st, alice.ID}, Loader: loader, Engine: engine, Index: index, Logger: w.Logger}
+	racing := &Workspace{Store: revokingStore{st, alice.ID}, Loader: w.Loader, Engine: w.Engine, Index: w.Index, Logger: w.Logger}
 	if _, _, err := racing.CopyShared(ctx, bob, c.ID); datachat.ErrorCode(err) != datachat.ENOTFOUND {
 		t.Fatalf("a copy whose share is revoked meanwhile: got %v, want ENOTFOUND", err)
 	}
@@ -107,7 +87,7 @@ func TestCopySharedEdges(t *testing.T) {
 	if _, _, err := st.CreateShares(ctx, alice.ID, c.ID, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	noDocs := &Workspace{Store: st, Loader: loader, Engine: engine, Logger: w.Logger}
+	noDocs := &Workspace{Store: st, Loader: w.Loader, Engine: w.Engine, Logger: w.Logger}
 	conv, notCopied, err := noDocs.CopyShared(ctx, bob, c.ID)
 	if err != nil {
 		t.Fatalf("CopyShared: %v", err)
@@ -126,7 +106,7 @@ func TestCopySharedEdges(t *testing.T) {
 		t.Errorf("files after the copy: %d, want %d", len(after), len(before)+1)
 	}
 	// Its table answers from its own file, even once the original's is gone.
-	if err := os.Remove(filepath.Join(loader.Dir(), ds[0].Path)); err != nil {
+	if err := os.Remove(filepath.Join(w.Loader.Dir(), ds[0].Path)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := w.Query(ctx, conv.ID, "SELECT sum(a) AS s FROM kept")

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"datachat"
 	"datachat/internal/dbsource"
 	"datachat/internal/sqlite/sqlitetest"
+	"datachat/internal/testnet"
 )
 
 // adminURL returns the URL in env, or skips t (fails it under CI=true)
@@ -32,18 +32,6 @@ func adminURL(t *testing.T, env, how string) *url.URL {
 		t.Fatalf("%s: %v", env, err)
 	}
 	return u
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 func newKey(t *testing.T) (string, *dbsource.Secrets) {
@@ -115,7 +103,7 @@ func testSourceErrors(t *testing.T, kind, risky, badLogin, noDB, privilege, refu
 	key, sec := newKey(t)
 	_, other := newKey(t)
 	scheme := map[string]string{dbsource.KindPostgres: "postgres", dbsource.KindMySQL: "mysql"}[kind]
-	down := scheme + "://u:pw@" + closedAddr(t) + "/db"
+	down := scheme + "://u:pw@" + testnet.ClosedAddr(t) + "/db"
 	if kind == dbsource.KindPostgres {
 		down += "?connect_timeout=5"
 	}

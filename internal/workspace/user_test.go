@@ -2,17 +2,12 @@ package workspace
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"datachat"
-	"datachat/internal/dataset"
-	"datachat/internal/duckdb"
-	"datachat/internal/retrieval"
 	"datachat/internal/sqlite/sqlitetest"
 )
 
@@ -22,22 +17,7 @@ import (
 func TestDeleteUser(t *testing.T) {
 	ctx := context.Background()
 	st := sqlitetest.Open(t)
-	dir := t.TempDir()
-	engine, err := duckdb.New(duckdb.Options{Timeout: 10 * time.Second, MemoryLimit: 256 << 20, TempDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { engine.Close() })
-	loader, err := dataset.New(dataset.Options{Dir: filepath.Join(dir, "datasets"), Engine: engine})
-	if err != nil {
-		t.Fatal(err)
-	}
-	index, err := retrieval.Open(ctx, retrieval.Options{Path: filepath.Join(dir, "index.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { index.Close() })
-	w := &Workspace{Store: st, Loader: loader, Engine: engine, Index: index, Logger: slog.New(slog.DiscardHandler)}
+	w := newIndexedWorkspace(t, st)
 
 	// fill gives a user a conversation with a dataset and a document, and
 	// returns the conversation and the dataset's file.
@@ -58,14 +38,14 @@ func TestDeleteUser(t *testing.T) {
 		if _, err := w.AddDocument(ctx, c.ID, strings.NewReader("# Penguins\n\nAdelie penguins nest on rocks."), "notes.md", nil); err != nil {
 			t.Fatal(err)
 		}
-		return a, c.ID, filepath.Join(dir, "datasets", ds[0].Path)
+		return a, c.ID, filepath.Join(w.Loader.Dir(), ds[0].Path)
 	}
 	root, rootConv, rootFile := fill("root", datachat.RoleAdmin)
 	alice, aliceConv, aliceFile := fill("alice", datachat.RoleMember)
 	_, bobConv, bobFile := fill("bob", datachat.RoleMember)
 	found := func(conv string) int {
 		t.Helper()
-		docs, err := index.Documents(ctx, conv)
+		docs, err := w.Index.Documents(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}

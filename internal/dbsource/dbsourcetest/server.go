@@ -102,3 +102,54 @@ func CleanPostgres(base string, stmts ...string) {
 		c.Exec(ctx, q)
 	}
 }
+
+// PostgresDB is a database of a test's own on the PostgreSQL server, with
+// a role that may log in; both are dropped when the test ends. The role
+// may read nothing until the test grants it.
+type PostgresDB struct {
+	Base     string // the superuser URL of the server (see [PostgresURL])
+	Name     string // the database's name
+	Role     string // the login role's name
+	Password string // the role's password
+}
+
+// NewPostgresDB creates database prefix_SUFFIX and role prefix_reader_SUFFIX
+// (see [Suffix]) on the test PostgreSQL server, or skips tb as
+// [PostgresURL] does.
+func NewPostgresDB(tb testing.TB, prefix string) *PostgresDB {
+	tb.Helper()
+	base := PostgresURL(tb)
+	sfx := Suffix()
+	d := &PostgresDB{Base: base, Name: prefix + "_" + sfx, Role: prefix + "_reader_" + sfx, Password: "pw-" + sfx + "-Qx7"}
+	exec(tb, base, "CREATE DATABASE "+d.Name, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", d.Role, d.Password))
+	tb.Cleanup(func() { DropPostgres(base, d.Name, d.Role) })
+	return d
+}
+
+// AdminURL is the superuser's URL of the database.
+func (d *PostgresDB) AdminURL() string { return WithDB(d.Base, d.Name, "", "") }
+
+// URL is the role's URL of the database.
+func (d *PostgresDB) URL() string { return WithDB(d.Base, d.Name, d.Role, d.Password) }
+
+// Exec runs stmts in the database as the superuser, in order, failing tb
+// at the first that fails.
+func (d *PostgresDB) Exec(tb testing.TB, stmts ...string) {
+	tb.Helper()
+	exec(tb, d.AdminURL(), stmts...)
+}
+
+func exec(tb testing.TB, dsn string, stmts ...string) {
+	tb.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, q := range stmts {
+		if _, err := c.Exec(ctx, q); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	}
+}
