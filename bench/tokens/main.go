@@ -61,6 +61,7 @@ type options struct {
 	// stalled.go
 	stalled   int
 	stalledKB int
+	settle    time.Duration
 }
 
 type build struct{ name, path string }
@@ -89,6 +90,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
 	flag.IntVar(&o.stalled, "stalled", 0, "stalled clients beside the N normal ones in a second run of each build, NAME+stalled (stalled.go)")
 	flag.IntVar(&o.stalledKB, "stalled-kb", 1024, "KiB of answer each stalled client is sent")
+	flag.DurationVar(&o.settle, "settle", 0, "with -stalled: after the run, close every client, wait this long and read the server's RSS again (0: don't)")
 	flag.Parse()
 	o.env = map[string]string{}
 	for _, kv := range strings.Split(*serverEnv, ",") {
@@ -160,6 +162,9 @@ func main() {
 				}
 				r.n, r.round, r.what = n, round, what
 				fmt.Println(r.line())
+				if r.settledRSS > 0 {
+					fmt.Printf("  RSS (MiB): at rest %.0f, peak %.0f, %s after every client left %.0f (%.2f× rest)\n", r.restRSS, r.peakRSS, o.settle, r.settledRSS, r.settledRSS/r.restRSS)
+				}
 				rows = append(rows, r)
 			}
 		}
@@ -207,6 +212,8 @@ type result struct {
 	loadAverage string
 	first       []time.Duration // chat_send to the first token, sorted
 	peakRSS     float64         // MiB; 0 for the baseline and the relay
+	restRSS     float64         // MiB: the server's RSS before the load
+	settledRSS  float64         // MiB: its RSS -settle after every client left; 0: not read
 	stalled     string          // "complete of stalled", or "-"
 }
 

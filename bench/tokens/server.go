@@ -53,11 +53,13 @@ func runServer(o options, work string, n, round int, b build, stalled bool) resu
 	// of one core): the load starts once that is done.
 	waitIdle(srv.pid)
 
-	r := result{loadAverage: loadAverage()}
+	r := result{loadAverage: loadAverage(), restRSS: rss(srv.pid)}
 	cpu0, self0 := serve.CPU(srv.pid), serve.SelfCPU()
+	closeStalled := func() {}
 	if o.stalled > 0 {
-		defer stallClients(srv.addr, srv.key, stalledIDs)()
+		closeStalled = stallClients(srv.addr, srv.key, stalledIDs)
 	}
+	defer func() { closeStalled() }()
 	convs, wall := driveWS(o, n, func(i int) string { return "ws://" + srv.addr + "/ws?conversation_id=" + ids[i] }, &websocket.DialOptions{
 		Subprotocols: []string{"datachat.v1", "datachat.key." + srv.key},
 	})
@@ -66,6 +68,13 @@ func runServer(o options, work string, n, round int, b build, stalled bool) resu
 	r.peakRSS = peakRSS(srv.pid)
 	if o.stalled > 0 {
 		r.stalled = fmt.Sprintf("%d of %d", storedComplete(srv.addr, srv.key, stalledIDs), o.stalled)
+		if o.settle > 0 {
+			// The normal clients closed when driveWS returned.
+			closeStalled()
+			closeStalled = func() {}
+			time.Sleep(o.settle)
+			r.settledRSS = rss(srv.pid)
+		}
 	}
 	collect(&r, convs)
 	return r

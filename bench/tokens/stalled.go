@@ -126,10 +126,16 @@ func storedComplete(addr, key string, convs []string) int {
 }
 
 // peakRSS is the process's peak resident set (VmHWM) in MiB.
-func peakRSS(pid int) float64 {
+func peakRSS(pid int) float64 { return procStatusMiB(pid, "VmHWM:") }
+
+// rss is the process's resident set now (VmRSS) in MiB.
+func rss(pid int) float64 { return procStatusMiB(pid, "VmRSS:") }
+
+// procStatusMiB reads a kB field of /proc/PID/status, in MiB.
+func procStatusMiB(pid int, field string) float64 {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 			return kb / 1024
 		}
