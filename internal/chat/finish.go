@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"datachat"
@@ -62,6 +63,13 @@ func (t *turn) finish(ctx context.Context, err error) (*Outcome, error) {
 	held := t.pending.String()
 	t.pending.Reset()
 	m := *t.msg
+	if status != datachat.StatusAwaitingConfirmation && t.stored > 0 {
+		// The store holds the parts the flusher wrote: it keeps them and
+		// takes the rest, rather than the whole answer a second time. A
+		// paused answer's parts are stored merged, as its resumed turn
+		// reads them back and numbers what follows.
+		m.Parts, m.PartsStored = slices.Clone(t.parts), t.stored
+	}
 	t.mu.Unlock()
 
 	// With streaming off the text arrives when the turn ends or pauses, so the

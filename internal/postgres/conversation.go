@@ -250,10 +250,13 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 		if err := mustAffect(tag, "message not found"); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM message_parts WHERE message_id = $1`, m.ID); err != nil {
-			return err
+		first, parts, replace := record.FinishParts(m)
+		if replace {
+			if _, err := tx.Exec(ctx, `DELETE FROM message_parts WHERE message_id = $1`, m.ID); err != nil {
+				return err
+			}
 		}
-		if err := insertParts(ctx, tx, m.ID, 0, datachat.MergeParts(m.Parts)); err != nil {
+		if err := insertParts(ctx, tx, m.ID, first, parts); err != nil {
 			return err
 		}
 		if u == nil {

@@ -75,3 +75,16 @@ func Turn(user, assistant *datachat.Message, lease datachat.Lease) []TurnMessage
 	}
 	return turn
 }
+
+// FinishParts are the parts [datachat.Store.FinishMessage] writes for m,
+// numbered from first, and whether it removes the message's stored parts
+// before: all of m's parts merged, replacing what streamed; or, when the
+// store holds m's first m.PartsStored parts already (the flushes'), only
+// those after them, removing nothing — an answer's text is then written to
+// the parts once, not a second time at its end.
+func FinishParts(m *datachat.Message) (first int, parts []datachat.Part, replace bool) {
+	if n := m.PartsStored; n > 0 && n <= len(m.Parts) {
+		return n, m.Parts[n:], false
+	}
+	return 0, datachat.MergeParts(m.Parts), true
+}

@@ -214,10 +214,13 @@ func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datac
 		if err := mustAffect(res, "finish message", "message not found"); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM message_parts WHERE message_id = ?`, m.ID); err != nil {
-			return err
+		first, parts, replace := record.FinishParts(m)
+		if replace {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM message_parts WHERE message_id = ?`, m.ID); err != nil {
+				return err
+			}
 		}
-		if err := insertParts(ctx, tx, m.ID, 0, datachat.MergeParts(m.Parts)); err != nil {
+		if err := insertParts(ctx, tx, m.ID, first, parts); err != nil {
 			return err
 		}
 		if u == nil {

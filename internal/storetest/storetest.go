@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"InterruptStreaming", testInterruptStreaming},
 		{"MessageParts", testMessageParts},
 		{"FinishMessage", testFinishMessage},
+		{"FinishKeepsStreamedParts", testFinishKeepsStreamedParts},
 		{"FlushStreaming", testFlushStreaming},
 		{"FlushStreamingWhileDeleting", testFlushStreamingWhileDeleting},
 		{"BeginTurn", testBeginTurn},

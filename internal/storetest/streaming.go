@@ -336,3 +336,50 @@ func testBeginTurnConcurrent(t *testing.T, s datachat.Store) {
 		t.Errorf("messages after concurrent BeginTurn: got %d, want 2", len(msgs))
 	}
 }
+
+// testFinishKeepsStreamedParts: an answer whose first parts were flushed
+// while it streamed ends with FinishMessage keeping those (the store does
+// not take them again: a different text under their numbers is ignored)
+// and appending the rest; without PartsStored its parts are replaced,
+// merged. Either way the answer reads back merged, with its content.
+func testFinishKeepsStreamedParts(t *testing.T, s datachat.Store) {
+	ctx := t.Context()
+	alice := mustUser(t, s, "alice")
+	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
+	call := func(id string) datachat.Part { return datachat.Part{Type: datachat.PartToolCall, CallID: id} }
+	streamed := func() (*datachat.Conversation, *datachat.Message) {
+		c := mustConversation(t, s, alice.ID)
+		m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
+		if _, err := s.FlushStreaming(ctx, []datachat.StreamingFlush{{MessageID: m.ID, First: 0, Parts: []datachat.Part{text("Let me "), text("check. "), call("c1")}}}); err != nil {
+			t.Fatalf("FlushStreaming: %v", err)
+		}
+		return c, m
+	}
+
+	c, m := streamed()
+	m.Status, m.Content = datachat.StatusComplete, "Let me check. It is 42."
+	m.Parts = []datachat.Part{text("NOT "), text("STORED "), call("c1"), text("It is "), text("42.")}
+	m.PartsStored = 3
+	if err := s.FinishMessage(ctx, m, nil); err != nil {
+		t.Fatalf("FinishMessage: %v", err)
+	}
+	got, parts := partsOf(t, s, c.ID, m.ID)
+	equal(t, "parts kept and appended", parts, []datachat.Part{text("Let me check. "), call("c1"), text("It is 42.")})
+	if got.Status != datachat.StatusComplete || got.Content != "Let me check. It is 42." {
+		t.Errorf("finished: status %q content %q", got.Status, got.Content)
+	}
+	if err := s.FinishMessage(ctx, m, nil); err != nil { // a retry, as a repair would
+		t.Fatalf("FinishMessage again: %v", err)
+	}
+	_, parts = partsOf(t, s, c.ID, m.ID)
+	equal(t, "parts after a retried finish", parts, []datachat.Part{text("Let me check. "), call("c1"), text("It is 42.")})
+
+	c, m = streamed()
+	m.Status, m.Content = datachat.StatusAwaitingConfirmation, "Replaced. "
+	m.Parts = []datachat.Part{text("Replaced"), text(". "), call("c9")}
+	if err := s.FinishMessage(ctx, m, nil); err != nil {
+		t.Fatalf("FinishMessage: %v", err)
+	}
+	_, parts = partsOf(t, s, c.ID, m.ID)
+	equal(t, "parts replaced", parts, []datachat.Part{text("Replaced. "), call("c9")})
+}
