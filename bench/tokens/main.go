@@ -62,6 +62,7 @@ type options struct {
 	stalled   int
 	stalledKB int
 	settle    time.Duration
+	reading   bool // with stalled: a third run, NAME+reading, whose extra clients read
 }
 
 type build struct{ name, path string }
@@ -90,6 +91,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
 	flag.IntVar(&o.stalled, "stalled", 0, "stalled clients beside the N normal ones in a second run of each build, NAME+stalled (stalled.go)")
 	flag.IntVar(&o.stalledKB, "stalled-kb", 1024, "KiB of answer each stalled client is sent")
+	flag.BoolVar(&o.reading, "stalled-control", false, "with -stalled: a third run of each build, NAME+reading, whose S extra clients ask the same and read every frame (the cost of the extra turns, apart from the clients' stalling)")
 	flag.DurationVar(&o.settle, "settle", 0, "with -stalled: after the run, close every client, wait this long and read the server's RSS again (0: don't)")
 	flag.Parse()
 	o.env = map[string]string{}
@@ -145,6 +147,9 @@ func main() {
 				runs = append(runs, b.name)
 				if o.stalled > 0 {
 					runs = append(runs, b.name+stalledSuffix)
+					if o.reading {
+						runs = append(runs, b.name+readingSuffix)
+					}
 				}
 			}
 			k := (round - 1) % len(runs)
@@ -157,13 +162,13 @@ func main() {
 				case "relay":
 					r = runRelay(o, n)
 				default:
-					name, stalled := strings.CutSuffix(what, stalledSuffix)
-					r = runServer(o, work, n, round, binNamed(o.bins, name), stalled)
+					name, extra := extraClients(what)
+					r = runServer(o, work, n, round, binNamed(o.bins, name), extra)
 				}
 				r.n, r.round, r.what = n, round, what
 				fmt.Println(r.line())
 				if r.settledRSS > 0 {
-					fmt.Printf("  RSS (MiB): at rest %.0f, peak %.0f, %s after every client left %.0f (%.2f× rest)\n", r.restRSS, r.peakRSS, o.settle, r.settledRSS, r.settledRSS/r.restRSS)
+					fmt.Printf("  RSS (MiB): at rest %.0f, peak %.0f, %s after every client left %.0f (%.2f× rest)\n    at rest: %s\n    after:   %s\n", r.restRSS, r.peakRSS, o.settle, r.settledRSS, r.settledRSS/r.restRSS, r.restMemory, r.settledMemory)
 				}
 				rows = append(rows, r)
 			}
@@ -198,23 +203,25 @@ func printMachine() { fmt.Print(report.Machine()) }
 
 // result is one run: the baseline or one build at one N.
 type result struct {
-	n, round    int
-	what        string
-	lat         []time.Duration // sorted
-	byTurn      map[int][]time.Duration
-	turns       int
-	tokens      int // stamped tokens received
-	lost        int // stamped tokens sent in completed turns but not received
-	serverCPU   time.Duration
-	harnessCPU  time.Duration
-	wall        time.Duration
-	errs        map[string]int
-	loadAverage string
-	first       []time.Duration // chat_send to the first token, sorted
-	peakRSS     float64         // MiB; 0 for the baseline and the relay
-	restRSS     float64         // MiB: the server's RSS before the load
-	settledRSS  float64         // MiB: its RSS -settle after every client left; 0: not read
-	stalled     string          // "complete of stalled", or "-"
+	n, round      int
+	what          string
+	lat           []time.Duration // sorted
+	byTurn        map[int][]time.Duration
+	turns         int
+	tokens        int // stamped tokens received
+	lost          int // stamped tokens sent in completed turns but not received
+	serverCPU     time.Duration
+	harnessCPU    time.Duration
+	wall          time.Duration
+	errs          map[string]int
+	loadAverage   string
+	first         []time.Duration // chat_send to the first token, sorted
+	peakRSS       float64         // MiB; 0 for the baseline and the relay
+	restRSS       float64         // MiB: the server's RSS before the load
+	settledRSS    float64         // MiB: its RSS -settle after every client left; 0: not read
+	settledMemory string          // what the Go runtime held then (memoryBreakdown)
+	restMemory    string          // and at rest, before the load
+	stalled       string          // "complete of stalled", or "-"
 }
 
 func (r result) errCount() int {

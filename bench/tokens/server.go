@@ -23,9 +23,10 @@ import (
 // wait for it to be idle.
 
 // runServer runs n conversations through a fresh `datachat serve` of b,
-// with o.stalled stalled clients beside them if stalled.
-func runServer(o options, work string, n, round int, b build, stalled bool) result {
-	if !stalled {
+// with o.stalled extra clients beside them, stalled or reading, as extra
+// says.
+func runServer(o options, work string, n, round int, b build, extra extra) result {
+	if extra == noExtra {
 		o.stalled = 0
 	}
 	fake, err := startFake(o, n)
@@ -38,13 +39,11 @@ func runServer(o options, work string, n, round int, b build, stalled bool) resu
 		env[k] = v
 	}
 	if o.profile != "" {
-		env["DATACHAT_PROFILE_DIR"] = filepath.Join(o.profile, fmt.Sprintf("%s-n%d-r%d", b.name, n, round))
+		env["DATACHAT_PROFILE_DIR"] = filepath.Join(o.profile, fmt.Sprintf("%s%s-n%d-r%d", b.name, extra.suffix(), n, round))
 		env["DATACHAT_PROFILE_TRACE"] = strconv.FormatBool(o.trace)
 	}
 	name := fmt.Sprintf("%s-n%d-r%d", b.name, n, round)
-	if stalled {
-		name += "-stalled"
-	}
+	name += extra.suffix()
 	srv := startServer(work, name, b.path, env)
 	defer srv.stop()
 	ids := createConversations(srv, n+o.stalled)
@@ -54,10 +53,13 @@ func runServer(o options, work string, n, round int, b build, stalled bool) resu
 	waitIdle(srv.pid)
 
 	r := result{loadAverage: loadAverage(), restRSS: rss(srv.pid)}
+	if o.settle > 0 && o.stalled > 0 {
+		r.restMemory = memoryBreakdown(srv.addr, srv.key, srv.pid)
+	}
 	cpu0, self0 := serve.CPU(srv.pid), serve.SelfCPU()
 	closeStalled := func() {}
 	if o.stalled > 0 {
-		closeStalled = stallClients(srv.addr, srv.key, stalledIDs)
+		closeStalled = stallClients(srv.addr, srv.key, stalledIDs, extra == readingExtra)
 	}
 	defer func() { closeStalled() }()
 	convs, wall := driveWS(o, n, func(i int) string { return "ws://" + srv.addr + "/ws?conversation_id=" + ids[i] }, &websocket.DialOptions{
@@ -74,6 +76,7 @@ func runServer(o options, work string, n, round int, b build, stalled bool) resu
 			closeStalled = func() {}
 			time.Sleep(o.settle)
 			r.settledRSS = rss(srv.pid)
+			r.settledMemory = memoryBreakdown(srv.addr, srv.key, srv.pid)
 		}
 	}
 	collect(&r, convs)

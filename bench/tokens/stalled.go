@@ -30,7 +30,35 @@ import (
 	"datachat/internal/llmtest"
 )
 
-const stalledSuffix = "+stalled"
+const (
+	stalledSuffix = "+stalled"
+	readingSuffix = "+reading"
+)
+
+// extra says what the S extra clients of a run do.
+type extra int
+
+const (
+	noExtra      extra = iota
+	stalledExtra       // ask, then never read
+	readingExtra       // ask, then read every frame (-stalled-control)
+)
+
+// extraClients splits a run's name into the build's and its extra clients.
+func extraClients(what string) (string, extra) {
+	if name, ok := strings.CutSuffix(what, stalledSuffix); ok {
+		return name, stalledExtra
+	}
+	if name, ok := strings.CutSuffix(what, readingSuffix); ok {
+		return name, readingExtra
+	}
+	return what, noExtra
+}
+
+// suffix is the name's suffix of a run with these extra clients.
+func (e extra) suffix() string {
+	return [...]string{"", stalledSuffix, readingSuffix}[e]
+}
 
 // stalledTurns are the fake's answers to the stalled questions, matched
 // before the normal ones.
@@ -48,9 +76,10 @@ func stalledTurns(o options) []llmtest.Turn {
 }
 
 // stallClients opens one WebSocket per conversation, by hand over TCP with
-// a 4 KiB receive buffer, sends a question on each and reads nothing more;
-// close closes them.
-func stallClients(addr, key string, convs []string) (close func()) {
+// a 4 KiB receive buffer, sends a question on each and reads nothing more
+// (or, if read, reads and drops every byte the server sends); close closes
+// them.
+func stallClients(addr, key string, convs []string, read bool) (close func()) {
 	conns := make([]net.Conn, len(convs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -64,6 +93,9 @@ func stallClients(addr, key string, convs []string) (close func()) {
 				return
 			}
 			conns[i] = c
+			if read {
+				go io.Copy(io.Discard, c)
+			}
 		})
 	}
 	wg.Wait()
@@ -133,7 +165,12 @@ func rss(pid int) float64 { return procStatusMiB(pid, "VmRSS:") }
 
 // procStatusMiB reads a kB field of /proc/PID/status, in MiB.
 func procStatusMiB(pid int, field string) float64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return procFieldMiB(fmt.Sprintf("/proc/%d/status", pid), field)
+}
+
+// procFieldMiB reads a kB field of a /proc file, in MiB.
+func procFieldMiB(path, field string) float64 {
+	b, _ := os.ReadFile(path)
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, field); ok {
 			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
@@ -141,4 +178,31 @@ func procStatusMiB(pid int, field string) float64 {
 		}
 	}
 	return 0
+}
+
+// memoryBreakdown reads the server's /metrics and says, in MiB, what its Go
+// runtime holds: the heap's objects and its idle spans not yet returned,
+// goroutine stacks, and everything it took from the system; the rest of the
+// process's RSS is memory the Go runtime does not manage (SQLite's, DuckDB's,
+// the C libraries').
+func memoryBreakdown(addr, key string, pid int) string {
+	anon := fmt.Sprintf("/proc/%d/smaps_rollup", pid)
+	anonMiB := procFieldMiB(anon, "Anonymous:")
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "(no /metrics: " + err.Error() + ")"
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	val := map[string]float64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if name, v, ok := strings.Cut(l, " "); ok && strings.HasPrefix(name, "go_memstats_") {
+			val[name], _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	mib := func(name string) float64 { return val["go_memstats_"+name+"_bytes"] / (1 << 20) }
+	return fmt.Sprintf("anonymous %.0f of the RSS; Go: heap in use %.0f, heap idle %.0f (released %.0f), stacks %.0f, from the system %.0f",
+		anonMiB, mib("heap_inuse"), mib("heap_idle"), mib("heap_released"), mib("stack_inuse"), mib("sys"))
 }
