@@ -21,7 +21,10 @@ const memoryTrimInterval = 10 * time.Second
 // returns what is free (debug.FreeOSMemory: a few milliseconds at a quiet
 // server's heap), and what it then holds is the new rest. What the last
 // collection found live says nothing here: it ran while the burst's memory
-// was in use. A busy server is left to its collector.
+// was in use. A busy server is left to its collector. The slack is 8 MiB:
+// a minute after a burst the process should be back within 1.2× its rest
+// (about 80 MiB), and with 32 MiB the heap's leftovers alone kept it at
+// 1.55× after 200 stalled clients left (BENCHMARKS, "Stalled clients").
 type memoryTrimmer struct {
 	quietAlloc uint64
 	slack      uint64
@@ -33,7 +36,7 @@ type memoryTrimmer struct {
 }
 
 func newMemoryTrimmer() *memoryTrimmer {
-	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 32 << 20, free: debug.FreeOSMemory}
+	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 8 << 20, free: debug.FreeOSMemory}
 	for _, name := range []string{
 		"/gc/heap/allocs:bytes",              // 0: allocated since the start
 		"/memory/classes/heap/objects:bytes", // 1: objects, dead ones not yet swept included
