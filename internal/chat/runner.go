@@ -100,7 +100,11 @@ type Runner struct {
 	Sources datachat.DBSourceService // database sources; nil: none
 	// Tools, if set, runs the data tools; nil: a tools.Catalog over Data
 	// and Sources.
-	Tools    DataTools
+	Tools DataTools
+	// Budgets are the users' per-user allowances the data tools' calls
+	// are charged to (the server's, which MCP's calls spend too); nil:
+	// none.
+	Budgets  tools.Budgets
 	Model    Model // nil when no provider is configured
 	Provider string
 	ModelID  string
