@@ -388,24 +388,36 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	return t.run(ctx)
 }
 
+// pending finds the confirmation waiting in the user's conversation and holds
+// the conversation's turn until release. ENOTFOUND when none waits,
+// datachat.ErrReplyInProgress when a turn runs.
+func (r *Runner) pending(ctx context.Context, user *datachat.User, conversationID string) (_ *datachat.Conversation, _ *datachat.Confirmation, release func(), _ error) {
+	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !r.begin(conv.ID) {
+		return nil, nil, nil, datachat.ErrReplyInProgress
+	}
+	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
+	if err != nil {
+		r.end(conv.ID)
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return nil, nil, nil, datachat.Errorf(datachat.ENOTFOUND, "There is no action waiting for confirmation.")
+		}
+		return nil, nil, nil, err
+	}
+	return conv, pending, func() { r.end(conv.ID) }, nil
+}
+
 // Confirm answers a pending confirmation and continues its turn.
 func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationID, confirmationID string, approved bool, note string, sink Sink) (*Outcome, error) {
 	ctx = datachat.WithUserID(ctx, user.ID)
-	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	conv, pending, release, err := r.pending(ctx, user, conversationID)
 	if err != nil {
 		return nil, err
 	}
-	if !r.begin(conv.ID) {
-		return nil, datachat.ErrReplyInProgress
-	}
-	defer r.end(conv.ID)
-	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
-	if err != nil {
-		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
-			return nil, datachat.Errorf(datachat.ENOTFOUND, "There is no action waiting for confirmation.")
-		}
-		return nil, err
-	}
+	defer release()
 	if pending.ID != confirmationID {
 		return nil, datachat.Errorf(datachat.ENOTFOUND, "Confirmation %q is not the one waiting (%s).", confirmationID, pending.ID)
 	}
@@ -434,18 +446,11 @@ func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationI
 // CancelPending declines a pending confirmation because the user stopped the
 // turn, and ends the turn as cancelled.
 func (r *Runner) CancelPending(ctx context.Context, user *datachat.User, conversationID string, sink Sink) (*Outcome, error) {
-	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	conv, pending, release, err := r.pending(ctx, user, conversationID)
 	if err != nil {
 		return nil, err
 	}
-	if !r.begin(conv.ID) {
-		return nil, datachat.ErrReplyInProgress
-	}
-	defer r.end(conv.ID)
-	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
-	if err != nil {
-		return nil, err
-	}
+	defer release()
 	c, err := r.Store.ResolveConfirmation(ctx, pending.ID, datachat.ConfirmDeclined, "cancelled")
 	if err != nil {
 		return nil, err

@@ -20,34 +20,17 @@ import (
 	"datachat/internal/tools"
 )
 
-// Workspace is the conversation data the tools work on; *workspace.Workspace
-// implements it. Errors are *datachat.Error: EINVALID for a query or URL the
-// caller can correct, ENOTFOUND, EBUSY.
-type Workspace interface {
-	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
-	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
-	AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
-	// Search answers an empty result when documents are not configured.
-	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
-	// SaveQuery stores the rows run streams as a new dataset named name, from
-	// the database source (execute_sql's save_as).
-	SaveQuery(ctx context.Context, conversationID, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error)
-}
-
 // Observer is told about tool calls, for metrics (tools.Observer). Its
 // methods must not block.
 type Observer = tools.Observer
 
-// Conversations finds a user's conversation, for its notes, as
-// [datachat.Store] does: ENOTFOUND for none, or another user's.
-type Conversations interface {
-	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
-}
-
 // Options configure a server.
 type Options struct {
-	Workspace Workspace
-	Store     Conversations
+	// Workspace is the conversation data the tools work on
+	// (*workspace.Workspace).
+	Workspace tools.Workspace
+	// Store finds the conversation a call names, and its notes.
+	Store tools.Conversations
 	// User is whom the tools act for: they reach only this user's
 	// conversations.
 	User *datachat.User
@@ -93,7 +76,7 @@ func New(o Options) *mcp.Server {
 		SchemaCache: o.SchemaCache,
 	})
 	t := &server{o: o, cat: &tools.Catalog{
-		Workspace:     urlLoader{o.Workspace},
+		Workspace:     o.Workspace,
 		Sources:       o.Sources,
 		Conversations: o.Store,
 		Observer:      o.Observer,
@@ -159,13 +142,6 @@ func inputSchema(spec datachat.ToolSpec, fixed bool) *jsonschema.Schema {
 type server struct {
 	o   Options
 	cat *tools.Catalog
-}
-
-// urlLoader gives the catalog the workspace's AddURL as its LoadURL.
-type urlLoader struct{ Workspace }
-
-func (u urlLoader) LoadURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error) {
-	return u.AddURL(ctx, conversationID, url, name)
 }
 
 // handle is the MCP handler of one of the catalog's tools: it runs the tool
