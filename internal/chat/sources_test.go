@@ -168,12 +168,7 @@ func TestSourceFailuresCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []ToolCallResultEvent
-	for _, ev := range evs {
-		if r, ok := ev.Data.(ToolCallResultEvent); ok {
-			results = append(results, r)
-		}
-	}
+	_, results := toolRounds(t, evs)
 	if len(results) != 4 {
 		t.Fatalf("%d tool results, want 4", len(results))
 	}
