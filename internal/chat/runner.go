@@ -18,23 +18,16 @@ import (
 	"datachat/internal/tools"
 )
 
-// Data is a conversation's data as a turn uses it. The methods return
-// *datachat.Error: EINVALID for a query or URL the model can correct (its message
-// says what is wrong), ENOTFOUND, EBUSY.
+// Data is a conversation's data as a turn uses it: the catalog's workspace
+// (its datasets, queries, load_dataset's LoadURL, search_documents' Search,
+// save_as's SaveQuery), and what the turn's prompt and confirmation gate
+// read besides. The methods return *datachat.Error: EINVALID for a query or
+// URL the model can correct (its message says what is wrong), ENOTFOUND,
+// EBUSY.
 type Data interface {
-	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
-	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
+	tools.Workspace
 	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
-	// LoadURL loads the file at url as the conversation's new tables,
-	// named from name ("": from the file name): load_dataset.
-	LoadURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	HasDocuments(ctx context.Context, conversationID string) (bool, error)
-	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
-	// SaveQuery stores the rows run streams into its sink as a new dataset
-	// of the conversation named name, saying it came from the database
-	// source (workspace.Workspace.SaveQuery): execute_sql's save_as.
-	// EINVALID for a name a dataset has; run's errors as they are.
-	SaveQuery(ctx context.Context, conversationID, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error)
 	Ranker
 }
 
