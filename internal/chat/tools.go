@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"datachat"
 )
@@ -16,26 +15,33 @@ var specRequestConfirmation = datachat.ToolSpec{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"action":{"type":"string","enum":["execute_sql","load_dataset"],"description":"The tool to run once approved."},"parameters":{"type":"object","description":"The tool's arguments, e.g. {\"query\": \"SELECT …\"}."},"explanation":{"type":"string","description":"What you assumed and what you are asking the user to confirm."}},"required":["action","parameters","explanation"]}`),
 }
 
+// dataTools are the catalog's tools a turn may offer, in the order it
+// declares them.
+var dataTools = []string{
+	datachat.ToolExecuteSQL, datachat.ToolListTables, datachat.ToolDescribeTable, datachat.ToolListDatasets,
+	datachat.ToolDescribeDataset, datachat.ToolLoadDataset, datachat.ToolSearchDocuments,
+}
+
 // toolSpecs returns the declarations of the turn's tools, the data tools'
-// from the catalog: without execute_sql after MaxSQLFailures, list_tables and
+// from the catalog: execute_sql until MaxSQLFailures, list_tables and
 // describe_table when the prompt leaves tables out, search_documents when
 // the conversation has documents.
 func (t *turn) toolSpecs(ctx context.Context) []datachat.ToolSpec {
-	names := []string{datachat.ToolExecuteSQL, datachat.ToolListTables, datachat.ToolDescribeTable,
-		datachat.ToolListDatasets, datachat.ToolDescribeDataset, datachat.ToolLoadDataset, datachat.ToolSearchDocuments}
-	if t.state.SQLFailures >= MaxSQLFailures {
-		names = slices.DeleteFunc(names, func(n string) bool { return n == datachat.ToolExecuteSQL })
-	}
-	if !t.schema.Partial {
-		names = slices.DeleteFunc(names, func(n string) bool { return n == datachat.ToolListTables || n == datachat.ToolDescribeTable })
-	}
-	if !t.hasDocuments {
-		names = slices.DeleteFunc(names, func(n string) bool { return n == datachat.ToolSearchDocuments })
+	offered := func(tool string) bool {
+		switch tool {
+		case datachat.ToolExecuteSQL:
+			return t.state.SQLFailures < MaxSQLFailures
+		case datachat.ToolListTables, datachat.ToolDescribeTable:
+			return t.schema.Partial
+		case datachat.ToolSearchDocuments:
+			return t.hasDocuments
+		}
+		return true
 	}
 	cat, attached := t.tools(ctx), t.sourceNames()
 	var ts []datachat.ToolSpec
-	for _, n := range names {
-		if spec, ok := cat.Spec(n, attached); ok {
+	for _, tool := range dataTools {
+		if spec, ok := cat.Spec(tool, attached); ok && offered(tool) {
 			ts = append(ts, spec)
 		}
 	}
