@@ -98,7 +98,7 @@ func assemble(ctx context.Context, r *Runner, history []*datachat.Message) (*dat
 	if err := t.prepare(ctx, "And by product category?"); err != nil {
 		return nil, err
 	}
-	return t.request(), nil
+	return t.request(ctx), nil
 }
 
 func BenchmarkTurnAssembly(b *testing.B) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"datachat"
-	"datachat/internal/tools"
 )
 
 // runTools runs the tool calls of one model response in order.
@@ -60,6 +59,8 @@ type toolResult struct {
 	content string // what the model receives
 	err     string // set when the call failed
 	result  *datachat.QueryResult
+	// observed: the catalog told the Observer about the call.
+	observed bool
 }
 
 // runTool runs tool with args as the answer to call and records the round.
@@ -71,23 +72,23 @@ func (t *turn) runTool(ctx context.Context, call datachat.ModelToolCall, tool st
 }
 
 func (t *turn) execute(ctx context.Context, tool string, args json.RawMessage) toolResult {
-	fail := func(format string, a ...any) toolResult {
-		msg := fmt.Sprintf(format, a...)
-		return toolResult{content: "Error: " + msg, err: msg}
-	}
-	switch tool {
-	case datachat.ToolExecuteSQL, datachat.ToolLoadDataset, datachat.ToolSearchDocuments, datachat.ToolListTables, datachat.ToolDescribeTable:
+	if _, ok := t.tools(ctx).Spec(tool, nil); ok {
 		return t.dataTool(ctx, tool, args)
 	}
-	return fail("unknown tool %q: use execute_sql, load_dataset, search_documents, list_tables, describe_table or request_confirmation.", tool)
+	msg := fmt.Sprintf("unknown tool %q: use execute_sql, load_dataset, search_documents, list_datasets, describe_dataset, list_tables, describe_table or request_confirmation.", tool)
+	return toolResult{content: "Error: " + msg, err: msg}
 }
 
 // dataTool runs one of the catalog's tools with the turn's policy around
 // it: failed SQL counts towards MaxSQLFailures, after which no more runs;
 // a table loaded or saved refreshes the prompt; the excerpts found are the
-// turn's to cite.
+// turn's to cite. The catalog observes the calls it runs.
 func (t *turn) dataTool(ctx context.Context, tool string, args json.RawMessage) toolResult {
 	sql := tool == datachat.ToolExecuteSQL
+	if sql && t.state.SQLFailures >= MaxSQLFailures {
+		msg := fmt.Sprintf("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
+		return toolResult{content: "Error: " + msg, err: msg}
+	}
 	failed := func(err error) toolResult {
 		msg := datachat.ErrorMessage(err)
 		res := toolResult{content: "Error: " + msg, err: msg}
@@ -97,32 +98,27 @@ func (t *turn) dataTool(ctx context.Context, tool string, args json.RawMessage) 
 		}
 		return res
 	}
-	a, err := tools.Parse(tool, args)
-	if err != nil {
-		return failed(err)
-	}
-	if sql && t.state.SQLFailures >= MaxSQLFailures {
-		msg := fmt.Sprintf("Not run: %d SQL attempts failed in this turn. Explain the error to the user instead of running more SQL.", MaxSQLFailures)
-		return toolResult{content: "Error: " + msg, err: msg}
-	}
 	call := t.toolCall()
 	if tool == datachat.ToolListTables || tool == datachat.ToolDescribeTable {
+		var err error
 		if call.Tables, err = t.allTables(ctx); err != nil {
 			return failed(err)
 		}
 	}
-	res, err := t.tools(ctx).Run(ctx, call, a)
+	res, err := t.tools(ctx).Run(ctx, call, tool, args)
 	if err != nil {
 		if sql && ctx.Err() != nil {
-			return toolResult{content: "Error: cancelled", err: "cancelled"}
+			return toolResult{content: "Error: cancelled", err: "cancelled", observed: true}
 		}
-		return failed(err)
+		r := failed(err)
+		r.observed = true
+		return r
 	}
-	if len(res.Datasets) > 0 {
+	if len(res.Datasets) > 0 && (tool == datachat.ToolLoadDataset || tool == datachat.ToolExecuteSQL) {
 		t.refreshSystem(ctx)
 	}
 	t.state.Sources = append(t.state.Sources, res.Excerpts...)
-	return toolResult{content: res.Text, result: res.Rows}
+	return toolResult{content: res.Text, result: res.Rows, observed: true}
 }
 
 // sqlFailure adds the instruction to stop after the last allowed failure.
@@ -162,7 +158,7 @@ func (t *turn) recordAt(call datachat.ModelToolCall, tool string, args json.RawM
 		}
 	}
 	t.emit(EventToolCallResult, ev)
-	if o := t.r.Observer; o != nil {
+	if o := t.r.Observer; o != nil && !res.observed {
 		o.ToolCalled(tool, ev.OK, t.r.now().Sub(started))
 	}
 	t.state.Transcript = append(t.state.Transcript, datachat.ModelMessage{

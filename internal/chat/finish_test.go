@@ -168,12 +168,7 @@ func TestFinishRepaired(t *testing.T) {
 	if ev.Reason == "" || ev.SuggestedAction == "" || !strings.Contains(ev.Message, "could not be saved") {
 		t.Errorf("chat_error %+v", ev)
 	}
-	var streamed strings.Builder
-	for _, e := range evs {
-		if tok, ok := e.Data.(TokenEvent); ok {
-			streamed.WriteString(tok.Token)
-		}
-	}
+	text := streamed(evs)
 	if f.r.Repairs() != 1 {
 		t.Fatalf("%d repairs pending, want 1", f.r.Repairs())
 	}
@@ -191,8 +186,8 @@ func TestFinishRepaired(t *testing.T) {
 		t.Fatal("the answer was not stored after the store came back")
 	}
 	m := f.answer(t)
-	if m.Status != datachat.StatusInterrupted || m.Content != streamed.String() || len(m.Parts) != 3 || m.ErrorReason == "" {
-		t.Errorf("repaired answer: status %q content %q (streamed %q), %d parts, reason %q", m.Status, m.Content, streamed.String(), len(m.Parts), m.ErrorReason)
+	if m.Status != datachat.StatusInterrupted || m.Content != text || len(m.Parts) != 3 || m.ErrorReason == "" {
+		t.Errorf("repaired answer: status %q content %q (streamed %q), %d parts, reason %q", m.Status, m.Content, text, len(m.Parts), m.ErrorReason)
 	}
 	if n, _ := f.store.TokensSince(t.Context(), f.user.ID, since); n != out.Usage.Input+out.Usage.Output || n == 0 {
 		t.Errorf("usage after the repair: %d tokens, want %d", n, out.Usage.Input+out.Usage.Output)
@@ -220,16 +215,10 @@ func TestFinishSavedAtShutdown(t *testing.T) {
 		if _, ok := errors.AsType[*SaveError](err); !ok {
 			t.Fatalf("got %v, want a SaveError", err)
 		}
-		var streamed strings.Builder
-		for _, e := range evs {
-			if tok, ok := e.Data.(TokenEvent); ok {
-				streamed.WriteString(tok.Token)
-			}
-		}
 		if f.r.Repairs() != 1 {
 			t.Fatalf("%d repairs pending, want 1", f.r.Repairs())
 		}
-		return f, logs, streamed.String(), out
+		return f, logs, streamed(evs), out
 	}
 	since := time.Now().Add(-time.Hour)
 

@@ -18,23 +18,16 @@ import (
 	"datachat/internal/tools"
 )
 
-// Data is a conversation's data as a turn uses it. The methods return
-// *datachat.Error: EINVALID for a query or URL the model can correct (its message
-// says what is wrong), ENOTFOUND, EBUSY.
+// Data is a conversation's data as a turn uses it: the catalog's workspace
+// (its datasets, queries, load_dataset's LoadURL, search_documents' Search,
+// save_as's SaveQuery), and what the turn's prompt and confirmation gate
+// read besides. The methods return *datachat.Error: EINVALID for a query or
+// URL the model can correct (its message says what is wrong), ENOTFOUND,
+// EBUSY.
 type Data interface {
-	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
-	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
+	tools.Workspace
 	EstimateRows(ctx context.Context, conversationID, sql string) (int64, error)
-	// LoadURL loads the file at url as the conversation's new tables,
-	// named from name ("": from the file name): load_dataset.
-	LoadURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
 	HasDocuments(ctx context.Context, conversationID string) (bool, error)
-	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
-	// SaveQuery stores the rows run streams into its sink as a new dataset
-	// of the conversation named name, saying it came from the database
-	// source (workspace.Workspace.SaveQuery): execute_sql's save_as.
-	// EINVALID for a name a dataset has; run's errors as they are.
-	SaveQuery(ctx context.Context, conversationID, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error)
 	Ranker
 }
 
@@ -100,7 +93,11 @@ type Runner struct {
 	Sources datachat.DBSourceService // database sources; nil: none
 	// Tools, if set, runs the data tools; nil: a tools.Catalog over Data
 	// and Sources.
-	Tools    DataTools
+	Tools DataTools
+	// Budgets are the users' per-user allowances the data tools' calls
+	// are charged to (the server's, which MCP's calls spend too); nil:
+	// none.
+	Budgets  tools.Budgets
 	Model    Model // nil when no provider is configured
 	Provider string
 	ModelID  string
@@ -384,24 +381,36 @@ func (r *Runner) Send(ctx context.Context, user *datachat.User, conversationID, 
 	return t.run(ctx)
 }
 
+// pending finds the confirmation waiting in the user's conversation and holds
+// the conversation's turn until release. ENOTFOUND when none waits,
+// datachat.ErrReplyInProgress when a turn runs.
+func (r *Runner) pending(ctx context.Context, user *datachat.User, conversationID string) (_ *datachat.Conversation, _ *datachat.Confirmation, release func(), _ error) {
+	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !r.begin(conv.ID) {
+		return nil, nil, nil, datachat.ErrReplyInProgress
+	}
+	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
+	if err != nil {
+		r.end(conv.ID)
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return nil, nil, nil, datachat.Errorf(datachat.ENOTFOUND, "There is no action waiting for confirmation.")
+		}
+		return nil, nil, nil, err
+	}
+	return conv, pending, func() { r.end(conv.ID) }, nil
+}
+
 // Confirm answers a pending confirmation and continues its turn.
 func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationID, confirmationID string, approved bool, note string, sink Sink) (*Outcome, error) {
 	ctx = datachat.WithUserID(ctx, user.ID)
-	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	conv, pending, release, err := r.pending(ctx, user, conversationID)
 	if err != nil {
 		return nil, err
 	}
-	if !r.begin(conv.ID) {
-		return nil, datachat.ErrReplyInProgress
-	}
-	defer r.end(conv.ID)
-	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
-	if err != nil {
-		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
-			return nil, datachat.Errorf(datachat.ENOTFOUND, "There is no action waiting for confirmation.")
-		}
-		return nil, err
-	}
+	defer release()
 	if pending.ID != confirmationID {
 		return nil, datachat.Errorf(datachat.ENOTFOUND, "Confirmation %q is not the one waiting (%s).", confirmationID, pending.ID)
 	}
@@ -430,18 +439,11 @@ func (r *Runner) Confirm(ctx context.Context, user *datachat.User, conversationI
 // CancelPending declines a pending confirmation because the user stopped the
 // turn, and ends the turn as cancelled.
 func (r *Runner) CancelPending(ctx context.Context, user *datachat.User, conversationID string, sink Sink) (*Outcome, error) {
-	conv, err := r.Store.Conversation(ctx, user.ID, conversationID)
+	conv, pending, release, err := r.pending(ctx, user, conversationID)
 	if err != nil {
 		return nil, err
 	}
-	if !r.begin(conv.ID) {
-		return nil, datachat.ErrReplyInProgress
-	}
-	defer r.end(conv.ID)
-	pending, err := r.Store.PendingConfirmation(ctx, conv.ID)
-	if err != nil {
-		return nil, err
-	}
+	defer release()
 	c, err := r.Store.ResolveConfirmation(ctx, pending.ID, datachat.ConfirmDeclined, "cancelled")
 	if err != nil {
 		return nil, err

@@ -88,12 +88,7 @@ func TestSaveAs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []ToolCallResultEvent
-	for _, ev := range evs {
-		if r, ok := ev.Data.(ToolCallResultEvent); ok {
-			results = append(results, r)
-		}
-	}
+	_, results := toolRounds(t, evs)
 	if len(results) != 3 {
 		t.Fatalf("%d tool results, want 3", len(results))
 	}

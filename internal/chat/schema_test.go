@@ -109,12 +109,7 @@ func TestSchemaWithinBudget(t *testing.T) {
 	if len(out.PromptTables) == 0 || !containsStr(out.PromptTables, "warehouse.billing.invoices") || len(out.PromptTables) >= 404 {
 		t.Errorf("prompt tables %v", out.PromptTables)
 	}
-	var results []ToolCallResultEvent
-	for _, ev := range evs {
-		if r, ok := ev.Data.(ToolCallResultEvent); ok {
-			results = append(results, r)
-		}
-	}
+	_, results := toolRounds(t, evs)
 	if len(results) != 3 {
 		t.Fatalf("%d results, want 3", len(results))
 	}

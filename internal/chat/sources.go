@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,29 +26,6 @@ func (t *turn) describeSources(ctx context.Context) error {
 	var err error
 	t.sources, err = t.r.Sources.Describe(ctx, t.user, t.conv.ID)
 	return err
-}
-
-// withSourceArg returns the tools with execute_sql taking a source, its
-// declaration with sources narrowed to the names of the attached ones (the
-// declaration without sources is left as it was).
-func withSourceArg(ts []datachat.ToolSpec, names []string) []datachat.ToolSpec {
-	if len(names) == 0 {
-		return ts
-	}
-	var params map[string]any
-	if err := json.Unmarshal(datachat.ExecuteSQLSourcesSpec.Parameters, &params); err != nil {
-		panic(err) // the root package's own JSON
-	}
-	params["properties"].(map[string]any)["source"].(map[string]any)["enum"] = names
-	spec := datachat.ExecuteSQLSourcesSpec
-	spec.Parameters, _ = json.Marshal(params)
-	out := slices.Clone(ts)
-	for i, s := range out {
-		if s.Name == datachat.ToolExecuteSQL {
-			out[i] = spec
-		}
-	}
-	return out
 }
 
 // databasesText describes each source for the system prompt: its name and

@@ -168,12 +168,7 @@ func TestSourceFailuresCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []ToolCallResultEvent
-	for _, ev := range evs {
-		if r, ok := ev.Data.(ToolCallResultEvent); ok {
-			results = append(results, r)
-		}
-	}
+	_, results := toolRounds(t, evs)
 	if len(results) != 4 {
 		t.Fatalf("%d tool results, want 4", len(results))
 	}
@@ -238,8 +233,8 @@ func TestConfirmSourceQuery(t *testing.T) {
 	}
 }
 
-// TestNoSourcesNoChange: without sources, the prompt has no databases and
-// execute_sql is declared as before.
+// TestNoSourcesNoChange: without sources, the prompt has no databases
+// (execute_sql's declaration without sources: tools.TestSpec).
 func TestNoSourcesNoChange(t *testing.T) {
 	s, err := SystemPrompt(nil, PromptData{})
 	if err != nil {
@@ -247,15 +242,6 @@ func TestNoSourcesNoChange(t *testing.T) {
 	}
 	if strings.Contains(s, "Databases") || strings.Contains(s, "source") {
 		t.Errorf("prompt without sources mentions them:\n%s", s)
-	}
-	ts := toolSpecs(false, false, false)
-	if got := withSourceArg(ts, nil); &got[0] != &ts[0] {
-		t.Error("withSourceArg without sources changed the declarations")
-	}
-	got := withSourceArg(ts, []string{"shop"})
-	if string(ts[0].Parameters) != string(datachat.ExecuteSQLSpec.Parameters) || got[0].Name != datachat.ToolExecuteSQL ||
-		!strings.Contains(string(got[0].Parameters), `"enum":["shop"]`) || got[1].Name != ts[1].Name {
-		t.Errorf("withSourceArg: %+v", got)
 	}
 	// Sources without datasets: the prompt does not ask for a file.
 	s, _ = SystemPrompt(nil, PromptData{Sources: []datachat.DBSourceInfo{{Name: "shop", Kind: "mysql", Unavailable: "it does not answer"}}})

@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
-	"math"
 	"sort"
 	"strings"
 	"sync"
 
 	"datachat"
 	"datachat/internal/tools"
+	"datachat/internal/vector"
 )
 
 // rankTables orders the tables for the prompt: those earlier queries used,
@@ -176,7 +176,7 @@ func (tv *tableVectors) rank(ctx context.Context, e Embedder, log *slog.Logger, 
 		}
 		return nil
 	}
-	qv := unit(q[0])
+	qv := vector.Unit(q[0])
 	keys := make([][32]byte, len(all))
 	var missing []int
 	tv.mu.Lock()
@@ -203,7 +203,7 @@ func (tv *tableVectors) rank(ctx context.Context, e Embedder, log *slog.Logger, 
 		}
 		tv.mu.Lock()
 		for j, i := range batch {
-			tv.vecs[keys[i]] = unit(out[j])
+			tv.vecs[keys[i]] = vector.Unit(out[j])
 		}
 		tv.mu.Unlock()
 	}
@@ -215,9 +215,7 @@ func (tv *tableVectors) rank(ctx context.Context, e Embedder, log *slog.Logger, 
 			tv.mu.Unlock()
 			return nil
 		}
-		for j := range v {
-			scores[i] += float64(v[j]) * float64(qv[j])
-		}
+		scores[i] = float64(vector.Dot(qv, v))
 	}
 	tv.mu.Unlock()
 	order := make([]int, len(all))
@@ -226,20 +224,4 @@ func (tv *tableVectors) rank(ctx context.Context, e Embedder, log *slog.Logger, 
 	}
 	sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
 	return order
-}
-
-func unit(v []float32) []float32 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	out := make([]float32, len(v))
-	if s == 0 {
-		return out
-	}
-	inv := 1 / math.Sqrt(s)
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
-	return out
 }

@@ -91,7 +91,7 @@ func TestToolsAsMCPDeclaresThem(t *testing.T) {
 				t.Errorf("%s's arguments (fixed conversation %t):\nchat %s\nMCP  %s", c.Name, fixed, cb, mb)
 			}
 		}
-		if want := 5; shared != want { // execute_sql, load_dataset, search_documents, list_tables, describe_table
+		if want := 7; shared != want { // execute_sql, load_dataset, search_documents, list_datasets, describe_dataset, list_tables, describe_table
 			t.Errorf("%d tools shared, want %d: the chat declares %+v", shared, want, body.Tools)
 		}
 	}

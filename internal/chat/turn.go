@@ -234,7 +234,7 @@ func (t *turn) loop(ctx context.Context) error {
 }
 
 // request builds the next model request.
-func (t *turn) request() *datachat.ModelRequest {
+func (t *turn) request(ctx context.Context) *datachat.ModelRequest {
 	msgs := historyMessages(t.history)
 	msgs = append(msgs, t.state.Transcript...)
 	req := &datachat.ModelRequest{
@@ -252,14 +252,14 @@ func (t *turn) request() *datachat.ModelRequest {
 	}
 	req.Temperature = &temp
 	if !t.state.NoTools {
-		req.Tools = withSourceArg(toolSpecs(t.state.SQLFailures >= MaxSQLFailures, t.hasDocuments, t.schema.Partial), t.sourceNames())
+		req.Tools = t.toolSpecs(ctx)
 	}
 	return req
 }
 
 // call streams one model call, relaying text as it arrives.
 func (t *turn) call(ctx context.Context) (string, []datachat.ModelToolCall, error) {
-	req := t.request()
+	req := t.request(ctx)
 	var (
 		text     strings.Builder
 		calls    []datachat.ModelToolCall

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,36 +20,17 @@ import (
 	"datachat/internal/tools"
 )
 
-// Workspace is the conversation data the tools work on; *workspace.Workspace
-// implements it. Errors are *datachat.Error: EINVALID for a query or URL the
-// caller can correct, ENOTFOUND, EBUSY.
-type Workspace interface {
-	Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error)
-	Query(ctx context.Context, conversationID, sql string) (*datachat.QueryResult, error)
-	AddURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error)
-	// Search answers an empty result when documents are not configured.
-	Search(ctx context.Context, conversationID string, q datachat.SearchQuery) (*datachat.SearchResult, error)
-	// SaveQuery stores the rows run streams as a new dataset named name, from
-	// the database source (execute_sql's save_as).
-	SaveQuery(ctx context.Context, conversationID, name, source string, run func(context.Context, datachat.RowSink) (datachat.StreamResult, error)) (*datachat.Dataset, datachat.StreamResult, error)
-}
-
-// Observer is told about tool calls, for metrics. Its methods must not block.
-type Observer interface {
-	ToolCalled(tool string, ok bool, d time.Duration)
-	SQLQueried(ok bool, d time.Duration)
-}
-
-// Conversations finds a user's conversation, for its notes, as
-// [datachat.Store] does: ENOTFOUND for none, or another user's.
-type Conversations interface {
-	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
-}
+// Observer is told about tool calls, for metrics (tools.Observer). Its
+// methods must not block.
+type Observer = tools.Observer
 
 // Options configure a server.
 type Options struct {
-	Workspace Workspace
-	Store     Conversations
+	// Workspace is the conversation data the tools work on
+	// (*workspace.Workspace).
+	Workspace tools.Workspace
+	// Store finds the conversation a call names, and its notes.
+	Store tools.Conversations
 	// User is whom the tools act for: they reach only this user's
 	// conversations.
 	User *datachat.User
@@ -65,9 +45,9 @@ type Options struct {
 	// SchemaCache, shared by servers built per request, saves re-resolving
 	// the tools' schemas.
 	SchemaCache *mcp.SchemaCache
-	// Budget, if set, is asked before each tool call runs; an error (the
-	// user is over a rate limit) is the call's answer instead.
-	Budget func(tool string) error
+	// Budgets, if set, are charged for each tool call (tools.Catalog.Run);
+	// an error (the user is over a rate limit) is the call's answer instead.
+	Budgets tools.Budgets
 	// Sources, if set, are the database sources attached to conversations:
 	// execute_sql takes a source, and list_datasets lists the databases.
 	Sources datachat.DBSourceService
@@ -96,27 +76,33 @@ func New(o Options) *mcp.Server {
 		SchemaCache: o.SchemaCache,
 	})
 	t := &server{o: o, cat: &tools.Catalog{
-		Workspace:     urlLoader{o.Workspace},
+		Workspace:     o.Workspace,
 		Sources:       o.Sources,
 		Conversations: o.Store,
 		Observer:      o.Observer,
+		Budgets:       o.Budgets,
 		SaveAsMaxRows: o.SaveAsMaxRows,
 	}}
-	fixed := o.Conversation != ""
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}
-
-	mcp.AddTool(srv, declare(datachat.ListDatasetsSpec, fixed, readOnly), handle(t, datachat.ToolListDatasets, datasetList))
-	mcp.AddTool(srv, declare(datachat.DescribeDatasetSpec, fixed, readOnly), handle(t, datachat.ToolDescribeDataset, datasetDescription))
-	mcp.AddTool(srv, declare(datachat.LoadDatasetSpec, fixed, &mcp.ToolAnnotations{OpenWorldHint: ptr(true)}), handle(t, datachat.ToolLoadDataset, loaded))
-	sqlSpec := datachat.ExecuteSQLSpec
-	if o.Sources != nil {
-		sqlSpec = datachat.ExecuteSQLSourcesSpec
-	}
-	mcp.AddTool(srv, declare(sqlSpec, fixed, readOnly), handle(t, datachat.ToolExecuteSQL, queryResult))
-	mcp.AddTool(srv, declare(datachat.SearchDocumentsSpec, fixed, readOnly), handle(t, datachat.ToolSearchDocuments, searchResults))
-	mcp.AddTool(srv, declare(datachat.ListTablesSpec, fixed, readOnly), handle(t, datachat.ToolListTables, tableList))
-	mcp.AddTool(srv, declare(datachat.DescribeTableSpec, fixed, readOnly), handle(t, datachat.ToolDescribeTable, tableDescription))
+	add(srv, t, datachat.ToolListDatasets, readOnly, datasetList)
+	add(srv, t, datachat.ToolDescribeDataset, readOnly, datasetDescription)
+	add(srv, t, datachat.ToolLoadDataset, &mcp.ToolAnnotations{OpenWorldHint: ptr(true)}, loaded)
+	add(srv, t, datachat.ToolExecuteSQL, readOnly, queryResult)
+	add(srv, t, datachat.ToolSearchDocuments, readOnly, searchResults)
+	add(srv, t, datachat.ToolListTables, readOnly, tableList)
+	add(srv, t, datachat.ToolDescribeTable, readOnly, tableDescription)
 	return srv
+}
+
+// add registers the catalog's tool with MCP, declared as the catalog
+// declares it (the attached sources are not known: each call names its
+// own), its result given the shape shape makes of it.
+func add[Out any](srv *mcp.Server, t *server, tool string, ann *mcp.ToolAnnotations, shape func(*tools.Result) Out) {
+	spec, ok := t.cat.Spec(tool, nil)
+	if !ok {
+		panic("mcpserver: the catalog has no tool " + tool)
+	}
+	mcp.AddTool(srv, declare(spec, t.o.Conversation != "", ann), handle(t, tool, shape))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -158,35 +144,15 @@ type server struct {
 	cat *tools.Catalog
 }
 
-// urlLoader gives the catalog the workspace's AddURL as its LoadURL.
-type urlLoader struct{ Workspace }
-
-func (u urlLoader) LoadURL(ctx context.Context, conversationID, url, name string) ([]*datachat.Dataset, error) {
-	return u.AddURL(ctx, conversationID, url, name)
-}
-
-// handle is the MCP handler of one of the catalog's tools: it reads the
-// call's conversation and arguments (tools.Parse), runs the tool
-// (tools.Catalog.Run) and shapes its result as MCP returns it. It charges
-// the budget, reports the call to the observer and turns errors into
-// messages safe to show, logging internal ones.
+// handle is the MCP handler of one of the catalog's tools: it runs the tool
+// (tools.Catalog.Run, which charges the budget and tells the observer) on
+// the server's conversation, or the one the call names, and shapes its
+// result as MCP returns it. It turns errors into messages safe to show,
+// logging internal ones.
 func handle[Out any](t *server, tool string, shape func(*tools.Result) Out) mcp.ToolHandlerFor[json.RawMessage, Out] {
 	return func(ctx context.Context, _ *mcp.CallToolRequest, in json.RawMessage) (*mcp.CallToolResult, Out, error) {
-		start := time.Now()
-		var (
-			out Out
-			res *tools.Result
-			err error
-		)
-		if t.o.Budget != nil {
-			err = t.o.Budget(tool)
-		}
-		if err == nil {
-			res, err = t.run(ctx, tool, in)
-		}
-		if t.o.Observer != nil {
-			t.o.Observer.ToolCalled(tool, err == nil, time.Since(start))
-		}
+		var out Out
+		res, err := t.cat.Run(ctx, tools.Call{User: t.o.User, Conversation: t.o.Conversation}, tool, in)
 		if err != nil {
 			if datachat.ErrorCode(err) == datachat.EINTERNAL && ctx.Err() == nil {
 				t.o.Logger.Error("mcp tool failed", slog.String("tool", tool), slog.String("error", err.Error()))
@@ -195,36 +161,4 @@ func handle[Out any](t *server, tool string, shape func(*tools.Result) Out) mcp.
 		}
 		return nil, shape(res), nil
 	}
-}
-
-// run runs tool with the arguments in, on the call's conversation.
-func (t *server) run(ctx context.Context, tool string, in json.RawMessage) (*tools.Result, error) {
-	a, perr := tools.Parse(tool, in)
-	conv, err := t.conversation(ctx, a.ConversationID)
-	if err != nil {
-		return nil, err
-	}
-	if perr != nil {
-		return nil, perr
-	}
-	return t.cat.Run(ctx, tools.Call{User: t.o.User, Conversation: conv}, a)
-}
-
-// conversation returns the conversation a call acts on, checking it is the
-// user's.
-func (t *server) conversation(ctx context.Context, id string) (string, error) {
-	if t.o.Conversation != "" {
-		return t.o.Conversation, nil
-	}
-	if id == "" {
-		return "", datachat.Errorf(datachat.EINVALID, "conversation_id is required.")
-	}
-	c, err := t.o.Store.Conversation(ctx, t.o.User.ID, id)
-	if err != nil {
-		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
-			return "", datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", id)
-		}
-		return "", err
-	}
-	return c.ID, nil
 }

@@ -46,7 +46,7 @@ func (f *fakeWorkspace) Query(ctx context.Context, conv, sql string) (*datachat.
 	return nil, datachat.Errorf(datachat.EINVALID, "Binder Error: no such table in %q", sql)
 }
 
-func (f *fakeWorkspace) AddURL(ctx context.Context, conv, url, name string) ([]*datachat.Dataset, error) {
+func (f *fakeWorkspace) LoadURL(ctx context.Context, conv, url, name string) ([]*datachat.Dataset, error) {
 	return nil, datachat.Errorf(datachat.EINVALID, "URL %s is not allowed", url)
 }
 

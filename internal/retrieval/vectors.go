@@ -6,6 +6,8 @@ import (
 	"math"
 	"runtime"
 	"sync"
+
+	"datachat/internal/vector"
 )
 
 // hit is a ranked candidate: its number, its score, and what orders it
@@ -106,12 +108,12 @@ func (vi *vectorIndex) vector(c int) []float32 {
 
 // NearestVectors is an exact (brute-force) vector search: it returns, best
 // first, the n candidates 0…count−1 whose vectors have the greatest dot
-// product with q, among those keep accepts (nil: all). vector(i) is
+// product with q, among those keep accepts (nil: all). vectorOf(i) is
 // candidate i's vector, of len(q) floats, or nil when it has none; equal
 // scores go to the lower tie(i) (nil: the lower i). Over [parallelScan]
 // candidates the scan is split across goroutines. With unit vectors the dot
 // product is the cosine similarity.
-func NearestVectors(q []float32, count, n int, vector func(i int) []float32, tie func(i int) int64, keep func(i int) bool) []int {
+func NearestVectors(q []float32, count, n int, vectorOf func(i int) []float32, tie func(i int) int64, keep func(i int) bool) []int {
 	if n <= 0 || count <= 0 {
 		return nil
 	}
@@ -121,7 +123,7 @@ func NearestVectors(q []float32, count, n int, vector func(i int) []float32, tie
 			if keep != nil && !keep(i) {
 				continue
 			}
-			v := vector(i)
+			v := vectorOf(i)
 			if v == nil {
 				continue
 			}
@@ -129,7 +131,7 @@ func NearestVectors(q []float32, count, n int, vector func(i int) []float32, tie
 			if tie != nil {
 				t = tie(i)
 			}
-			h.offer(hit{idx: i, tie: t, score: float64(Dot(q, v))}, n)
+			h.offer(hit{idx: i, tie: t, score: float64(vector.Dot(q, v))}, n)
 		}
 		return h
 	}
@@ -164,49 +166,11 @@ func (vi *vectorIndex) distance(c int, q []float32) (float64, bool) {
 	if c >= len(vi.slot) || vi.slot[c] < 0 || len(q) != vi.dim {
 		return 0, false
 	}
-	return 1 - float64(Dot(q, vi.vector(c))), true
-}
-
-// Dot is the dot product of two vectors of one length, in eight running
-// float32 sums for speed (PostgreSQL's sum of real products agrees with it to
-// float32 precision).
-func Dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3, s4, s5, s6, s7 float32
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		x, y := a[i:i+8:i+8], b[i:i+8:i+8]
-		s0 += x[0] * y[0]
-		s1 += x[1] * y[1]
-		s2 += x[2] * y[2]
-		s3 += x[3] * y[3]
-		s4 += x[4] * y[4]
-		s5 += x[5] * y[5]
-		s6 += x[6] * y[6]
-		s7 += x[7] * y[7]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3) + (s4 + s5) + (s6 + s7)
+	return 1 - float64(vector.Dot(q, vi.vector(c))), true
 }
 
 // normalize returns v scaled to unit length (a copy).
-func normalize(v []float32) []float32 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
-	out := make([]float32, len(v))
-	if s == 0 {
-		return out
-	}
-	inv := 1 / math.Sqrt(s)
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
-	return out
-}
+func normalize(v []float32) []float32 { return vector.Unit(v) }
 
 func encodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))

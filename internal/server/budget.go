@@ -108,20 +108,18 @@ type budgets struct {
 	sql, search, uploads *budget
 }
 
-// mcpBudget is the budget a tool call spends (tools.BudgetOf): execute_sql
-// the SQL budget, search_documents the search budget, load_dataset the
-// uploads budget.
-func (s *Server) mcpBudget(userID string) func(tool string) error {
-	b := &s.budgets
-	return func(tool string) error {
-		switch tools.BudgetOf(tool) {
-		case tools.SQLBudget:
-			return b.sql.take(userID)
-		case tools.SearchBudget:
-			return b.search.take(userID)
-		case tools.UploadBudget:
-			return b.uploads.take(userID)
-		}
-		return nil
+// Charge spends one of the user's allowance of b: execute_sql spends the
+// SQL budget, search_documents the search budget, load_dataset the
+// uploads budget (tools.BudgetOf). The catalog charges it for each tool
+// call — the chat's (WebSocket, /v1, /chat/query) and MCP's alike.
+func (b *budgets) Charge(userID string, bud tools.Budget) error {
+	switch bud {
+	case tools.SQLBudget:
+		return b.sql.take(userID)
+	case tools.SearchBudget:
+		return b.search.take(userID)
+	case tools.UploadBudget:
+		return b.uploads.take(userID)
 	}
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/chat"
+	"datachat/internal/llmtest"
 	"datachat/internal/testfiles"
 )
 
@@ -141,5 +143,35 @@ func TestBudgetsOverHTTP(t *testing.T) {
 	}
 	if _, text, isErr := callTool(t, bs, "execute_sql", map[string]any{"conversation_id": bobConv, "query": "SELECT 1"}); !isErr || !strings.Contains(text, "Too many SQL queries") {
 		t.Errorf("bob's third query (HTTP, then MCP twice): error %v %q, want refused", isErr, text)
+	}
+}
+
+// TestChatToolsSpendTheBudgets: a chat turn's tool calls spend the budgets
+// /sql and MCP spend, charged in the catalog: the turn's execute_sql takes
+// the user's one SQL query of the burst, so /sql is refused, and the next
+// turn's execute_sql is refused too, the model told why.
+func TestChatToolsSpendTheBudgets(t *testing.T) {
+	sql := llmtest.Turn{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(*) FROM penguins"}`)}}
+	echo := llmtest.Turn{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: func(r *llmtest.Request) string { return "Result: " + r.LastToolResult() }}
+	fake := llmtest.NewServer(t, llmtest.Gemini, llmtest.Script{Turns: []llmtest.Turn{sql, echo, sql, echo}})
+	cs := &chatServer{testServer: newTestServer(t, func(d *Deps, c *Config) {
+		c.SQLPerMinute = 4 // a burst of 1
+		d.Chat = &chat.Runner{
+			Store: d.Store, Data: d.Workspace, Model: newModel(llmtest.Gemini, fake.URL),
+			Provider: "gemini", ModelID: "test-model", Window: 1_000_000, MaxOutputTokens: 1024,
+			MaxQueryChars: 2000, Logger: quiet,
+		}
+	}), fake: fake}
+	conv := cs.withPenguins(t)
+	ask := `{"query":"How many?","conversation_id":"` + conv + `"}`
+	if st, body := cs.post(t, "/chat/query", cs.alice, ask); st != 200 || !strings.Contains(fmt.Sprint(body["answer"]), "344") {
+		t.Fatalf("first turn: %d %v", st, body)
+	}
+	if st, res := cs.post(t, "/api/conversations/"+conv+"/sql", cs.alice, `{"query":"SELECT 1"}`); st != 429 || !strings.Contains(fmt.Sprint(res), "Too many SQL queries") {
+		t.Errorf("/sql after the chat's query: %d %v, want 429", st, res)
+	}
+	st, body := cs.post(t, "/chat/query", cs.alice, ask)
+	if st != 200 || !strings.Contains(fmt.Sprint(body["answer"]), "Too many SQL queries: the limit is 4 a minute per user") {
+		t.Errorf("second turn: %d %v, want the model told of the refusal", st, body)
 	}
 }

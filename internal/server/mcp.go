@@ -36,7 +36,7 @@ func (s *Server) mcpHandler() http.HandlerFunc {
 			m.srv = mcpserver.New(mcpserver.Options{
 				Workspace: s.Workspace, Store: s.Store, User: u, Sources: s.mcpSources(),
 				Logger: s.logger(r), SDKLogger: sdkLog, Observer: obs, SchemaCache: schemas,
-				Budget: s.mcpBudget(u.ID), SaveAsMaxRows: s.saveAsMaxRows(),
+				Budgets: &s.budgets, SaveAsMaxRows: s.saveAsMaxRows(),
 			})
 			m.srv.AddReceivingMiddleware(m.bindToRequest)
 		})

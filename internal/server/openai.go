@@ -109,21 +109,32 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &completion{id: "chatcmpl-" + RequestID(ctx), created: time.Now().Unix(), model: openaiModelID, conversationID: convID}
 	s.serveTurn(w, r, user, convID, created, ct, turnWriters{
-		stream: func(pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error {
-			return s.streamCompletion(w, r, c, pieces, st, ct.includeUsage, discard)
-		},
-		whole: func(pieces <-chan piece, discard func(*chat.Outcome)) {
-			s.wholeCompletion(w, r, c, pieces, discard)
+		what:   "chat completion",
+		stream: newCompletionEvents(s, w, r, c, ct.includeUsage),
+		whole: func(text string, out *chat.Outcome) any {
+			return wholeCompletionOf(c, text, out)
 		},
 	})
 }
 
-// turnWriters write a /v1 turn's pieces to the client: stream as
-// server-sent events (returning the error of a write that cut the client),
-// whole as one answer. discard is given the turn's outcome when it failed.
+// turnWriters write a /v1 turn to the client in one wire format: stream as
+// server-sent events, whole as the JSON of one answer with the turn's text.
+// what names the answer in the log.
 type turnWriters struct {
-	stream func(pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error
-	whole  func(pieces <-chan piece, discard func(*chat.Outcome))
+	what   string
+	stream turnEvents
+	whole  func(text string, out *chat.Outcome) any
+}
+
+// turnEvents write a streamed turn's server-sent events in one wire format
+// (after the stream's headers): start the events before its first text,
+// text one piece of it, and at its end, end those after its last text or
+// fail the error event of a turn that failed (err as turnError made it).
+type turnEvents interface {
+	start()
+	text(t string)
+	end(out *chat.Outcome)
+	fail(err error, out *chat.Outcome)
 }
 
 // serveTurn runs a /v1 request's turn in conversation convID (created: by
@@ -153,10 +164,10 @@ func (s *Server) serveTurn(w http.ResponseWriter, r *http.Request, user *datacha
 		}
 	}()
 	if !ct.stream {
-		out.whole(pieces, discard)
+		s.wholeTurn(w, r, convID, pieces, discard, out.whole)
 		return
 	}
-	if err := out.stream(pieces, st, discard); err != nil {
+	if err := s.streamPieces(w, r, convID, out, pieces, st, discard); err != nil {
 		cut = true
 		s.finishCut(r, convID, err, pieces, st)
 	}
@@ -265,39 +276,19 @@ func lastChars(s string, n int) string {
 	return ""
 }
 
-// streamCompletion writes the turn as server-sent events: a chunk per text
-// delta, a last chunk with finish_reason, the usage chunk if asked, and
-// [DONE]. An error before the first chunk is a proper error response; after
-// it, an error event ends the stream. It returns the error of a write that
-// failed or outlasted the write timeout before the turn ended: the client
-// is cut, and pieces not read to their end.
-func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *completion, pieces <-chan piece, st *streamTurn, includeUsage bool, discard func(*chat.Outcome)) error {
+// streamPieces writes the turn as server-sent events in out's format. An
+// error before the first event is a proper error response; after it, the
+// format's error event ends the stream. It returns the error of a write
+// that failed or outlasted the write timeout before the turn ended: the
+// client is cut, and pieces not read to their end.
+func (s *Server) streamPieces(w http.ResponseWriter, r *http.Request, convID string, out turnWriters, pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error {
 	rc := http.NewResponseController(w)
 	defer rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
+	ev := out.stream
 	started := false
-	var nullUsage any
-	if includeUsage {
-		nullUsage = json.RawMessage("null")
-	}
-	event := func(v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			s.logger(r).Error("encode completion chunk", slog.String("error", err.Error()))
-			return
-		}
-		w.Write([]byte("data: "))
-		w.Write(b)
-		w.Write([]byte("\n\n"))
-	}
-	chunk := func(d chunkDelta, finish *string) {
-		event(completionChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-			Choices: []chunkChoice{{Delta: d, FinishReason: finish}}, Usage: nullUsage})
-	}
-	text := func(t string) { chunk(chunkDelta{Content: &t}, nil) }
 	start := func() {
 		startEventStream(w)
-		empty := ""
-		chunk(chunkDelta{Role: "assistant", Content: &empty}, nil)
+		ev.start()
 		started = true
 	}
 	for p := range pieces {
@@ -307,7 +298,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 				start()
 			}
 			if p.text != "" {
-				text(p.text)
+				ev.text(p.text)
 			}
 			if err := s.flushWithin(rc); err != nil {
 				return err
@@ -322,33 +313,28 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, c *com
 				s.openaiError(w, r, err)
 				return nil
 			}
-			s.logger(r).Warn("chat completion failed mid-stream", slog.String("conversation_id", c.conversationID), slog.String("error", p.err.Error()))
+			s.logger(r).Warn(out.what+" failed mid-stream", slog.String("conversation_id", convID), slog.String("error", p.err.Error()))
 			s.logError(r, err)
-			event(map[string]any{"error": openaiErrorOf(err)})
+			ev.fail(err, p.out)
 			s.flushWithin(rc)
 			return nil
 		}
 		if !started {
 			start()
 		}
-		if t := pausedText(p.out, c.conversationID); t != "" {
-			text(t)
+		if t := pausedText(p.out, convID); t != "" {
+			ev.text(t)
 		}
-		stop := "stop"
-		chunk(chunkDelta{}, &stop)
-		if includeUsage {
-			event(completionChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-				Choices: []chunkChoice{}, Usage: usageOf(p.out)})
-		}
-		w.Write([]byte("data: [DONE]\n\n"))
+		ev.end(p.out)
 		s.flushWithin(rc)
 		return nil
 	}
 	return nil
 }
 
-// wholeCompletion drains the turn and answers with one chat.completion.
-func (s *Server) wholeCompletion(w http.ResponseWriter, r *http.Request, c *completion, pieces <-chan piece, discard func(*chat.Outcome)) {
+// wholeTurn drains the turn and answers with the JSON answer makes of its
+// text.
+func (s *Server) wholeTurn(w http.ResponseWriter, r *http.Request, convID string, pieces <-chan piece, discard func(*chat.Outcome), answer func(text string, out *chat.Outcome) any) {
 	var b strings.Builder
 	for p := range pieces {
 		if !p.end {
@@ -360,8 +346,65 @@ func (s *Server) wholeCompletion(w http.ResponseWriter, r *http.Request, c *comp
 			s.openaiError(w, r, turnError(p.err))
 			return
 		}
-		b.WriteString(pausedText(p.out, c.conversationID))
-		writeJSON(w, http.StatusOK, wholeCompletionOf(c, b.String(), p.out))
+		b.WriteString(pausedText(p.out, convID))
+		writeJSON(w, http.StatusOK, answer(b.String(), p.out))
 		return
 	}
+}
+
+// completionEvents write a chat completion's stream: a chunk per text
+// delta, a last chunk with finish_reason, the usage chunk if asked, and
+// [DONE]; an error event if the turn fails.
+type completionEvents struct {
+	s            *Server
+	w            http.ResponseWriter
+	r            *http.Request
+	c            *completion
+	includeUsage bool
+	nullUsage    any
+}
+
+func newCompletionEvents(s *Server, w http.ResponseWriter, r *http.Request, c *completion, includeUsage bool) *completionEvents {
+	e := &completionEvents{s: s, w: w, r: r, c: c, includeUsage: includeUsage}
+	if includeUsage {
+		e.nullUsage = json.RawMessage("null")
+	}
+	return e
+}
+
+func (e *completionEvents) event(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		e.s.logger(e.r).Error("encode completion chunk", slog.String("error", err.Error()))
+		return
+	}
+	e.w.Write([]byte("data: "))
+	e.w.Write(b)
+	e.w.Write([]byte("\n\n"))
+}
+
+func (e *completionEvents) chunk(d chunkDelta, finish *string) {
+	e.event(completionChunk{ID: e.c.id, Object: "chat.completion.chunk", Created: e.c.created, Model: e.c.model,
+		Choices: []chunkChoice{{Delta: d, FinishReason: finish}}, Usage: e.nullUsage})
+}
+
+func (e *completionEvents) start() {
+	empty := ""
+	e.chunk(chunkDelta{Role: "assistant", Content: &empty}, nil)
+}
+
+func (e *completionEvents) text(t string) { e.chunk(chunkDelta{Content: &t}, nil) }
+
+func (e *completionEvents) end(out *chat.Outcome) {
+	stop := "stop"
+	e.chunk(chunkDelta{}, &stop)
+	if e.includeUsage {
+		e.event(completionChunk{ID: e.c.id, Object: "chat.completion.chunk", Created: e.c.created, Model: e.c.model,
+			Choices: []chunkChoice{}, Usage: usageOf(out)})
+	}
+	e.w.Write([]byte("data: [DONE]\n\n"))
+}
+
+func (e *completionEvents) fail(err error, _ *chat.Outcome) {
+	e.event(map[string]any{"error": openaiErrorOf(err)})
 }

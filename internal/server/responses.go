@@ -62,116 +62,65 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	m.id, m.itemID = newResponseIDs(convID)
 	m.created = time.Now().Unix()
 	s.serveTurn(w, r, user, convID, created, rt.completionTurn, turnWriters{
-		stream: func(pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error {
-			return s.streamResponse(w, r, &m, convID, pieces, st, discard)
-		},
-		whole: func(pieces <-chan piece, discard func(*chat.Outcome)) {
-			s.wholeResponse(w, r, &m, convID, pieces, discard)
+		what:   "response",
+		stream: &responseEvents{s: s, w: w, r: r, m: &m},
+		whole: func(text string, out *chat.Outcome) any {
+			text = strings.TrimSpace(text)
+			return m.object("completed", &text, out, nil)
 		},
 	})
 }
 
-// wholeResponse drains the turn and answers with one Response.
-func (s *Server) wholeResponse(w http.ResponseWriter, r *http.Request, m *responseMeta, convID string, pieces <-chan piece, discard func(*chat.Outcome)) {
-	var b strings.Builder
-	for p := range pieces {
-		if !p.end {
-			b.WriteString(p.text)
-			continue
-		}
-		if p.err != nil {
-			discard(p.out)
-			s.openaiError(w, r, turnError(p.err))
-			return
-		}
-		b.WriteString(pausedText(p.out, convID))
-		text := strings.TrimSpace(b.String())
-		writeJSON(w, http.StatusOK, m.object("completed", &text, p.out, nil))
-		return
-	}
+// responseEvents write the Responses API's stream: response.created and
+// response.in_progress, the message item and its text part added, a
+// response.output_text.delta per piece of text, the text, part and item
+// done, and response.completed with the usage; response.failed if the turn
+// fails.
+type responseEvents struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	m     *responseMeta
+	seq   int
+	sofar strings.Builder // the text sent
 }
 
-// streamResponse writes the turn as the Responses API's server-sent events:
-// response.created and response.in_progress, the message item and its text
-// part added, a response.output_text.delta per piece of text, the text, part
-// and item done, and response.completed with the usage. An error before the
-// first event is a proper error response; after it, response.failed ends the
-// stream. It returns the error of a write that failed or outlasted the
-// write timeout before the turn ended: the client is cut, and pieces not
-// read to their end.
-func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, m *responseMeta, convID string, pieces <-chan piece, st *streamTurn, discard func(*chat.Outcome)) error {
-	rc := http.NewResponseController(w)
-	defer rc.SetWriteDeadline(time.Time{}) // the connection may serve another request
-	seq := 0
-	event := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
-		seq++
-		b, err := json.Marshal(fields)
-		if err != nil {
-			s.logger(r).Error("encode response event", slog.String("error", err.Error()))
-			return
-		}
-		w.Write([]byte("event: " + typ + "\ndata: "))
-		w.Write(b)
-		w.Write([]byte("\n\n"))
+func (e *responseEvents) event(typ string, fields map[string]any) {
+	fields["type"] = typ
+	fields["sequence_number"] = e.seq
+	e.seq++
+	b, err := json.Marshal(fields)
+	if err != nil {
+		e.s.logger(e.r).Error("encode response event", slog.String("error", err.Error()))
+		return
 	}
-	var text strings.Builder
-	delta := func(t string) {
-		text.WriteString(t)
-		event("response.output_text.delta", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "delta": t, "logprobs": []any{}})
-	}
-	started := false
-	start := func() {
-		startEventStream(w)
-		event("response.created", map[string]any{"response": m.object("in_progress", nil, nil, nil)})
-		event("response.in_progress", map[string]any{"response": m.object("in_progress", nil, nil, nil)})
-		event("response.output_item.added", map[string]any{"output_index": 0, "item": m.message("in_progress", nil)})
-		event("response.content_part.added", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "part": textPart("")})
-		started = true
-	}
-	for p := range pieces {
-		if !p.end {
-			st.writing.Store(true)
-			if !started {
-				start()
-			}
-			if p.text != "" {
-				delta(p.text)
-			}
-			if err := s.flushWithin(rc); err != nil {
-				return err
-			}
-			st.writing.Store(false)
-			continue
-		}
-		if p.err != nil {
-			err := turnError(p.err)
-			if !started {
-				discard(p.out)
-				s.openaiError(w, r, err)
-				return nil
-			}
-			s.logger(r).Warn("response failed mid-stream", slog.String("conversation_id", convID), slog.String("error", p.err.Error()))
-			s.logError(r, err)
-			sofar := text.String()
-			event("response.failed", map[string]any{"response": m.object("failed", &sofar, p.out, failureOf(err))})
-			s.flushWithin(rc)
-			return nil
-		}
-		if !started {
-			start()
-		}
-		if t := pausedText(p.out, convID); t != "" {
-			delta(t)
-		}
-		final := text.String()
-		event("response.output_text.done", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "text": final, "logprobs": []any{}})
-		event("response.content_part.done", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "part": textPart(final)})
-		event("response.output_item.done", map[string]any{"output_index": 0, "item": m.message("completed", []outputText{textPart(final)})})
-		event("response.completed", map[string]any{"response": m.object("completed", &final, p.out, nil)})
-		s.flushWithin(rc)
-		return nil
-	}
-	return nil
+	e.w.Write([]byte("event: " + typ + "\ndata: "))
+	e.w.Write(b)
+	e.w.Write([]byte("\n\n"))
+}
+
+func (e *responseEvents) start() {
+	m := e.m
+	e.event("response.created", map[string]any{"response": m.object("in_progress", nil, nil, nil)})
+	e.event("response.in_progress", map[string]any{"response": m.object("in_progress", nil, nil, nil)})
+	e.event("response.output_item.added", map[string]any{"output_index": 0, "item": m.message("in_progress", nil)})
+	e.event("response.content_part.added", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "part": textPart("")})
+}
+
+func (e *responseEvents) text(t string) {
+	e.sofar.WriteString(t)
+	e.event("response.output_text.delta", map[string]any{"item_id": e.m.itemID, "output_index": 0, "content_index": 0, "delta": t, "logprobs": []any{}})
+}
+
+func (e *responseEvents) end(out *chat.Outcome) {
+	m, final := e.m, e.sofar.String()
+	e.event("response.output_text.done", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "text": final, "logprobs": []any{}})
+	e.event("response.content_part.done", map[string]any{"item_id": m.itemID, "output_index": 0, "content_index": 0, "part": textPart(final)})
+	e.event("response.output_item.done", map[string]any{"output_index": 0, "item": m.message("completed", []outputText{textPart(final)})})
+	e.event("response.completed", map[string]any{"response": m.object("completed", &final, out, nil)})
+}
+
+func (e *responseEvents) fail(err error, out *chat.Outcome) {
+	sofar := e.sofar.String()
+	e.event("response.failed", map[string]any{"response": e.m.object("failed", &sofar, out, failureOf(err))})
 }

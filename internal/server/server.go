@@ -30,6 +30,8 @@ type Deps struct {
 	Store  datachat.Store
 	Logger *slog.Logger
 
+	// Chat runs chat turns; New sets its Budgets to the server's, so that
+	// the chat's tool calls spend the budgets MCP's and the API's do.
 	Chat      *chat.Runner
 	Workspace *workspace.Workspace
 	// Sources are the database sources users attach to conversations; nil:
@@ -158,6 +160,9 @@ func New(d Deps, c Config) *Server {
 			search:  newBudget("document searches", c.SearchPerMinute, time.Minute),
 			uploads: newBudget("uploads", c.UploadsPerHour, time.Hour),
 		},
+	}
+	if d.Chat != nil {
+		d.Chat.Budgets = &s.budgets
 	}
 	s.live = newLiveAuth(d.Store.RevokedCredentials, c.AuthCheckInterval, d.Logger)
 	s.crossOrigin = http.NewCrossOriginProtection()

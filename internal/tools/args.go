@@ -38,6 +38,7 @@ var usage = map[string]struct{ required, example string }{
 	datachat.ToolLoadDataset:     {"url", `{"url": "https://…"}`},
 	datachat.ToolSearchDocuments: {"query", `{"query": "…"}`},
 	datachat.ToolDescribeTable:   {"name", `{"name": "…"}, a table's name as list_tables gives it`},
+	datachat.ToolDescribeDataset: {"name", `{"name": "…"}, a dataset's table name as list_datasets gives it`},
 }
 
 // Parse reads tool's arguments, trimmed but for the query, which goes as

@@ -68,7 +68,33 @@ func (cat *Catalog) listDatasets(ctx context.Context, c Call) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Datasets: ds, Databases: dbs}, nil
+	return &Result{Text: cat.datasetsText(ds, dbs), Datasets: ds, Databases: dbs}, nil
+}
+
+// datasetsText is list_datasets' answer for the model: the datasets with
+// their row counts and columns, then the databases.
+func (cat *Catalog) datasetsText(ds []*datachat.Dataset, dbs []datachat.DBSourceInfo) string {
+	var b strings.Builder
+	if len(ds) == 0 {
+		b.WriteString("The conversation has no datasets; add one with load_dataset.\n")
+	} else {
+		fmt.Fprintf(&b, "%d dataset%s, queried with execute_sql without source (DuckDB SQL):\n", len(ds), plural(len(ds)))
+		for _, d := range ds {
+			fmt.Fprintf(&b, "- %s: %d row%s, from %s\n", d.Name, d.RowCount, plural(int(d.RowCount)), d.Source)
+		}
+		if s := cat.schemaText(ds); s != "" {
+			b.WriteString(s + "\n")
+		}
+	}
+	for _, s := range dbs {
+		fmt.Fprintf(&b, "Database %s (%s): execute_sql with \"source\": %q", s.Name, s.Kind, s.Name)
+		if s.Unavailable != "" {
+			fmt.Fprintf(&b, "; its tables cannot be listed right now: %s\n", s.Unavailable)
+			continue
+		}
+		fmt.Fprintf(&b, "; %d table%s to read (list_tables names them, describe_table gives their columns).\n", len(s.Tables), plural(len(s.Tables)))
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // databases are the conversation's database sources; none without
@@ -113,5 +139,21 @@ func (cat *Catalog) describeDataset(ctx context.Context, c Call, a Args) (*Resul
 		}
 		out.Notes = conv.Notes
 	}
+	out.Text = cat.datasetText(d, sample, out.Notes)
 	return out, nil
+}
+
+// datasetText is describe_dataset's answer for the model: the dataset's
+// columns, its first rows and the conversation's business rules.
+func (cat *Catalog) datasetText(d *datachat.Dataset, sample *datachat.QueryResult, notes string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Dataset %s: %d row%s, from %s.\n", d.Name, d.RowCount, plural(int(d.RowCount)), d.Source)
+	if s := cat.schemaText([]*datachat.Dataset{d}); s != "" {
+		b.WriteString(s + "\n")
+	}
+	fmt.Fprintf(&b, "Its first rows:\n%s\n", datachat.ResultText(sample))
+	if n := strings.TrimSpace(notes); n != "" {
+		fmt.Fprintf(&b, "The conversation's business rules:\n%s\n", n)
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -23,11 +23,7 @@ func TestFindTable(t *testing.T) {
 	cat := &Catalog{TableText: func(t datachat.CatalogTable) string { return "\nTable " + t.Name() + ":\n- id: integer\n" }}
 	run := func(tool string, args map[string]string) (*Result, error) {
 		b, _ := json.Marshal(args)
-		a, err := Parse(tool, b)
-		if err != nil {
-			return nil, err
-		}
-		return cat.Run(context.Background(), Call{Conversation: "c1", Tables: tables}, a)
+		return cat.Run(context.Background(), Call{Conversation: "c1", Tables: tables}, tool, b)
 	}
 	for _, tc := range []struct{ name, want, err string }{
 		{"orders", "orders", ""},

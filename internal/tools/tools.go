@@ -1,11 +1,12 @@
 // Package tools runs the data tools — execute_sql, load_dataset,
 // search_documents, list_datasets, describe_dataset, list_tables and
 // describe_table — for both the chat turn (internal/chat) and MCP
-// (internal/mcpserver): per tool one place that parses its arguments
-// ([Parse]), picks the dataset engine or a database source, checks that the
-// source is attached, runs it and renders the result text the model reads.
-// Their declarations (names, descriptions, argument schemas) are the root
-// package's ([datachat.ExecuteSQLSpec] and the others).
+// (internal/mcpserver): per tool one place ([Catalog.Run]) that parses its
+// arguments ([Parse]), finds the conversation, charges the user's budget,
+// picks the dataset engine or a database source, checks that the source is
+// attached, runs it, observes it for metrics and renders the result text the
+// model reads. Their declarations (names, descriptions, argument schemas)
+// are the root package's, chosen for a call by [Catalog.Spec].
 //
 // It imports only the root package: the chat turn builds on it without
 // building on an implementation.
@@ -13,6 +14,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"datachat"
@@ -42,10 +44,20 @@ type Conversations interface {
 	Conversation(ctx context.Context, userID, id string) (*datachat.Conversation, error)
 }
 
-// Observer is told how long each SQL query took, for metrics. Its method
-// must not block.
+// Observer is told about each tool call [Catalog.Run] answers and how long
+// each SQL query took, for metrics: one observer per caller (the chat, MCP).
+// Its methods must not block.
 type Observer interface {
+	ToolCalled(tool string, ok bool, d time.Duration)
 	SQLQueried(ok bool, d time.Duration)
+}
+
+// Budgets charges a user's per-user allowances (the server's
+// DATACHAT_SQL_RPM and the others). Charge spends one call of b
+// ([BudgetOf]) or returns an ERATELIMIT error saying the limit and when to
+// try again, which is the call's answer instead.
+type Budgets interface {
+	Charge(userID string, b Budget) error
 }
 
 // DefaultSaveAsMaxRows is the rows save_as saves when
@@ -63,6 +75,8 @@ type Catalog struct {
 	// none.
 	Conversations Conversations
 	Observer      Observer // may be nil
+	// Budgets are charged for each call a user makes; nil: none.
+	Budgets Budgets
 	// Estimator estimates the rows of a query on the datasets
 	// ([Catalog.EstimateRows]); nil: none.
 	Estimator RowEstimator
@@ -81,8 +95,11 @@ type Catalog struct {
 // Call is what one tool call acts on.
 type Call struct {
 	// User is whom the call acts for: the database sources are queried as
-	// theirs. nil: no database source can be.
-	User         *datachat.User
+	// theirs, and their budgets charged. nil: no database source can be.
+	User *datachat.User
+	// Conversation is the conversation the call acts on; "": the one its
+	// arguments' conversation_id names, which must be User's (MCP over
+	// HTTP).
 	Conversation string
 	// Attached are the names of the conversation's database sources, when
 	// the caller has read them (a chat turn has): a source not among them
@@ -130,13 +147,63 @@ type Result struct {
 // MaxListed caps the tables one list_tables answer holds.
 const MaxListed = 500
 
-// Run runs the tool a names for c. Errors are *datachat.Error with a
-// message the model can act on (EINVALID for arguments and queries it can
-// correct, ENOTFOUND), or the workspace's and the sources' own.
-func (cat *Catalog) Run(ctx context.Context, c Call, a Args) (*Result, error) {
+// Run runs tool with the arguments args (a JSON object) for c: it parses
+// them, finds the conversation, charges the user's budget for the tool,
+// runs it and tells the Observer. Errors are *datachat.Error with a message
+// the model can act on (EINVALID for arguments and queries it can correct,
+// ENOTFOUND, ERATELIMIT from the budgets), or the workspace's and the
+// sources' own.
+func (cat *Catalog) Run(ctx context.Context, c Call, tool string, args json.RawMessage) (*Result, error) {
+	start := time.Now()
+	res, err := cat.charged(ctx, c, tool, args)
+	if cat.Observer != nil {
+		cat.Observer.ToolCalled(tool, err == nil, time.Since(start))
+	}
+	return res, err
+}
+
+func (cat *Catalog) charged(ctx context.Context, c Call, tool string, args json.RawMessage) (*Result, error) {
+	a, perr := Parse(tool, args)
+	if c.Conversation == "" {
+		var err error
+		if c.Conversation, err = cat.conversation(ctx, c.User, a.ConversationID); err != nil {
+			return nil, err
+		}
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	if cat.Budgets != nil && c.User != nil {
+		if err := cat.Budgets.Charge(c.User.ID, BudgetOf(tool)); err != nil {
+			return nil, err
+		}
+	}
 	if c.User != nil {
 		ctx = datachat.WithUserID(ctx, c.User.ID)
 	}
+	return cat.run(ctx, c, a)
+}
+
+// conversation is the conversation id names, checking it is u's.
+func (cat *Catalog) conversation(ctx context.Context, u *datachat.User, id string) (string, error) {
+	if id == "" {
+		return "", datachat.Errorf(datachat.EINVALID, "conversation_id is required.")
+	}
+	if cat.Conversations == nil || u == nil {
+		return "", datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", id)
+	}
+	conv, err := cat.Conversations.Conversation(ctx, u.ID, id)
+	if err != nil {
+		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
+			return "", datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", id)
+		}
+		return "", err
+	}
+	return conv.ID, nil
+}
+
+// run runs the tool a names.
+func (cat *Catalog) run(ctx context.Context, c Call, a Args) (*Result, error) {
 	switch a.Tool {
 	case datachat.ToolExecuteSQL:
 		if a.SaveAs != "" {

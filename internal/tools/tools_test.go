@@ -80,7 +80,14 @@ func (f *fakeSources) Stream(ctx context.Context, u *datachat.User, conv, source
 	return datachat.StreamResult{Rows: 7, Truncated: true}, nil
 }
 
-type sqlCount struct{ ok, failed int }
+type sqlCount struct {
+	ok, failed int
+	tools      []string // "tool:ok"
+}
+
+func (s *sqlCount) ToolCalled(tool string, ok bool, d time.Duration) {
+	s.tools = append(s.tools, fmt.Sprintf("%s:%t", tool, ok))
+}
 
 func (s *sqlCount) SQLQueried(ok bool, d time.Duration) {
 	if ok {
@@ -102,11 +109,7 @@ var alice = &datachat.User{ID: "u1", Name: "alice"}
 // database warehouse attached.
 func run(t *testing.T, cat *Catalog, tool string, args string) (*Result, error) {
 	t.Helper()
-	a, err := Parse(tool, json.RawMessage(args))
-	if err != nil {
-		t.Fatalf("%s %s: %v", tool, args, err)
-	}
-	return cat.Run(context.Background(), Call{User: alice, Conversation: "c1", Attached: []string{"warehouse"}}, a)
+	return cat.Run(context.Background(), Call{User: alice, Conversation: "c1", Attached: []string{"warehouse"}}, tool, json.RawMessage(args))
 }
 
 func TestParse(t *testing.T) {
@@ -162,13 +165,6 @@ func TestExecuteSQL(t *testing.T) {
 func TestSourceChecks(t *testing.T) {
 	cat, _, src, _ := newCatalog()
 	ctx := context.Background()
-	sql := func(args string) Args {
-		a, err := Parse(datachat.ToolExecuteSQL, json.RawMessage(args))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
 	for _, tc := range []struct {
 		name string
 		cat  *Catalog
@@ -191,7 +187,7 @@ func TestSourceChecks(t *testing.T) {
 		{"save_as without sources", &Catalog{Workspace: cat.Workspace}, Call{User: alice, Conversation: "c1"}, `{"query": "SELECT 1", "source": "warehouse", "save_as": "t"}`,
 			"No database sources on this server: save_as needs one."},
 	} {
-		_, err := tc.cat.Run(ctx, tc.call, sql(tc.args))
+		_, err := tc.cat.Run(ctx, tc.call, datachat.ToolExecuteSQL, json.RawMessage(tc.args))
 		if datachat.ErrorCode(err) != datachat.EINVALID || !strings.Contains(datachat.ErrorMessage(err), tc.want) {
 			t.Errorf("%s: %v, want EINVALID saying %q", tc.name, err, tc.want)
 		}
@@ -200,7 +196,7 @@ func TestSourceChecks(t *testing.T) {
 		t.Errorf("the source was asked %q, want nothing", src.queries)
 	}
 	// Without the attached names, the source service decides.
-	if _, err := cat.Run(ctx, Call{User: alice, Conversation: "c1"}, sql(`{"query": "SELECT 1", "source": "warehouse"}`)); err != nil || len(src.queries) != 1 {
+	if _, err := cat.Run(ctx, Call{User: alice, Conversation: "c1"}, datachat.ToolExecuteSQL, json.RawMessage(`{"query": "SELECT 1", "source": "warehouse"}`)); err != nil || len(src.queries) != 1 {
 		t.Errorf("attachment unknown: %v, %q; want the source asked", err, src.queries)
 	}
 }
@@ -227,8 +223,7 @@ func TestLoadAndSearch(t *testing.T) {
 	if err != nil || res.Text != want || len(res.Datasets) != 2 {
 		t.Errorf("load_dataset: %q %v, want %q", res.Text, err, want)
 	}
-	a, _ := Parse(datachat.ToolSearchDocuments, json.RawMessage(`{"query": "refunds", "top_k": 99}`))
-	res, err = cat.Run(context.Background(), Call{User: alice, Conversation: "c1", Filters: map[string]any{"team": "ops"}, FirstExcerpt: 3}, a)
+	res, err = cat.Run(context.Background(), Call{User: alice, Conversation: "c1", Filters: map[string]any{"team": "ops"}, FirstExcerpt: 3}, datachat.ToolSearchDocuments, json.RawMessage(`{"query": "refunds", "top_k": 99}`))
 	if err != nil || res.Text != "[3] policy.pdf, page 2\nRefunds take 14 days." || len(res.Excerpts) != 1 {
 		t.Errorf("search_documents: %q %v", res.Text, err)
 	}
