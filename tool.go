@@ -16,8 +16,8 @@ const (
 	ToolRequestConfirmation = "request_confirmation" // the chat's only
 	ToolListTables          = "list_tables"
 	ToolDescribeTable       = "describe_table"
-	ToolListDatasets        = "list_datasets"    // MCP's only, for now
-	ToolDescribeDataset     = "describe_dataset" // MCP's only, for now
+	ToolListDatasets        = "list_datasets"
+	ToolDescribeDataset     = "describe_dataset"
 )
 
 // DescribeDatasetRows is how many of a dataset's first rows describe_dataset
