@@ -8,6 +8,7 @@ import (
 
 	"datachat"
 	"datachat/internal/llm"
+	"datachat/internal/llm/wirejson"
 )
 
 // decoder turns the events of a streamGenerateContent answer into model events.
@@ -18,6 +19,7 @@ type decoder struct {
 	calls  int
 	finish string // Gemini's finishReason or promptFeedback.blockReason
 	usage  *datachat.TokenCount
+	reader wirejson.Reader // of events
 }
 
 // Feed decodes one SSE data field.
@@ -26,7 +28,7 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 		return nil, nil
 	}
 	var r generateResponse
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := wirejson.Decode(&d.reader, data, &r, readResponse); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream event: %w", err))
 	}
 	if r.Error != nil {

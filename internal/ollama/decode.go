@@ -8,6 +8,7 @@ import (
 
 	"datachat"
 	"datachat/internal/llm"
+	"datachat/internal/llm/wirejson"
 )
 
 // decoder turns the NDJSON lines of an /api/chat answer into model events.
@@ -19,12 +20,13 @@ type decoder struct {
 	done   bool
 	finish string
 	usage  *datachat.TokenCount
+	reader wirejson.Reader // of lines
 }
 
 // Feed decodes one line.
 func (d *decoder) Feed(line []byte) ([]datachat.ModelEvent, error) {
 	var r chatResponse
-	if err := json.Unmarshal(line, &r); err != nil {
+	if err := wirejson.Decode(&d.reader, line, &r, readChatResponse); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream line: %w", err))
 	}
 	if r.Error != nil {

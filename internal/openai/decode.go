@@ -8,6 +8,7 @@ import (
 
 	"datachat"
 	"datachat/internal/llm"
+	"datachat/internal/llm/wirejson"
 )
 
 // decoder turns the chunks of a streamed chat completion into model events.
@@ -22,6 +23,7 @@ type decoder struct {
 	finish  string
 	done    bool // [DONE] seen
 	usage   *datachat.TokenCount
+	reader  wirejson.Reader // of chunks
 }
 
 type pendingCall struct {
@@ -36,7 +38,7 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 		return d.flush()
 	}
 	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := wirejson.Decode(&d.reader, data, &c, readChunk); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
