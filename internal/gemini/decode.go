@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -17,8 +16,9 @@ import (
 type decoder struct {
 	newID  func() string
 	calls  int
-	finish string // Gemini's finishReason or promptFeedback.blockReason
-	usage  *datachat.TokenCount
+	finish string               // Gemini's finishReason or promptFeedback.blockReason
+	usage  *datachat.TokenCount // &count once an event reported usage
+	count  datachat.TokenCount
 	reader wirejson.Reader // of events
 }
 
@@ -35,7 +35,8 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 		return nil, mapError(0, nil, data)
 	}
 	if u := r.UsageMetadata; u != nil {
-		d.usage = &datachat.TokenCount{Input: u.PromptTokenCount, Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+		d.count = datachat.TokenCount{Input: u.PromptTokenCount, Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+		d.usage = &d.count
 	}
 	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" && len(r.Candidates) == 0 {
 		d.finish = "SAFETY"
@@ -52,19 +53,17 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 					if p.FunctionCall.Name == "" {
 						return events, llm.MalformedError(provider, fmt.Errorf("function call without a name"))
 					}
-					args := objectOrEmpty(p.FunctionCall.Args)
-					if !json.Valid(args) || bytes.TrimSpace(args)[0] != '{' {
+					args, ok := llm.ArgsObject(p.FunctionCall.Args)
+					if !ok {
 						return events, llm.MalformedError(provider, fmt.Errorf("function call %s: args are not a JSON object", p.FunctionCall.Name))
 					}
-					var compact bytes.Buffer
-					_ = json.Compact(&compact, args)
 					id := p.FunctionCall.ID
 					if id == "" {
 						id = d.newID()
 					}
 					d.calls++
 					events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{
-						ID: id, Name: p.FunctionCall.Name, Args: compact.Bytes(), Signature: p.ThoughtSignature,
+						ID: id, Name: p.FunctionCall.Name, Args: args, Signature: p.ThoughtSignature,
 					}})
 				case p.Thought:
 					// Thought summaries are not part of the answer.

@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -64,19 +63,19 @@ func (d *decoder) Feed(line []byte) ([]datachat.ModelEvent, error) {
 // argsObject returns a call's arguments as a compact JSON object. Ollama sends
 // an object; a JSON string holding one (the OpenAI way) is accepted too.
 func argsObject(raw json.RawMessage) (json.RawMessage, error) {
-	raw = objectOrEmpty(raw)
+	raw = llm.ObjectOrEmpty(raw)
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
-		raw = objectOrEmpty(json.RawMessage(s))
+		raw = llm.ObjectOrEmpty(json.RawMessage(s))
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil || compact.Bytes()[0] != '{' {
+	args, ok := llm.ArgsObject(raw)
+	if !ok {
 		return nil, fmt.Errorf("arguments are not a JSON object: %.100q", raw)
 	}
-	return compact.Bytes(), nil
+	return args, nil
 }
 
 // End returns the normalized finish reason, or llm.ErrIncomplete when the

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -111,9 +110,8 @@ func (d *decoder) flush() ([]datachat.ModelEvent, error) {
 		if pc.name == "" {
 			return events, llm.MalformedError(provider, fmt.Errorf("tool call %q without a name", pc.id))
 		}
-		args := objectOrEmpty(json.RawMessage(pc.args.String()))
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, args); err != nil || compact.Bytes()[0] != '{' {
+		args, ok := llm.ArgsObject([]byte(pc.args.String()))
+		if !ok {
 			return events, llm.MalformedError(provider, fmt.Errorf("tool call %s: arguments are not a JSON object: %q", pc.name, pc.args.String()))
 		}
 		id := pc.id
@@ -121,7 +119,7 @@ func (d *decoder) flush() ([]datachat.ModelEvent, error) {
 			id = d.newID()
 		}
 		d.emitted++
-		events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{ID: id, Name: pc.name, Args: compact.Bytes()}})
+		events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{ID: id, Name: pc.name, Args: args}})
 	}
 	d.calls = nil
 	d.byIndex = nil
