@@ -3,7 +3,6 @@ package gemini
 import (
 	"bytes"
 	"fmt"
-	"strings"
 
 	"datachat"
 	"datachat/internal/llm"
@@ -82,21 +81,18 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 // End returns the normalized finish reason, or llm.ErrIncomplete when the stream
 // ended without one (Gemini has no end marker but the finishReason).
 func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
-	switch d.finish {
-	case "":
+	if d.finish == "" {
 		return nil, "", llm.ErrIncomplete
-	case "STOP":
-		if d.calls > 0 {
-			return nil, llm.FinishToolCalls, nil
-		}
-		return nil, llm.FinishStop, nil
-	case "MAX_TOKENS":
-		return nil, llm.FinishLength, nil
-	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
-		return nil, llm.FinishContentFilter, nil
-	default:
-		return nil, strings.ToLower(d.finish), nil
 	}
+	return nil, llm.FinishReason(d.finish, d.finish == "STOP" && d.calls > 0, finishReasons), nil
+}
+
+// finishReasons are Gemini's finishReason values (and SAFETY for a prompt
+// it blocked).
+var finishReasons = map[string]string{
+	"STOP": llm.FinishStop, "MAX_TOKENS": llm.FinishLength,
+	"SAFETY": llm.FinishContentFilter, "RECITATION": llm.FinishContentFilter, "BLOCKLIST": llm.FinishContentFilter,
+	"PROHIBITED_CONTENT": llm.FinishContentFilter, "SPII": llm.FinishContentFilter, "IMAGE_SAFETY": llm.FinishContentFilter,
 }
 
 // Usage returns the usage reported so far, nil for none.

@@ -3,7 +3,6 @@ package ollama
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"datachat"
 	"datachat/internal/llm"
@@ -85,17 +84,11 @@ func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	if !d.done {
 		return nil, "", llm.ErrIncomplete
 	}
-	switch {
-	case d.calls > 0:
-		return nil, llm.FinishToolCalls, nil
-	case d.finish == "" || d.finish == "stop":
-		return nil, llm.FinishStop, nil
-	case d.finish == "length":
-		return nil, llm.FinishLength, nil
-	default:
-		return nil, strings.ToLower(d.finish), nil
-	}
+	return nil, llm.FinishReason(d.finish, d.calls > 0, finishReasons), nil
 }
+
+// finishReasons are Ollama's done_reason values.
+var finishReasons = map[string]string{"": llm.FinishStop, "stop": llm.FinishStop, "length": llm.FinishLength}
 
 // Usage returns the usage reported so far, nil for none.
 func (d *decoder) Usage() *datachat.TokenCount { return d.usage }

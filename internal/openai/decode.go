@@ -136,18 +136,15 @@ func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	if err != nil {
 		return events, "", err
 	}
-	switch {
-	case d.emitted > 0 || d.finish == "tool_calls" || d.finish == "function_call":
-		return events, llm.FinishToolCalls, nil
-	case d.finish == "" || d.finish == "stop" || d.finish == "eos" || d.finish == "end_turn":
-		return events, llm.FinishStop, nil
-	case d.finish == "length":
-		return events, llm.FinishLength, nil
-	case d.finish == "content_filter":
-		return events, llm.FinishContentFilter, nil
-	default:
-		return events, strings.ToLower(d.finish), nil
-	}
+	return events, llm.FinishReason(d.finish, d.emitted > 0, finishReasons), nil
+}
+
+// finishReasons are the finish_reason values of OpenAI and compatible servers
+// (vLLM's eos, Anthropic's end_turn); none, with [DONE], is a stop.
+var finishReasons = map[string]string{
+	"": llm.FinishStop, "stop": llm.FinishStop, "eos": llm.FinishStop, "end_turn": llm.FinishStop,
+	"tool_calls": llm.FinishToolCalls, "function_call": llm.FinishToolCalls,
+	"length": llm.FinishLength, "content_filter": llm.FinishContentFilter,
 }
 
 // Usage returns the usage reported so far, nil for none.
