@@ -5,14 +5,14 @@
 // Unmarshal would store in a value of that kind.
 //
 // A provider package writes, for each of its chunk types, a function reading
-// it with a Reader ([Reader.Object] with the struct's JSON field names, and a
-// read call per field); [Decode] runs it, and hands the chunk to
+// it with a Reader: [Reader.Object] with a [Field] per field of the struct,
+// named as its JSON tag names it. [Decode] runs it, and hands the chunk to
 // encoding/json instead whenever the reader gives up. It gives up on anything
 // but the common case: a syntax error, a value of another type than its
 // field's, a key that is not a field's exact name but matches one the way
 // encoding/json matches keys (case-insensitively), a duplicate key, nesting
-// deeper than [MaxDepth], and shapes the provider's function leaves to
-// encoding/json ([Reader.GiveUp]). So the result, errors included, is always
+// deeper than [MaxDepth], and fields the provider leaves to encoding/json
+// ([Unsupported]). So the result, errors included, is always
 // encoding/json's, and FuzzReader in package llmtest checks a provider's
 // functions against it.
 package wirejson
@@ -83,19 +83,11 @@ func (r *Reader) Null() bool {
 	return true
 }
 
-// NullOnly reads a null and gives up on any other value: for a field whose
-// other values are left to encoding/json.
-func (r *Reader) NullOnly() {
-	if !r.Null() {
-		r.GiveUp()
-	}
-}
-
-// Object reads an object into a struct whose JSON field names are names (at
-// most 64): for each member whose key is one of them, field is called with
-// that name, and must read the value into the field; other members are
-// skipped. A null leaves the struct as it is, as encoding/json does.
-func (r *Reader) Object(names []string, field func(name string)) {
+// Object reads an object into a struct whose fields (at most 64) are fields:
+// each member whose key is a field's name is read into that field, other
+// members are skipped. A null leaves the struct as it is, as encoding/json
+// does.
+func (r *Reader) Object(fields ...Field) {
 	switch r.peek() {
 	case 'n':
 		r.literal("null")
@@ -120,14 +112,10 @@ func (r *Reader) Object(names []string, field func(name string)) {
 			return
 		}
 		r.pos++
-		switch i := match(key, names); {
+		switch i := match(key, fields); {
 		case i >= 0 && seen&(1<<i) == 0:
 			seen |= 1 << i
-			start := r.pos
-			field(names[i])
-			if r.pos == start {
-				r.GiveUp() // field read nothing: a name it does not know
-			}
+			fields[i].read(r)
 		case i == -1:
 			r.Skip()
 		default:
@@ -139,16 +127,16 @@ func (r *Reader) Object(names []string, field func(name string)) {
 	}
 }
 
-// match returns the index of the name key is, -1 when it is no name, and -2
-// when it is not a name but encoding/json would take it for one.
-func match(key []byte, names []string) int {
-	for i, name := range names {
-		if string(key) == name {
+// match returns the index of the field key names, -1 when it names none, and
+// -2 when it names none but encoding/json would take it for one's name.
+func match(key []byte, fields []Field) int {
+	for i, f := range fields {
+		if string(key) == f.name {
 			return i
 		}
 	}
-	for _, name := range names {
-		if bytes.EqualFold(key, []byte(name)) {
+	for _, f := range fields {
+		if bytes.EqualFold(key, []byte(f.name)) {
 			return -2
 		}
 	}
@@ -187,9 +175,9 @@ func (r *Reader) next(closing byte) bool {
 	return false
 }
 
-// Slice reads an array into *p, each element with read, as encoding/json
+// ReadSlice reads an array into *p, each element with read, as encoding/json
 // does: null sets *p to nil, [] to an empty slice.
-func Slice[T any](r *Reader, p *[]T, read func(*Reader, *T)) {
+func ReadSlice[T any](r *Reader, p *[]T, read func(*Reader, *T)) {
 	switch r.peek() {
 	case 'n':
 		r.literal("null")
@@ -223,9 +211,9 @@ func Slice[T any](r *Reader, p *[]T, read func(*Reader, *T)) {
 	*p = s
 }
 
-// Ptr reads a value into **p with read, as encoding/json does: null sets *p
-// to nil, another value is read into *p, allocated if nil.
-func Ptr[T any](r *Reader, p **T, read func(*Reader, *T)) {
+// ReadPtr reads a value into **p with read, as encoding/json does: null sets
+// *p to nil, another value is read into *p, allocated if nil.
+func ReadPtr[T any](r *Reader, p **T, read func(*Reader, *T)) {
 	if r.Null() {
 		*p = nil
 		return

@@ -27,47 +27,15 @@ type inner struct {
 	L []inner `json:"l"`
 }
 
-var (
-	valueFields = []string{"s", "sp", "i", "ip", "i64", "b", "raw", "in", "p", "l"}
-	innerFields = []string{"s", "l"}
-)
-
 func readValue(r *Reader, v *value) {
-	r.Object(valueFields, func(name string) {
-		switch name {
-		case "s":
-			r.ReadString(&v.S)
-		case "sp":
-			r.ReadStringPtr(&v.SP)
-		case "i":
-			r.ReadInt(&v.I)
-		case "ip":
-			r.ReadIntPtr(&v.IP)
-		case "i64":
-			r.ReadInt64(&v.I64)
-		case "b":
-			r.ReadBool(&v.B)
-		case "raw":
-			r.ReadRaw(&v.Raw)
-		case "in":
-			readInner(r, &v.In)
-		case "p":
-			Ptr(r, &v.P, readInner)
-		case "l":
-			Slice(r, &v.L, readInner)
-		}
-	})
+	r.Object(
+		String("s", &v.S), StringPtr("sp", &v.SP), Int("i", &v.I), IntPtr("ip", &v.IP), Int64("i64", &v.I64),
+		Bool("b", &v.B), Raw("raw", &v.Raw), Struct("in", &v.In, readInner), Ptr("p", &v.P, readInner), Slice("l", &v.L, readInner),
+	)
 }
 
 func readInner(r *Reader, v *inner) {
-	r.Object(innerFields, func(name string) {
-		switch name {
-		case "s":
-			r.ReadString(&v.S)
-		case "l":
-			Slice(r, &v.L, readInner)
-		}
-	})
+	r.Object(String("s", &v.S), Slice("l", &v.L, readInner))
 }
 
 // Texts the reader reads itself: each must decode as encoding/json decodes it.
