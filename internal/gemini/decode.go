@@ -18,7 +18,8 @@ type decoder struct {
 	finish string               // Gemini's finishReason or promptFeedback.blockReason
 	usage  *datachat.TokenCount // &count once an event reported usage
 	count  datachat.TokenCount
-	reader wirejson.Reader // of events
+	reader wirejson.Reader  // of events
+	last   generateResponse // the last one read, kept here to spare an allocation each
 }
 
 // Feed decodes one SSE data field.
@@ -26,8 +27,9 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		return nil, nil
 	}
-	var r generateResponse
-	if err := wirejson.Decode(&d.reader, data, &r, readResponse); err != nil {
+	d.last = generateResponse{}
+	r := &d.last
+	if err := wirejson.Decode(&d.reader, data, r, readResponse); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream event: %w", err))
 	}
 	if r.Error != nil {

@@ -19,12 +19,14 @@ type decoder struct {
 	finish string
 	usage  *datachat.TokenCount
 	reader wirejson.Reader // of lines
+	last   chatResponse    // the last one read, kept here to spare an allocation each
 }
 
 // Feed decodes one line.
 func (d *decoder) Feed(line []byte) ([]datachat.ModelEvent, error) {
-	var r chatResponse
-	if err := wirejson.Decode(&d.reader, line, &r, readChatResponse); err != nil {
+	d.last = chatResponse{}
+	r := &d.last
+	if err := wirejson.Decode(&d.reader, line, r, readChatResponse); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream line: %w", err))
 	}
 	if r.Error != nil {

@@ -23,6 +23,7 @@ type decoder struct {
 	done    bool // [DONE] seen
 	usage   *datachat.TokenCount
 	reader  wirejson.Reader // of chunks
+	last    chunk           // the last one read, kept here to spare an allocation each
 }
 
 type pendingCall struct {
@@ -36,8 +37,9 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 		d.done = true
 		return d.flush()
 	}
-	var c chunk
-	if err := wirejson.Decode(&d.reader, data, &c, readChunk); err != nil {
+	d.last = chunk{}
+	c := &d.last
+	if err := wirejson.Decode(&d.reader, data, c, readChunk); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
