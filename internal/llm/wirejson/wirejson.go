@@ -60,7 +60,13 @@ func Read[T any](r *Reader, data []byte, v *T, read func(*Reader, *T)) bool {
 // Reset makes r read data.
 func (r *Reader) Reset(data []byte) {
 	r.data, r.pos, r.depth, r.bad = data, 0, 0, false
+	if cap(r.buf) > maxKeptBuf {
+		r.buf = nil // a stream's one long string is not kept for its whole answer
+	}
 }
+
+// maxKeptBuf is the largest buffer of unescaped strings a Reset keeps.
+const maxKeptBuf = 64 << 10
 
 // GiveUp makes r give up: for a value whose reading is left to encoding/json.
 func (r *Reader) GiveUp() {
