@@ -2,12 +2,11 @@ package gemini
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"datachat"
 	"datachat/internal/llm"
+	"datachat/internal/llm/wirejson"
 )
 
 // decoder turns the events of a streamGenerateContent answer into model events.
@@ -16,8 +15,11 @@ import (
 type decoder struct {
 	newID  func() string
 	calls  int
-	finish string // Gemini's finishReason or promptFeedback.blockReason
-	usage  *datachat.TokenCount
+	finish string               // Gemini's finishReason or promptFeedback.blockReason
+	usage  *datachat.TokenCount // &count once an event reported usage
+	count  datachat.TokenCount
+	reader wirejson.Reader  // of events
+	last   generateResponse // the last one read, kept here to spare an allocation each
 }
 
 // Feed decodes one SSE data field.
@@ -25,15 +27,17 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]")) {
 		return nil, nil
 	}
-	var r generateResponse
-	if err := json.Unmarshal(data, &r); err != nil {
+	d.last = generateResponse{}
+	r := &d.last
+	if err := wirejson.Decode(&d.reader, data, r, readResponse); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream event: %w", err))
 	}
 	if r.Error != nil {
 		return nil, mapError(0, nil, data)
 	}
 	if u := r.UsageMetadata; u != nil {
-		d.usage = &datachat.TokenCount{Input: u.PromptTokenCount, Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+		d.count = datachat.TokenCount{Input: u.PromptTokenCount, Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+		d.usage = &d.count
 	}
 	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" && len(r.Candidates) == 0 {
 		d.finish = "SAFETY"
@@ -50,19 +54,17 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 					if p.FunctionCall.Name == "" {
 						return events, llm.MalformedError(provider, fmt.Errorf("function call without a name"))
 					}
-					args := objectOrEmpty(p.FunctionCall.Args)
-					if !json.Valid(args) || bytes.TrimSpace(args)[0] != '{' {
+					args, ok := llm.ArgsObject(p.FunctionCall.Args)
+					if !ok {
 						return events, llm.MalformedError(provider, fmt.Errorf("function call %s: args are not a JSON object", p.FunctionCall.Name))
 					}
-					var compact bytes.Buffer
-					_ = json.Compact(&compact, args)
 					id := p.FunctionCall.ID
 					if id == "" {
 						id = d.newID()
 					}
 					d.calls++
 					events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{
-						ID: id, Name: p.FunctionCall.Name, Args: compact.Bytes(), Signature: p.ThoughtSignature,
+						ID: id, Name: p.FunctionCall.Name, Args: args, Signature: p.ThoughtSignature,
 					}})
 				case p.Thought:
 					// Thought summaries are not part of the answer.
@@ -81,21 +83,18 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 // End returns the normalized finish reason, or llm.ErrIncomplete when the stream
 // ended without one (Gemini has no end marker but the finishReason).
 func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
-	switch d.finish {
-	case "":
+	if d.finish == "" {
 		return nil, "", llm.ErrIncomplete
-	case "STOP":
-		if d.calls > 0 {
-			return nil, llm.FinishToolCalls, nil
-		}
-		return nil, llm.FinishStop, nil
-	case "MAX_TOKENS":
-		return nil, llm.FinishLength, nil
-	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
-		return nil, llm.FinishContentFilter, nil
-	default:
-		return nil, strings.ToLower(d.finish), nil
 	}
+	return nil, llm.FinishReason(d.finish, d.finish == "STOP" && d.calls > 0, finishReasons), nil
+}
+
+// finishReasons are Gemini's finishReason values (and SAFETY for a prompt
+// it blocked).
+var finishReasons = map[string]string{
+	"STOP": llm.FinishStop, "MAX_TOKENS": llm.FinishLength,
+	"SAFETY": llm.FinishContentFilter, "RECITATION": llm.FinishContentFilter, "BLOCKLIST": llm.FinishContentFilter,
+	"PROHIBITED_CONTENT": llm.FinishContentFilter, "SPII": llm.FinishContentFilter, "IMAGE_SAFETY": llm.FinishContentFilter,
 }
 
 // Usage returns the usage reported so far, nil for none.

@@ -141,7 +141,7 @@ func toRequest(req *datachat.ModelRequest) (*generateRequest, error) {
 			for _, tc := range m.ToolCalls {
 				names[tc.ID] = tc.Name
 				c.Parts = append(c.Parts, part{
-					FunctionCall:     &functionCall{ID: tc.ID, Name: tc.Name, Args: objectOrEmpty(tc.Args)},
+					FunctionCall:     &functionCall{ID: tc.ID, Name: tc.Name, Args: llm.ObjectOrEmpty(tc.Args)},
 					ThoughtSignature: tc.Signature,
 				})
 			}
@@ -188,13 +188,6 @@ func toRequest(req *datachat.ModelRequest) (*generateRequest, error) {
 		out.GenerationConfig = &generationConfig{Temperature: req.Temperature, MaxOutputTokens: req.MaxOutputTokens}
 	}
 	return out, nil
-}
-
-func objectOrEmpty(raw json.RawMessage) json.RawMessage {
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return json.RawMessage("{}")
-	}
-	return raw
 }
 
 // schemaKeys are the JSON Schema keywords Gemini's OpenAPI-subset Schema

@@ -1,13 +1,12 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"datachat"
 	"datachat/internal/llm"
+	"datachat/internal/llm/wirejson"
 )
 
 // decoder turns the NDJSON lines of an /api/chat answer into model events.
@@ -19,12 +18,15 @@ type decoder struct {
 	done   bool
 	finish string
 	usage  *datachat.TokenCount
+	reader wirejson.Reader // of lines
+	last   chatResponse    // the last one read, kept here to spare an allocation each
 }
 
 // Feed decodes one line.
 func (d *decoder) Feed(line []byte) ([]datachat.ModelEvent, error) {
-	var r chatResponse
-	if err := json.Unmarshal(line, &r); err != nil {
+	d.last = chatResponse{}
+	r := &d.last
+	if err := wirejson.Decode(&d.reader, line, r, readChatResponse); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream line: %w", err))
 	}
 	if r.Error != nil {
@@ -62,19 +64,19 @@ func (d *decoder) Feed(line []byte) ([]datachat.ModelEvent, error) {
 // argsObject returns a call's arguments as a compact JSON object. Ollama sends
 // an object; a JSON string holding one (the OpenAI way) is accepted too.
 func argsObject(raw json.RawMessage) (json.RawMessage, error) {
-	raw = objectOrEmpty(raw)
+	raw = llm.ObjectOrEmpty(raw)
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, err
 		}
-		raw = objectOrEmpty(json.RawMessage(s))
+		raw = llm.ObjectOrEmpty(json.RawMessage(s))
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil || compact.Bytes()[0] != '{' {
+	args, ok := llm.ArgsObject(raw)
+	if !ok {
 		return nil, fmt.Errorf("arguments are not a JSON object: %.100q", raw)
 	}
-	return compact.Bytes(), nil
+	return args, nil
 }
 
 // End returns the normalized finish reason, or llm.ErrIncomplete when the
@@ -84,17 +86,11 @@ func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	if !d.done {
 		return nil, "", llm.ErrIncomplete
 	}
-	switch {
-	case d.calls > 0:
-		return nil, llm.FinishToolCalls, nil
-	case d.finish == "" || d.finish == "stop":
-		return nil, llm.FinishStop, nil
-	case d.finish == "length":
-		return nil, llm.FinishLength, nil
-	default:
-		return nil, strings.ToLower(d.finish), nil
-	}
+	return nil, llm.FinishReason(d.finish, d.calls > 0, finishReasons), nil
 }
+
+// finishReasons are Ollama's done_reason values.
+var finishReasons = map[string]string{"": llm.FinishStop, "stop": llm.FinishStop, "length": llm.FinishLength}
 
 // Usage returns the usage reported so far, nil for none.
 func (d *decoder) Usage() *datachat.TokenCount { return d.usage }

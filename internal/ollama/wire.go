@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -91,7 +90,7 @@ func toRequest(req *datachat.ModelRequest, model string, numCtx int) (*chatReque
 			for _, tc := range m.ToolCalls {
 				msg.ToolCalls = append(msg.ToolCalls, toolCall{
 					ID: tc.ID, Type: "function",
-					Function: toolCallFunction{Name: tc.Name, Arguments: objectOrEmpty(tc.Args)},
+					Function: toolCallFunction{Name: tc.Name, Arguments: llm.ObjectOrEmpty(tc.Args)},
 				})
 			}
 			out.Messages = append(out.Messages, msg)
@@ -102,11 +101,9 @@ func toRequest(req *datachat.ModelRequest, model string, numCtx int) (*chatReque
 		}
 	}
 	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(bytes.TrimSpace(params)) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("tool %s: parameters are not JSON", t.Name)
+		params, err := llm.ToolParameters(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 		}
 		out.Tools = append(out.Tools, tool{Type: "function", Function: functionDefinition{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
@@ -114,14 +111,6 @@ func toRequest(req *datachat.ModelRequest, model string, numCtx int) (*chatReque
 		out.Options = &modelOptions{Temperature: req.Temperature, NumCtx: numCtx, NumPredict: req.MaxOutputTokens}
 	}
 	return out, nil
-}
-
-func objectOrEmpty(raw json.RawMessage) json.RawMessage {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return json.RawMessage("{}")
-	}
-	return t
 }
 
 // mapError maps an error answer ({"error":"…"}), or an error line in a stream

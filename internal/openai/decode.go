@@ -2,12 +2,12 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"datachat"
 	"datachat/internal/llm"
+	"datachat/internal/llm/wirejson"
 )
 
 // decoder turns the chunks of a streamed chat completion into model events.
@@ -22,6 +22,8 @@ type decoder struct {
 	finish  string
 	done    bool // [DONE] seen
 	usage   *datachat.TokenCount
+	reader  wirejson.Reader // of chunks
+	last    chunk           // the last one read, kept here to spare an allocation each
 }
 
 type pendingCall struct {
@@ -35,8 +37,9 @@ func (d *decoder) Feed(data []byte) ([]datachat.ModelEvent, error) {
 		d.done = true
 		return d.flush()
 	}
-	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	d.last = chunk{}
+	c := &d.last
+	if err := wirejson.Decode(&d.reader, data, c, readChunk); err != nil {
 		return nil, llm.MalformedError(provider, fmt.Errorf("decode stream chunk: %w", err))
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
@@ -109,9 +112,8 @@ func (d *decoder) flush() ([]datachat.ModelEvent, error) {
 		if pc.name == "" {
 			return events, llm.MalformedError(provider, fmt.Errorf("tool call %q without a name", pc.id))
 		}
-		args := objectOrEmpty(json.RawMessage(pc.args.String()))
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, args); err != nil || compact.Bytes()[0] != '{' {
+		args, ok := llm.ArgsObject([]byte(pc.args.String()))
+		if !ok {
 			return events, llm.MalformedError(provider, fmt.Errorf("tool call %s: arguments are not a JSON object: %q", pc.name, pc.args.String()))
 		}
 		id := pc.id
@@ -119,7 +121,7 @@ func (d *decoder) flush() ([]datachat.ModelEvent, error) {
 			id = d.newID()
 		}
 		d.emitted++
-		events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{ID: id, Name: pc.name, Args: compact.Bytes()}})
+		events = append(events, datachat.ModelEvent{ToolCall: &datachat.ModelToolCall{ID: id, Name: pc.name, Args: args}})
 	}
 	d.calls = nil
 	d.byIndex = nil
@@ -136,18 +138,15 @@ func (d *decoder) End() ([]datachat.ModelEvent, string, error) {
 	if err != nil {
 		return events, "", err
 	}
-	switch {
-	case d.emitted > 0 || d.finish == "tool_calls" || d.finish == "function_call":
-		return events, llm.FinishToolCalls, nil
-	case d.finish == "" || d.finish == "stop" || d.finish == "eos" || d.finish == "end_turn":
-		return events, llm.FinishStop, nil
-	case d.finish == "length":
-		return events, llm.FinishLength, nil
-	case d.finish == "content_filter":
-		return events, llm.FinishContentFilter, nil
-	default:
-		return events, strings.ToLower(d.finish), nil
-	}
+	return events, llm.FinishReason(d.finish, d.emitted > 0, finishReasons), nil
+}
+
+// finishReasons are the finish_reason values of OpenAI and compatible servers
+// (vLLM's eos, Anthropic's end_turn); none, with [DONE], is a stop.
+var finishReasons = map[string]string{
+	"": llm.FinishStop, "stop": llm.FinishStop, "eos": llm.FinishStop, "end_turn": llm.FinishStop,
+	"tool_calls": llm.FinishToolCalls, "function_call": llm.FinishToolCalls,
+	"length": llm.FinishLength, "content_filter": llm.FinishContentFilter,
 }
 
 // Usage returns the usage reported so far, nil for none.

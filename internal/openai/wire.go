@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -77,13 +76,15 @@ type delta struct {
 }
 
 type toolCallDelta struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Index    *int          `json:"index"`
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Function functionDelta `json:"function"`
+}
+
+type functionDelta struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 type usage struct {
@@ -141,7 +142,7 @@ func toRequest(req *datachat.ModelRequest, o wireOptions) (*chatRequest, error) 
 			for _, tc := range m.ToolCalls {
 				msg.ToolCalls = append(msg.ToolCalls, toolCall{
 					ID: tc.ID, Type: "function",
-					Function: functionCall{Name: tc.Name, Arguments: string(objectOrEmpty(tc.Args))},
+					Function: functionCall{Name: tc.Name, Arguments: string(llm.ObjectOrEmpty(tc.Args))},
 				})
 			}
 			out.Messages = append(out.Messages, msg)
@@ -155,11 +156,9 @@ func toRequest(req *datachat.ModelRequest, o wireOptions) (*chatRequest, error) 
 		}
 	}
 	for _, t := range req.Tools {
-		params := t.Parameters
-		if len(bytes.TrimSpace(params)) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("tool %s: parameters are not JSON", t.Name)
+		params, err := llm.ToolParameters(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
 		}
 		out.Tools = append(out.Tools, tool{Type: "function", Function: functionDefinition{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
@@ -170,14 +169,6 @@ func toRequest(req *datachat.ModelRequest, o wireOptions) (*chatRequest, error) 
 }
 
 func ptr(s string) *string { return &s }
-
-func objectOrEmpty(raw json.RawMessage) json.RawMessage {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return json.RawMessage("{}")
-	}
-	return t
-}
 
 // apiError is OpenAI's error object; compatible servers vary ("error" as a
 // plain string, "code" as a number).
