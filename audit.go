@@ -59,7 +59,7 @@ const (
 	AuditTextMax = 4 << 10
 )
 
-// A page of [Store.AuditEvents] holds AuditPageDefault events unless the
+// A page of [AuditStore.AuditEvents] holds AuditPageDefault events unless the
 // filter asks for another Limit, and never more than AuditPageMax.
 const (
 	AuditPageDefault = 100
@@ -69,7 +69,7 @@ const (
 // AuditEvent is one record of the audit log: who did what, when, from where
 // and how it ended. The log is append-only: a record is never changed, and
 // leaves the log only when it is older than the retention
-// (DATACHAT_AUDIT_DAYS, [Store.PruneAudit]).
+// (DATACHAT_AUDIT_DAYS, [AuditStore.PruneAudit]).
 //
 // The actor is UserID and UserName (the name as it was then; both empty for
 // the command line and for serve's own start-up, whose Detail says so) and
@@ -103,7 +103,7 @@ type AuditEvent struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// AuditFilter chooses the events [Store.AuditEvents] lists. Empty fields do
+// AuditFilter chooses the events [AuditStore.AuditEvents] lists. Empty fields do
 // not filter; the others must all match, exactly.
 type AuditFilter struct {
 	User    string // the actor's name

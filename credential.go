@@ -3,7 +3,7 @@ package datachat
 // Credential is what authenticated a request: today an API key; a sign-in
 // session is another Kind beside it. Kind and ID name it; UserID is whose
 // it is. The server keeps its requests and WebSockets by Credential, and
-// ends them when [Store.RevokedCredentials] finds it no longer valid.
+// ends them when [KeyStore.RevokedCredentials] finds it no longer valid.
 type Credential struct {
 	Kind   CredentialKind
 	ID     string // the API key's id (as `keys list` shows it)

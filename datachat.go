@@ -89,9 +89,9 @@ type Message struct {
 	// text of its text parts, joined.
 	Parts []Part `json:"parts,omitempty"`
 	// PartsStored, when not 0, is how many of Parts the store holds already
-	// under their index, as [Store.FlushStreaming] wrote them while the answer
+	// under their index, as [MessageStore.FlushStreaming] wrote them while the answer
 	// streamed; Parts are then the parts as they streamed, not merged, and
-	// [Store.FinishMessage] keeps the stored ones and writes only the rest,
+	// [MessageStore.FinishMessage] keeps the stored ones and writes only the rest,
 	// not the whole answer again. 0: FinishMessage replaces the stored parts
 	// with Parts, merged. Neither stored nor sent.
 	PartsStored int `json:"-"`

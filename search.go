@@ -6,7 +6,7 @@ import (
 )
 
 // ConversationMatch is a conversation a search found
-// ([Store.SearchConversations]): by its title, or by the text of one of
+// ([ConversationStore.SearchConversations]): by its title, or by the text of one of
 // its messages, of which Snippet holds the words around the first match
 // ("" when only the title matched).
 type ConversationMatch struct {

@@ -26,7 +26,7 @@ type Lease struct {
 // a zero Until (a message stored without a lease) never holds.
 func (l Lease) LiveAt(now time.Time) bool { return l.Until.After(now) }
 
-// AdmitTurn is the rule [Store.BeginTurn] applies to a conversation whose
+// AdmitTurn is the rule [MessageStore.BeginTurn] applies to a conversation whose
 // messages still streaming hold leases (a zero Lease for one stored without
 // any): ErrReplyInProgress when any of them is live at now, since its process
 // is still writing that reply; otherwise the turn may begin, and interrupt
@@ -42,9 +42,9 @@ func AdmitTurn(streaming []Lease, now time.Time) (interrupt bool, err error) {
 	return len(streaming) > 0, nil
 }
 
-// StreamingFlush is one streaming message's share of [Store.FlushStreaming]:
+// StreamingFlush is one streaming message's share of [MessageStore.FlushStreaming]:
 // the parts it streamed since its last flush, numbered from First as
-// [Store.AppendParts] numbers them (none: nothing to append), and its renewed
+// [MessageStore.AppendParts] numbers them (none: nothing to append), and its renewed
 // lease when Lease is not nil.
 type StreamingFlush struct {
 	MessageID string
@@ -62,7 +62,26 @@ type StreamingFlush struct {
 // user can never tell another user's ids from unknown ones.
 type Store interface {
 	AccountStore
+	KeyStore
+	ConversationStore
+	MessageStore
+	DictionaryStore
+	ExampleStore
+	DatasetStore
+	DocumentStore
+	ConfirmationStore
+	UsageStore
+	DBSourceStore
+	AuditStore
+	ShareStore
 
+	// Ping checks the database answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// KeyStore holds the users' API keys and authenticates requests by them.
+type KeyStore interface {
 	// EnsureUser returns the user with this name, creating it, a member, if
 	// needed; EINVALID for a name [CheckUserName] refuses.
 	EnsureUser(ctx context.Context, name string) (*User, error)
@@ -89,7 +108,10 @@ type Store interface {
 	// the credentials of its open requests), and takes any number of creds.
 	// EINVALID for a credential of a kind the store does not know.
 	RevokedCredentials(ctx context.Context, creds []Credential) ([]Revocation, error)
+}
 
+// ConversationStore holds the users' conversations.
+type ConversationStore interface {
 	// CreateConversation stores c; its Notes are set later, with
 	// UpdateDictionary.
 	CreateConversation(ctx context.Context, c *Conversation) error
@@ -106,7 +128,12 @@ type Store interface {
 	RenameConversation(ctx context.Context, userID, id, title string) (*Conversation, error)
 	// DeleteConversation removes a conversation and everything in it.
 	DeleteConversation(ctx context.Context, userID, id string) error
+}
 
+// MessageStore holds a conversation's messages and their tool calls, and the
+// turns that write them: one turn at a time per conversation, across every
+// process sharing the database.
+type MessageStore interface {
 	// CreateMessage stores m and bumps the conversation's UpdatedAt.
 	CreateMessage(ctx context.Context, m *Message) error
 	// UpdateMessage stores m's Content, Status, tokens, Error (with its reason
@@ -164,7 +191,11 @@ type Store interface {
 	InterruptStreaming(ctx context.Context, now time.Time, owner, node string) (int, error)
 	// CreateToolCall stores one tool round of an assistant message.
 	CreateToolCall(ctx context.Context, tc *ToolCall) error
+}
 
+// DictionaryStore holds a conversation's data dictionary and its semantic
+// layer.
+type DictionaryStore interface {
 	// UpdateDictionary changes the data dictionary of a user's conversation
 	// in one transaction: its notes when d.Notes is not nil, and for each
 	// dataset d names (by table name) its description when not nil and the
@@ -182,7 +213,11 @@ type Store interface {
 	// has checked against the sources' catalogs
 	// ([Dictionary.ResolveSources]) and which is stored as it is given.
 	SemanticLayer(ctx context.Context, conversationID string) (*SemanticLayer, error)
+}
 
+// ExampleStore holds the users' examples: questions with the SQL that
+// answered them, marked correct or wrong.
+type ExampleStore interface {
 	// SaveExample stores a verified example of e.UserID. An example of the
 	// same user for the same MessageID and CallID (when MessageID is set)
 	// is replaced, keeping its ID, which e then holds. ENOTFOUND if the user
@@ -192,7 +227,10 @@ type Store interface {
 	Examples(ctx context.Context, userID string) ([]*Example, error)
 	// DeleteExample deletes a user's example; ENOTFOUND if there is none.
 	DeleteExample(ctx context.Context, userID, id string) error
+}
 
+// DatasetStore holds the datasets of a conversation.
+type DatasetStore interface {
 	// CreateDataset stores d; its descriptions (Description and the
 	// columns') are set later, with UpdateDictionary.
 	CreateDataset(ctx context.Context, d *Dataset) error
@@ -200,7 +238,10 @@ type Store interface {
 	Datasets(ctx context.Context, conversationID string) ([]*Dataset, error)
 	Dataset(ctx context.Context, conversationID, id string) (*Dataset, error)
 	DeleteDataset(ctx context.Context, conversationID, id string) error
+}
 
+// DocumentStore holds the documents of a conversation and their chunks.
+type DocumentStore interface {
 	// CreateDocument stores a document and its chunks in one transaction.
 	CreateDocument(ctx context.Context, d *Document, chunks []*Chunk) error
 	Documents(ctx context.Context, conversationID string) ([]*Document, error)
@@ -211,7 +252,10 @@ type Store interface {
 	// Chunks returns every chunk of a conversation's documents.
 	Chunks(ctx context.Context, conversationID string) ([]*Chunk, error)
 	DeleteDocument(ctx context.Context, conversationID, id string) error
+}
 
+// ConfirmationStore holds the actions waiting for a user's confirmation.
+type ConfirmationStore interface {
 	CreateConfirmation(ctx context.Context, c *Confirmation) error
 	// PendingConfirmation returns the conversation's pending confirmation, or
 	// ENOTFOUND if there is none.
@@ -219,7 +263,11 @@ type Store interface {
 	// ResolveConfirmation moves a pending confirmation to approved or declined;
 	// ECONFLICT if it was already resolved, ENOTFOUND if it does not exist.
 	ResolveConfirmation(ctx context.Context, id, status, note string) (*Confirmation, error)
+}
 
+// UsageStore records the tokens each turn used and counts the users'
+// requests, for their budgets.
+type UsageStore interface {
 	// RecordUsage stores the token usage of one turn.
 	RecordUsage(ctx context.Context, u *Usage) error
 	// TokensSince sums a user's input and output tokens recorded at or after since.
@@ -229,7 +277,11 @@ type Store interface {
 	// process sharing the database. When refused it returns false and how long
 	// until a slot frees.
 	TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (ok bool, retryAfter time.Duration, err error)
+}
 
+// DBSourceStore holds the database sources and the conversations they are
+// attached to.
+type DBSourceStore interface {
 	// CreateDBSource stores a database source (Name, Kind, SealedURL,
 	// Tables, Users or AllUsers, Origin); ECONFLICT if a source of that name
 	// exists, EINVALID if Name or SealedURL is empty.
@@ -256,7 +308,10 @@ type Store interface {
 	// ConversationDBSources lists the sources attached to a conversation, in
 	// the order they were attached.
 	ConversationDBSources(ctx context.Context, conversationID string) ([]*DBSource, error)
+}
 
+// AuditStore holds the audit log.
+type AuditStore interface {
 	// AppendAudit appends e to the audit log ([AuditEvent]), filling in an
 	// empty ID and a zero Time; its text is kept as [AuditEvent.Clean]
 	// leaves it, which e then holds. EINVALID for an unknown kind or
@@ -273,10 +328,4 @@ type Store interface {
 	// appends an AuditPruned event saying so in the same transaction.
 	// EINVALID for a before later than now.
 	PruneAudit(ctx context.Context, before time.Time) (int64, error)
-
-	ShareStore
-
-	// Ping checks the database answers.
-	Ping(ctx context.Context) error
-	Close() error
 }

@@ -67,9 +67,7 @@ type TurnStore interface {
 	UpdateMessage(ctx context.Context, m *datachat.Message) error
 	FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error
 
-	CreateConfirmation(ctx context.Context, c *datachat.Confirmation) error
-	PendingConfirmation(ctx context.Context, conversationID string) (*datachat.Confirmation, error)
-	ResolveConfirmation(ctx context.Context, id, status, note string) (*datachat.Confirmation, error)
+	datachat.ConfirmationStore
 
 	TokensSince(ctx context.Context, userID string, since time.Time) (int64, error)
 	TakeRequest(ctx context.Context, userID string, now time.Time, window time.Duration, limit int) (ok bool, retryAfter time.Duration, err error)
