@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -176,14 +175,7 @@ func (s *server) stop() {
 
 // procStat reads a process's resident memory (bytes) and CPU time used.
 func procStat(pid int) (rss int64, cpu time.Duration) {
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		if m := regexp.MustCompile(`VmRSS:\s*(\d+) kB`).FindSubmatch(b); m != nil {
-			kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-			rss = kb << 10
-		}
-	}
-	cpu = serve.CPU(pid)
-	return rss, cpu
+	return serve.Status(pid, "VmRSS:"), serve.CPU(pid)
 }
 
 // script answers each question with one tool call, then the tool result with

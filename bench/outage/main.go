@@ -37,6 +37,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
 )
@@ -112,12 +113,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// serve compiles PDFium in the background after it starts (a few seconds
-	// of one core): the load starts once that is done.
-	waitIdle(srv.PID)
+	serve.WaitIdle(srv.PID)
 	fmt.Printf("machine: load average %s; %d conversations, %d tokens an answer; phases %s up, %s down, %s up\n",
-		loadAverage(), o.n, o.tokens, o.before, o.outage, o.after)
-	fmt.Printf("RSS at rest, before the load: %.0f MiB\n", rssMiB(srv.PID))
+		report.LoadAvg(), o.n, o.tokens, o.before, o.outage, o.after)
+	fmt.Printf("RSS at rest, before the load: %.0f MiB\n", serve.MiB(serve.Status(srv.PID, "VmRSS:")))
 
 	var phase atomic.Pointer[counts]
 	phases := [3]counts{}
@@ -134,10 +133,10 @@ func main() {
 	watch := func(d time.Duration) float64 {
 		end := time.Now().Add(d)
 		for time.Now().Before(end) {
-			peak = max(peak, rssMiB(srv.PID))
+			peak = max(peak, serve.MiB(serve.Status(srv.PID, "VmRSS:")))
 			time.Sleep(min(time.Second, time.Until(end)))
 		}
-		return rssMiB(srv.PID)
+		return serve.MiB(serve.Status(srv.PID, "VmRSS:"))
 	}
 	pre := watch(o.before)
 	fmt.Printf("before the outage (%s up): RSS %.0f MiB; turns %d complete, %d failed\n", o.before, pre, phases[0].complete.Load(), phases[0].failed.Load())
@@ -163,7 +162,7 @@ func main() {
 	}
 	fmt.Printf("%s after the database came back: RSS %.0f MiB (%.2f× its value before the outage); turns %d complete, %d failed; first turn completed %s after it accepted connections\n",
 		o.after, post, post/pre, phases[2].complete.Load(), phases[2].failed.Load(), first)
-	fmt.Printf("peak RSS %.0f MiB; load average at the end %s\n", peak, loadAverage())
+	fmt.Printf("peak RSS %.0f MiB; load average at the end %s\n", peak, report.LoadAvg())
 }
 
 // converse runs one conversation's turns until ctx ends: over a WebSocket
@@ -299,38 +298,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitIdle waits, for at most 30 s, until the process used under 5 % of a
-// core over half a second.
-func waitIdle(pid int) {
-	const every = 500 * time.Millisecond
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		c0 := serve.CPU(pid)
-		time.Sleep(every)
-		if serve.CPU(pid)-c0 < every/20 {
-			return
-		}
-	}
-}
-
-// rssMiB is the process's resident set (VmRSS) in MiB.
-func rssMiB(pid int) float64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
-func loadAverage() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat"
+	"datachat/bench/internal/report"
 	"datachat/internal/extract"
 	"datachat/internal/postgres"
 	"datachat/internal/postgres/pgtest"
@@ -104,7 +105,7 @@ func main() {
 	}
 	ix := tg.ix
 
-	fmt.Printf("machine: %s/%s, %d CPUs (GOMAXPROCS %d), %s; load average at start: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), loadAvg())
+	fmt.Printf("machine: %s/%s, %d CPUs (GOMAXPROCS %d), %s; load average at start: %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), report.LoadAvg())
 	ranking := "BM25"
 	if *backend == "postgres" {
 		ranking = "full text (ts_rank)"
@@ -265,7 +266,7 @@ func main() {
 	fmt.Printf("queries: %d (%d questions x %d rounds, after a warm-up round), top_k 5\n", len(lat), len(questions), *rounds)
 	fmt.Printf("latency: p50 %s  p95 %s  p99 %s  max %s  mean %s (query embedding mean %s)\n",
 		ms(pct(lat, 50)), ms(pct(lat, 95)), ms(pct(lat, 99)), ms(lat[len(lat)-1]), ms(mean(lat)), ms(embedTotal/time.Duration(max(1, len(lat)))))
-	fmt.Printf("load average at end: %s\n", loadAvg())
+	fmt.Printf("load average at end: %s\n", report.LoadAvg())
 	fmt.Printf("recall@5 of the labelled questions among %d chunks: %.3f (%d/%d)\n", nReal+synthChunks, float64(hits)/float64(asked), hits, asked)
 }
 
@@ -341,18 +342,6 @@ func mean(d []time.Duration) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
 func mb(n int64) float64 { return float64(n) / 1e6 }
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
 
 // target is the index under measurement.
 type target struct {

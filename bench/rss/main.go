@@ -29,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -176,29 +175,12 @@ func sampleFor(pid int, since time.Time, d, every time.Duration) []sample {
 	var out []sample
 	end := time.Now().Add(d)
 	for {
-		out = append(out, sample{at: time.Since(since), rss: vmRSS(pid)})
+		out = append(out, sample{at: time.Since(since), rss: serve.Status(pid, "VmRSS:")})
 		if time.Now().After(end) {
 			return out
 		}
 		time.Sleep(every)
 	}
-}
-
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 // burst opens the WebSockets, uploads the PDFs at once, then closes the

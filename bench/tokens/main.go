@@ -269,15 +269,6 @@ func (r result) row() string {
 		first, server, r.perToken(r.harnessCPU), cores, rss, stalled, r.errCount(), r.lost)
 }
 
-func loadAverage() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // chunks is the answer every turn streams.
 func chunks(o options) []string {
 	c := make([]string, o.tokens)
@@ -397,7 +388,7 @@ func runBaseline(o options, n int) result {
 	}
 	defer fake.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
-	r := result{loadAverage: loadAverage()}
+	r := result{loadAverage: report.LoadAvg()}
 	self0 := serve.SelfCPU()
 	convs, wall := drive(o, n, func(ctx context.Context, _, t int, c *conversation) error {
 		body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`

@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llm"
 )
@@ -155,7 +156,7 @@ func runRelay(o options, n int) result {
 	}
 	addr := strings.TrimSpace(line)
 
-	r := result{loadAverage: loadAverage()}
+	r := result{loadAverage: report.LoadAvg()}
 	pid := cmd.Process.Pid
 	cpu0, self0 := serve.CPU(pid), serve.SelfCPU()
 	convs, wall := driveWS(o, n, func(int) string { return "ws://" + addr + "/" }, nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
 )
@@ -48,11 +49,9 @@ func runServer(o options, work string, n, round int, b build, extra extra) resul
 	defer srv.stop()
 	ids := createConversations(srv, n+o.stalled)
 	stalledIDs := ids[n:]
-	// serve compiles PDFium in the background after it starts (a few seconds
-	// of one core): the load starts once that is done.
-	waitIdle(srv.pid)
+	serve.WaitIdle(srv.pid)
 
-	r := result{loadAverage: loadAverage(), restRSS: rss(srv.pid)}
+	r := result{loadAverage: report.LoadAvg(), restRSS: serve.MiB(serve.Status(srv.pid, "VmRSS:"))}
 	if o.settle > 0 && o.stalled > 0 {
 		r.restMemory = memoryBreakdown(srv.addr, srv.key, srv.pid)
 	}
@@ -67,7 +66,7 @@ func runServer(o options, work string, n, round int, b build, extra extra) resul
 	})
 	r.wall = wall
 	r.serverCPU, r.harnessCPU = serve.CPU(srv.pid)-cpu0, serve.SelfCPU()-self0
-	r.peakRSS = peakRSS(srv.pid)
+	r.peakRSS = serve.MiB(serve.Status(srv.pid, "VmHWM:"))
 	if o.stalled > 0 {
 		r.stalled = fmt.Sprintf("%d of %d", storedComplete(srv.addr, srv.key, stalledIDs), o.stalled)
 		if o.settle > 0 {
@@ -75,7 +74,7 @@ func runServer(o options, work string, n, round int, b build, extra extra) resul
 			closeStalled()
 			closeStalled = func() {}
 			time.Sleep(o.settle)
-			r.settledRSS = rss(srv.pid)
+			r.settledRSS = serve.MiB(serve.Status(srv.pid, "VmRSS:"))
 			r.settledMemory = memoryBreakdown(srv.addr, srv.key, srv.pid)
 		}
 	}
@@ -200,18 +199,4 @@ func createConversations(s *server, n int) []string {
 		log.Fatal(err)
 	}
 	return ids
-}
-
-// waitIdle waits, for at most 30 s, until the process used under 5 % of a
-// core over half a second.
-func waitIdle(pid int) {
-	const every = 500 * time.Millisecond
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
-		c0 := serve.CPU(pid)
-		time.Sleep(every)
-		if serve.CPU(pid)-c0 < every/20 {
-			return
-		}
-	}
-	log.Printf("server %d still busy after 30 s; measuring anyway", pid)
 }

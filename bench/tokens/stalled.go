@@ -21,12 +21,12 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
 )
 
@@ -157,37 +157,13 @@ func storedComplete(addr, key string, convs []string) int {
 	return n
 }
 
-// peakRSS is the process's peak resident set (VmHWM) in MiB.
-func peakRSS(pid int) float64 { return procStatusMiB(pid, "VmHWM:") }
-
-// rss is the process's resident set now (VmRSS) in MiB.
-func rss(pid int) float64 { return procStatusMiB(pid, "VmRSS:") }
-
-// procStatusMiB reads a kB field of /proc/PID/status, in MiB.
-func procStatusMiB(pid int, field string) float64 {
-	return procFieldMiB(fmt.Sprintf("/proc/%d/status", pid), field)
-}
-
-// procFieldMiB reads a kB field of a /proc file, in MiB.
-func procFieldMiB(path, field string) float64 {
-	b, _ := os.ReadFile(path)
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, field); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
-
 // memoryBreakdown reads the server's /metrics and says, in MiB, what its Go
 // runtime holds: the heap's objects and its idle spans not yet returned,
 // goroutine stacks, and everything it took from the system; the rest of the
 // process's RSS is memory the Go runtime does not manage (SQLite's, DuckDB's,
 // the C libraries').
 func memoryBreakdown(addr, key string, pid int) string {
-	anon := fmt.Sprintf("/proc/%d/smaps_rollup", pid)
-	anonMiB := procFieldMiB(anon, "Anonymous:")
+	anonMiB := serve.MiB(serve.Anonymous(pid))
 	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 	req.Header.Set("X-API-Key", key)
 	resp, err := http.DefaultClient.Do(req)
