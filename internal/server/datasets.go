@@ -22,6 +22,16 @@ func (s *Server) conversation(r *http.Request) (*datachat.Conversation, error) {
 	return s.Store.Conversation(r.Context(), UserFrom(r.Context()).ID, r.PathValue("id"))
 }
 
+// chargedConversation is the request's conversation, once b (one of the
+// user's budgets) has allowed one more use.
+func (s *Server) chargedConversation(r *http.Request, b *budget) (*datachat.Conversation, error) {
+	conv, err := s.conversation(r)
+	if err != nil {
+		return nil, err
+	}
+	return conv, b.take(conv.UserID)
+}
+
 // listIn answers the listing of one kind of the request's conversation's
 // items (datasets, documents) as {"<key>": [...]}.
 func listIn[T any](s *Server, w http.ResponseWriter, r *http.Request, key string, list func(ctx context.Context, conversationID string) ([]T, error)) {
@@ -55,10 +65,7 @@ func (s *Server) deleteIn(w http.ResponseWriter, r *http.Request, del func(ctx c
 // createDataset adds a dataset from JSON {url, name?} or a multipart upload
 // (field file, optional field name), streamed to disk.
 func (s *Server) createDataset(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err == nil {
-		err = s.budgets.uploads.take(conv.UserID)
-	}
+	conv, err := s.chargedConversation(r, s.budgets.uploads)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -295,10 +302,7 @@ func (s *Server) deleteDataset(w http.ResponseWriter, r *http.Request) {
 
 // runSQL runs {query} over the conversation's datasets in the sandbox.
 func (s *Server) runSQL(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err == nil {
-		err = s.budgets.sql.take(conv.UserID)
-	}
+	conv, err := s.chargedConversation(r, s.budgets.sql)
 	if err != nil {
 		s.error(w, r, err)
 		return

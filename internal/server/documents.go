@@ -11,10 +11,7 @@ import (
 // createDocument adds a document from the multipart field "file", with an
 // optional "metadata" field (a JSON object of strings) before it.
 func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err == nil {
-		err = s.budgets.uploads.take(conv.UserID)
-	}
+	conv, err := s.chargedConversation(r, s.budgets.uploads)
 	if err != nil {
 		s.error(w, r, err)
 		return
@@ -50,10 +47,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) {
 
 // search is the retrieval the model's search_documents tool uses.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
-	conv, err := s.conversation(r)
-	if err == nil {
-		err = s.budgets.search.take(conv.UserID)
-	}
+	conv, err := s.chargedConversation(r, s.budgets.search)
 	if err != nil {
 		s.error(w, r, err)
 		return
