@@ -37,7 +37,8 @@ func (c *Client) StreamJSON(ctx context.Context, req Request, wire any, emit fun
 // frame (an SSE event's data, an NDJSON line) at a time by [DecodeFrames].
 type FrameDecoder interface {
 	// Feed decodes one frame into model events; it may return events along
-	// with an error.
+	// with an error. The frame is valid only during the call (its reader
+	// reuses the memory): what an event keeps of it is copied.
 	Feed(frame []byte) ([]datachat.ModelEvent, error)
 	// Usage returns the token counts reported so far, nil for none.
 	Usage() *datachat.TokenCount

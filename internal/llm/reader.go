@@ -85,7 +85,9 @@ func (n *NDJSONReader) Next() ([]byte, error) {
 // Event is one server-sent event.
 type Event struct {
 	Name string // the "event:" field, "" for the default
-	Data []byte // the "data:" fields joined by "\n"
+	// Data is the "data:" fields joined by "\n". [SSEReader.Next] reuses
+	// its memory: it is valid until the next call.
+	Data []byte
 }
 
 // SSEReader reads server-sent events (the text/event-stream format): "data:"
@@ -93,7 +95,13 @@ type Event struct {
 type SSEReader struct {
 	lines *LineReader
 	eof   bool
+	data  []byte // the last event's data, reused by the next
 }
+
+// keptDataBytes is the most of an event's data buffer an SSEReader keeps
+// for the next event: one long event does not hold its size for the rest
+// of the answer.
+const keptDataBytes = 64 << 10
 
 // NewSSEReader returns an SSEReader reading r.
 func NewSSEReader(r io.Reader) *SSEReader {
@@ -101,10 +109,15 @@ func NewSSEReader(r io.Reader) *SSEReader {
 }
 
 // Next returns the next event with data, or io.EOF. An event cut off by the end
-// of input is still returned, as the official SDKs do.
+// of input is still returned, as the official SDKs do. The event's Data is
+// valid until the next call.
 func (s *SSEReader) Next() (Event, error) {
 	var ev Event
-	var data []byte
+	if cap(s.data) > keptDataBytes {
+		s.data = nil
+	}
+	data := s.data[:0]
+	defer func() { s.data = data }()
 	hasData := false
 	for !s.eof {
 		line, err := s.lines.Line()
@@ -146,8 +159,8 @@ func (s *SSEReader) Next() (Event, error) {
 	return Event{}, io.EOF
 }
 
-// NextData returns the data of the next event, or io.EOF: the frames
-// [DecodeFrames] reads from an SSE answer.
+// NextData returns the data of the next event, valid until the next call,
+// or io.EOF: the frames [DecodeFrames] reads from an SSE answer.
 func (s *SSEReader) NextData() ([]byte, error) {
 	ev, err := s.Next()
 	return ev.Data, err

@@ -21,7 +21,33 @@ func readEvents(t *testing.T, r io.Reader) []Event {
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
+		ev.Data = bytes.Clone(ev.Data) // valid until the next call
 		out = append(out, ev)
+	}
+}
+
+// TestSSEReaderReusesData: an event's data is read into the memory of the
+// last one, and a buffer grown past keptDataBytes is not kept.
+func TestSSEReaderReusesData(t *testing.T) {
+	long := strings.Repeat("z", keptDataBytes+1)
+	sse := NewSSEReader(strings.NewReader("data: " + long + "\n\ndata: ab\n\ndata: cd\n\n"))
+	first, err := sse.Next()
+	if err != nil || string(first.Data) != long {
+		t.Fatalf("first event: %v", err)
+	}
+	second, err := sse.Next()
+	if err != nil || string(second.Data) != "ab" {
+		t.Fatalf("second event: %q, %v", second.Data, err)
+	}
+	if cap(second.Data) > keptDataBytes {
+		t.Errorf("the long event's buffer (%d bytes) was kept", cap(second.Data))
+	}
+	third, err := sse.Next()
+	if err != nil || string(third.Data) != "cd" {
+		t.Fatalf("third event: %q, %v", third.Data, err)
+	}
+	if &second.Data[0] != &third.Data[0] {
+		t.Error("the third event's data was not read into the second's memory")
 	}
 }
 
