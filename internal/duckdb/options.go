@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"datachat/internal/duckdb/wire"
 )
 
 // The engine's options and their defaults, and the OS limits a worker puts
@@ -120,12 +122,21 @@ func selfPath() string {
 	return p
 }
 
-// limits are the OS limits a worker puts itself under.
-func (o *Options) limits() workerLimits {
-	return workerLimits{
+// limits are the OS limits a query worker puts itself under.
+func (o *Options) limits() wire.Limits {
+	return wire.Limits{
 		Data:     o.MemoryLimit*3/2 + 512<<20,
 		CPU:      max(time.Hour, 100*o.Timeout*time.Duration(o.Threads)),
 		QueryCPU: o.Timeout*time.Duration(o.Threads) + o.KillGrace,
 		Landlock: !o.NoLandlock,
 	}
+}
+
+// jobLimits are the OS limits an upload's or a save's worker puts itself
+// under: a query worker's, with CPU time for one job of IngestTimeout.
+func (o *Options) jobLimits() wire.Limits {
+	l := o.limits()
+	l.CPU = o.IngestTimeout*time.Duration(o.Threads) + o.KillGrace
+	l.QueryCPU = 0
+	return l
 }

@@ -1,4 +1,14 @@
-package duckdb
+// Package wire is the protocol between datachat's server and its DuckDB
+// worker processes (package worker): the one place both sides read, so
+// neither holds a copy of the other's encoding.
+//
+// They talk over two pipes in frames: a 4-byte big-endian length, then that
+// many bytes. A frame's content is written with [Enc] and read with [Dec]:
+// unsigned varints, length-prefixed strings, and result values as a tag byte
+// and their payload. The server reads what a worker sends as untrusted:
+// every length is checked against the frame, and a frame past MaxFrame ends
+// the worker. protocol.go says what the frames are.
+package wire
 
 import (
 	"bufio"
@@ -12,18 +22,15 @@ import (
 	"datachat"
 )
 
-// The server and its worker processes talk over two pipes in frames: a
-// 4-byte big-endian length, then that many bytes. A frame's content is
-// written with [enc] and read with [dec]: unsigned varints, length-prefixed
-// strings, and result values as a tag byte and their payload. The parent
-// reads what a worker sends as untrusted: every length is checked against the
-// frame, and a frame past maxFrame ends the worker.
+// MaxFrame is the largest frame read: a result is at most MaxResultMB
+// (64 MiB) of values.
+const MaxFrame = 256 << 20
 
-const maxFrame = 256 << 20 // a result is at most MaxResultMB (64 MiB) of values
+// ErrFrameTooLarge is what ReadFrame answers for a frame past MaxFrame.
+var ErrFrameTooLarge = errors.New("frame too large")
 
-var errFrameTooLarge = errors.New("frame too large")
-
-func writeFrame(w *bufio.Writer, b []byte) error {
+// WriteFrame writes b as one frame and flushes w.
+func WriteFrame(w *bufio.Writer, b []byte) error {
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(b)))
 	if _, err := w.Write(n[:]); err != nil {
@@ -35,14 +42,15 @@ func writeFrame(w *bufio.Writer, b []byte) error {
 	return w.Flush()
 }
 
-func readFrame(r io.Reader) ([]byte, error) {
+// ReadFrame reads one frame.
+func ReadFrame(r io.Reader) ([]byte, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return nil, err
 	}
 	size := binary.BigEndian.Uint32(n[:])
-	if size > maxFrame {
-		return nil, errFrameTooLarge
+	if size > MaxFrame {
+		return nil, ErrFrameTooLarge
 	}
 	b := make([]byte, size)
 	if _, err := io.ReadFull(r, b); err != nil {
@@ -54,22 +62,31 @@ func readFrame(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// enc appends values to a frame.
-type enc struct{ b []byte }
+// Enc appends values to a frame.
+type Enc struct{ b []byte }
 
-func (e *enc) byte(c byte)      { e.b = append(e.b, c) }
-func (e *enc) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
-func (e *enc) varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
-func (e *enc) int(v int)        { e.varint(int64(v)) }
-func (e *enc) float(v float64)  { e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(v)) }
-func (e *enc) str(s string)     { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
-func (e *enc) strs(ss []string) {
-	e.uvarint(uint64(len(ss)))
+// Bytes returns what was written.
+func (e *Enc) Bytes() []byte { return e.b }
+
+// Reset empties e, keeping its memory.
+func (e *Enc) Reset() { e.b = e.b[:0] }
+
+// Raw appends b as it is.
+func (e *Enc) Raw(b []byte) { e.b = append(e.b, b...) }
+
+func (e *Enc) Byte(c byte)      { e.b = append(e.b, c) }
+func (e *Enc) Uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *Enc) Varint(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *Enc) Int(v int)        { e.Varint(int64(v)) }
+func (e *Enc) Float(v float64)  { e.b = binary.BigEndian.AppendUint64(e.b, math.Float64bits(v)) }
+func (e *Enc) Str(s string)     { e.Uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *Enc) Strs(ss []string) {
+	e.Uvarint(uint64(len(ss)))
 	for _, s := range ss {
-		e.str(s)
+		e.Str(s)
 	}
 }
-func (e *enc) bool(v bool) { e.byte(boolByte(v)) }
+func (e *Enc) Bool(v bool) { e.Byte(boolByte(v)) }
 func boolByte(v bool) byte {
 	if v {
 		return 1
@@ -77,23 +94,30 @@ func boolByte(v bool) byte {
 	return 0
 }
 
-// dec reads values from a frame. The first malformed value sets err, and
+// Dec reads values from a frame. The first malformed value sets err, and
 // every later read returns zero values.
-type dec struct {
+type Dec struct {
 	b   []byte
 	err error
 }
 
-var errMalformed = errors.New("malformed frame")
+// NewDec returns a decoder of b.
+func NewDec(b []byte) *Dec { return &Dec{b: b} }
 
-func (d *dec) fail() {
+// Err is the first malformed value's error ([ErrMalformed]), or nil.
+func (d *Dec) Err() error { return d.err }
+
+// ErrMalformed is what a [Dec] reports for a frame that does not decode.
+var ErrMalformed = errors.New("malformed frame")
+
+func (d *Dec) fail() {
 	if d.err == nil {
-		d.err = errMalformed
+		d.err = ErrMalformed
 	}
 	d.b = nil
 }
 
-func (d *dec) byte() byte {
+func (d *Dec) Byte() byte {
 	if len(d.b) < 1 {
 		d.fail()
 		return 0
@@ -103,13 +127,13 @@ func (d *dec) byte() byte {
 	return c
 }
 
-func (d *dec) uvarint() uint64 { return decVarint(d, binary.Uvarint) }
+func (d *Dec) Uvarint() uint64 { return decVarint(d, binary.Uvarint) }
 
-func (d *dec) varint() int64 { return decVarint(d, binary.Varint) }
+func (d *Dec) Varint() int64 { return decVarint(d, binary.Varint) }
 
 // decVarint reads one varint with read (binary.Uvarint or binary.Varint),
 // failing d if there is none.
-func decVarint[T uint64 | int64](d *dec, read func([]byte) (T, int)) T {
+func decVarint[T uint64 | int64](d *Dec, read func([]byte) (T, int)) T {
 	v, n := read(d.b)
 	if n <= 0 {
 		d.fail()
@@ -119,9 +143,9 @@ func decVarint[T uint64 | int64](d *dec, read func([]byte) (T, int)) T {
 	return v
 }
 
-func (d *dec) int() int { return int(d.varint()) }
+func (d *Dec) Int() int { return int(d.Varint()) }
 
-func (d *dec) float() float64 {
+func (d *Dec) Float() float64 {
 	if len(d.b) < 8 {
 		d.fail()
 		return 0
@@ -131,10 +155,10 @@ func (d *dec) float() float64 {
 	return v
 }
 
-func (d *dec) bool() bool { return d.byte() != 0 }
+func (d *Dec) Bool() bool { return d.Byte() != 0 }
 
-func (d *dec) str() string {
-	n := d.uvarint()
+func (d *Dec) Str() string {
+	n := d.Uvarint()
 	if n > uint64(len(d.b)) {
 		d.fail()
 		return ""
@@ -146,8 +170,8 @@ func (d *dec) str() string {
 
 // count reads a length of a list whose elements take at least min bytes
 // each, refusing one the frame cannot hold.
-func (d *dec) count(min int) int {
-	n := d.uvarint()
+func (d *Dec) Count(min int) int {
+	n := d.Uvarint()
 	if n > uint64(len(d.b)/max(min, 1)) {
 		d.fail()
 		return 0
@@ -155,14 +179,14 @@ func (d *dec) count(min int) int {
 	return int(n)
 }
 
-func (d *dec) strs() []string {
-	n := d.count(1)
+func (d *Dec) Strs() []string {
+	n := d.Count(1)
 	if n == 0 {
 		return nil
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = d.str()
+		out[i] = d.Str()
 	}
 	return out
 }
@@ -182,35 +206,35 @@ const (
 // maxValueDepth bounds the nesting of a value read from a worker.
 const maxValueDepth = 64
 
-func (e *enc) value(v any) error {
+func (e *Enc) Value(v any) error {
 	switch x := v.(type) {
 	case nil:
-		e.byte(tagNull)
+		e.Byte(tagNull)
 	case bool:
-		e.byte(tagFalse + boolByte(x))
+		e.Byte(tagFalse + boolByte(x))
 	case int64:
-		e.byte(tagInt)
-		e.varint(x)
+		e.Byte(tagInt)
+		e.Varint(x)
 	case json.Number:
-		e.byte(tagNumber)
-		e.str(string(x))
+		e.Byte(tagNumber)
+		e.Str(string(x))
 	case string:
-		e.byte(tagString)
-		e.str(x)
+		e.Byte(tagString)
+		e.Str(x)
 	case []any:
-		e.byte(tagList)
-		e.uvarint(uint64(len(x)))
+		e.Byte(tagList)
+		e.Uvarint(uint64(len(x)))
 		for _, c := range x {
-			if err := e.value(c); err != nil {
+			if err := e.Value(c); err != nil {
 				return err
 			}
 		}
 	case Object:
-		e.byte(tagObject)
-		e.uvarint(uint64(len(x)))
+		e.Byte(tagObject)
+		e.Uvarint(uint64(len(x)))
 		for _, f := range x {
-			e.str(f.Key)
-			if err := e.value(f.Value); err != nil {
+			e.Str(f.Key)
+			if err := e.Value(f.Value); err != nil {
 				return err
 			}
 		}
@@ -220,12 +244,12 @@ func (e *enc) value(v any) error {
 	return nil
 }
 
-func (d *dec) value(depth int) any {
+func (d *Dec) Value(depth int) any {
 	if depth > maxValueDepth {
 		d.fail()
 		return nil
 	}
-	switch d.byte() {
+	switch d.Byte() {
 	case tagNull:
 		return nil
 	case tagFalse:
@@ -233,24 +257,24 @@ func (d *dec) value(depth int) any {
 	case tagTrue:
 		return true
 	case tagInt:
-		return d.varint()
+		return d.Varint()
 	case tagNumber:
-		return json.Number(d.str())
+		return json.Number(d.Str())
 	case tagString:
-		return d.str()
+		return d.Str()
 	case tagList:
-		n := d.count(1)
+		n := d.Count(1)
 		out := make([]any, n)
 		for i := range out {
-			out[i] = d.value(depth + 1)
+			out[i] = d.Value(depth + 1)
 		}
 		return out
 	case tagObject:
-		n := d.count(2)
+		n := d.Count(2)
 		out := make(Object, n)
 		for i := range out {
-			out[i].Key = d.str()
-			out[i].Value = d.value(depth + 1)
+			out[i].Key = d.Str()
+			out[i].Value = d.Value(depth + 1)
 		}
 		return out
 	}
@@ -258,130 +282,58 @@ func (d *dec) value(depth int) any {
 	return nil
 }
 
-func (e *enc) columns(cols []datachat.Column) {
-	e.uvarint(uint64(len(cols)))
+func (e *Enc) Columns(cols []datachat.Column) {
+	e.Uvarint(uint64(len(cols)))
 	for _, c := range cols {
-		e.str(c.Name)
-		e.str(c.SQLType)
-		e.strs(c.Samples)
+		e.Str(c.Name)
+		e.Str(c.SQLType)
+		e.Strs(c.Samples)
 	}
 }
 
-func (d *dec) columns() []datachat.Column {
-	n := d.count(3)
+func (d *Dec) Columns() []datachat.Column {
+	n := d.Count(3)
 	cols := make([]datachat.Column, n)
 	for i := range cols {
-		cols[i].Name = d.str()
-		cols[i].SQLType = d.str()
+		cols[i].Name = d.Str()
+		cols[i].SQLType = d.Str()
 		cols[i].Type = FriendlyType(cols[i].SQLType)
-		cols[i].Samples = d.strs()
+		cols[i].Samples = d.Strs()
 	}
 	return cols
 }
 
-func (e *enc) result(r *Result) error {
-	e.columns(r.Columns)
-	e.uvarint(uint64(len(r.Rows)))
+func (e *Enc) Result(r *Result) error {
+	e.Columns(r.Columns)
+	e.Uvarint(uint64(len(r.Rows)))
 	for _, row := range r.Rows {
 		if len(row) != len(r.Columns) {
 			return errors.New("a result row does not match its columns")
 		}
 		for _, v := range row {
-			if err := e.value(v); err != nil {
+			if err := e.Value(v); err != nil {
 				return err
 			}
 		}
 	}
-	e.bool(r.Truncated)
-	e.float(r.ElapsedMS)
+	e.Bool(r.Truncated)
+	e.Float(r.ElapsedMS)
 	return nil
 }
 
-func (d *dec) result() *Result {
-	r := &Result{Columns: d.columns()}
-	n := d.count(max(len(r.Columns), 1))
+func (d *Dec) Result() *Result {
+	r := &Result{Columns: d.Columns()}
+	n := d.Count(max(len(r.Columns), 1))
 	r.Rows = make([][]any, n)
 	for i := range r.Rows {
 		row := make([]any, len(r.Columns))
 		for j := range row {
-			row[j] = d.value(0)
+			row[j] = d.Value(0)
 		}
 		r.Rows[i] = row
 	}
 	r.RowCount = len(r.Rows)
-	r.Truncated = d.bool()
-	r.ElapsedMS = d.float()
+	r.Truncated = d.Bool()
+	r.ElapsedMS = d.Float()
 	return r
-}
-
-// Reply status bytes: how a worker's answer to a request begins.
-const (
-	replyOK       byte = iota // the request's payload follows
-	replyQuery                // a *datachat.QueryError: kind, message
-	replyCoded                // a *datachat.Error: code, message
-	replyInternal             // any other error: message (logged, never shown)
-	replyNoSpace              // a write failed on a full disk: no payload
-	replyProgress             // not an answer: an ingest worker's progress (see ingestProgress), before its answer
-)
-
-// encodeError writes err as a reply.
-func encodeError(e *enc, err error) {
-	var qe *datachat.QueryError
-	var de *datachat.Error
-	switch {
-	case wroteNoSpace.Swap(false) || datachat.IsNoSpace(err):
-		// Whatever the error says (DuckDB's message, wrapped in one naming
-		// the user's file), the disk was full: the server's condition.
-		e.byte(replyNoSpace)
-	case errors.As(err, &qe):
-		e.byte(replyQuery)
-		e.str(qe.Kind)
-		e.str(qe.Message)
-	case errors.As(err, &de) && de.Code != datachat.EINTERNAL:
-		e.byte(replyCoded)
-		e.str(de.Code)
-		e.str(de.Message)
-	default:
-		e.byte(replyInternal)
-		e.str(err.Error())
-	}
-}
-
-// decodeReply reads a reply's status; for an error it returns the error,
-// else the decoder positioned at the payload.
-func decodeReply(b []byte) (*dec, error) {
-	d := &dec{b: b}
-	switch status := d.byte(); status {
-	case replyOK:
-		return d, d.err
-	case replyQuery:
-		qe := &datachat.QueryError{Kind: d.str(), Message: d.str()}
-		if d.err != nil {
-			return nil, d.err
-		}
-		return nil, qe
-	case replyCoded:
-		code, msg := d.str(), d.str()
-		if d.err != nil {
-			return nil, d.err
-		}
-		if code != datachat.EINVALID {
-			// A worker names only what the user can fix; anything else it
-			// claims is the server's own failure.
-			return nil, fmt.Errorf("sql worker: %s: %s", code, msg)
-		}
-		return nil, &datachat.Error{Code: code, Message: msg}
-	case replyInternal:
-		msg := d.str()
-		if d.err != nil {
-			return nil, d.err
-		}
-		return nil, fmt.Errorf("sql worker: %s", msg)
-	case replyNoSpace:
-		// The one condition of the server a worker reports: its message
-		// is ours, nothing of the worker's. A worker that lies only gets
-		// its own request a 503.
-		return nil, datachat.NoSpace(errWorkerNoSpace)
-	}
-	return nil, errMalformed
 }

@@ -1,4 +1,28 @@
-package duckdb
+// Package worker is what runs inside a datachat SQL worker process: the
+// server's own binary, started again with [wire.WorkerEnv] set, which
+// becomes a worker before main runs (the init below). So every binary that
+// links this package — datachat itself, and each test binary — can serve as
+// its own worker without a second program to ship; package duckdb, the
+// server's side, imports it for that.
+//
+// A worker reads frames on fd 3 and answers on fd 4 (package wire). Its
+// first frame says what it is for:
+//
+//   - wire.OpOpen: one conversation's query engine. It limits itself
+//     (memory, CPU time, files and network: see limits_linux.go), builds the
+//     conversation's sandboxed DuckDB instance (instance.go, sandbox.go),
+//     then answers wire.OpQuery and wire.OpEstimate frames one at a time
+//     until its input closes. wire.OpCancel interrupts the running request.
+//   - wire.OpIngest: one dataset upload to check and convert to Parquet
+//     (ingest.go), then exit.
+//   - wire.OpSave: one spool of a query's rows to store as Parquet
+//     (save.go), then exit.
+//
+// Nothing a worker does can reach the server's memory; the server kills a
+// worker that outlives its deadline, and one that crashes fails only its own
+// request. This package is the only one of datachat's that links DuckDB's
+// library ([Version]).
+package worker
 
 import (
 	"bufio"
@@ -12,44 +36,14 @@ import (
 	"sync"
 	"time"
 
-	"datachat"
-
 	"github.com/duckdb/duckdb-go/v2/mapping"
-)
 
-// A worker is this same binary, started by the server with workerEnv set. It
-// becomes a worker before main runs (the init below), so every binary that
-// links this package — datachat itself, and each test binary — can serve as
-// its own worker without a second program to ship.
-//
-// A worker reads frames on fd 3 and answers on fd 4. Its first frame says what
-// it is for:
-//
-//   - opOpen: one conversation's query engine. It limits itself (memory, CPU
-//     time, files and network: see limits_linux.go), builds the conversation's
-//     sandboxed DuckDB instance, then answers opQuery and opEstimate
-//     frames one at a time until its input closes. opCancel interrupts the
-//     running request.
-//   - opIngest: one dataset upload to check and convert to Parquet, then exit.
-//   - opSave: one spool of a query's rows to store as Parquet (save.go),
-//     then exit.
-//
-// Nothing a worker does can reach the server's memory; the server kills a
-// worker that outlives its deadline, and one that crashes fails only its own
-// request.
-const workerEnv = "DATACHAT_DUCKDB_WORKER"
-
-const (
-	opOpen byte = iota + 1
-	opQuery
-	opEstimate
-	opCancel
-	opIngest
-	opSave
+	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 func init() {
-	if os.Getenv(workerEnv) == "" {
+	if os.Getenv(wire.WorkerEnv) == "" {
 		return
 	}
 	os.Exit(workerMain())
@@ -65,24 +59,23 @@ func workerMain() int {
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(out, 64<<10)
 	prewarm()
-	if writeFrame(w, nil) != nil { // ready: an empty frame
+	if wire.WriteFrame(w, nil) != nil { // ready: an empty frame
 		return 0 // the server went away
 	}
-	first, err := readFrame(r)
+	first, err := wire.ReadFrame(r)
 	if err != nil || len(first) == 0 {
 		return 0 // the server went away before giving work
 	}
-	d := &dec{b: first[1:]}
-	d.uvarint() // the request's number (see proc.call)
-	switch first[0] {
-	case opOpen:
+	op, _, d := wire.ReadRequest(first)
+	switch op {
+	case wire.OpOpen:
 		return serveQueries(r, w, d)
-	case opIngest:
+	case wire.OpIngest:
 		return serveIngest(w, d)
-	case opSave:
+	case wire.OpSave:
 		return serveSave(w, d)
 	}
-	fmt.Fprintf(os.Stderr, "datachat sql worker: unknown first frame %d\n", first[0])
+	fmt.Fprintf(os.Stderr, "datachat sql worker: unknown first frame %d\n", op)
 	return 2
 }
 
@@ -105,128 +98,30 @@ func prewarm() {
 }
 
 // reply writes one answer frame: the payload written by fn, or err.
-func reply(w *bufio.Writer, err error, fn func(*enc) error) error {
+func reply(w *bufio.Writer, err error, fn func(*wire.Enc) error) error {
+	noSpace := wroteNoSpace.Swap(false) // this request's full disk, or one it got past
+	e := &wire.Enc{}
 	if err == nil {
-		wroteNoSpace.Store(false) // a full disk the request got past
-	}
-	e := &enc{}
-	if err == nil {
-		e.byte(replyOK)
+		e.Byte(wire.ReplyOK)
 		if fn != nil {
 			if ferr := fn(e); ferr != nil {
-				e = &enc{}
+				e = &wire.Enc{}
 				err = ferr
 			}
 		}
 	}
 	if err != nil {
-		encodeError(e, err)
+		wire.EncodeError(e, err, noSpace)
 	}
-	return writeFrame(w, e.b)
-}
-
-// openRequest is what a query worker is given: its conversation's tables and
-// its limits.
-type openRequest struct {
-	Root         string // the worker's own directory (absolute): links to the datasets, spill files
-	Tables       []Table
-	MemoryLimit  int64
-	Threads      int
-	MaxTempBytes int64
-	Timeout      time.Duration // per query, enforced inside (interrupt); the server kills past it
-	Denied       []string      // the functions the catalog denies; nil: read them from the catalog, and report them
-	limits       workerLimits
-}
-
-func (o *openRequest) encode(e *enc) {
-	e.byte(opOpen)
-	e.str(o.Root)
-	e.uvarint(uint64(len(o.Tables)))
-	for _, t := range o.Tables {
-		e.str(t.Name)
-		e.str(t.Path)
-	}
-	e.varint(o.MemoryLimit)
-	e.int(o.Threads)
-	e.varint(o.MaxTempBytes)
-	e.varint(int64(o.Timeout))
-	e.bool(o.Denied != nil)
-	e.strs(o.Denied)
-	o.limits.encode(e)
-}
-
-func (o *openRequest) decode(d *dec) {
-	o.Root = d.str()
-	n := d.count(2)
-	o.Tables = make([]Table, n)
-	for i := range o.Tables {
-		o.Tables[i] = Table{Name: d.str(), Path: d.str()}
-	}
-	o.MemoryLimit = d.varint()
-	o.Threads = d.int()
-	o.MaxTempBytes = d.varint()
-	o.Timeout = time.Duration(d.varint())
-	if d.bool() {
-		o.Denied = d.strs()
-		if o.Denied == nil {
-			o.Denied = []string{}
-		}
-	} else {
-		d.strs()
-	}
-	o.limits.decode(d)
-}
-
-// workerLimits are the OS limits a worker puts itself under (see
-// applyLimits).
-type workerLimits struct {
-	Data     int64         // RLIMIT_DATA in bytes; 0: none
-	CPU      time.Duration // RLIMIT_CPU over the worker's life; 0: none
-	QueryCPU time.Duration // CPU time one request may use before SIGXCPU interrupts it; 0: none
-	Landlock bool          // restrict files, network and signals where the kernel can
-}
-
-func (l *workerLimits) encode(e *enc) {
-	e.varint(l.Data)
-	e.varint(int64(l.CPU))
-	e.varint(int64(l.QueryCPU))
-	e.bool(l.Landlock)
-}
-
-func (l *workerLimits) decode(d *dec) {
-	l.Data = d.varint()
-	l.CPU = time.Duration(d.varint())
-	l.QueryCPU = time.Duration(d.varint())
-	l.Landlock = d.bool()
-}
-
-// queryRequest is one query for a query worker.
-type queryRequest struct {
-	SQL    string
-	Limits resultLimits
-}
-
-func (q *queryRequest) encode(e *enc, op byte) {
-	e.byte(op)
-	e.str(q.SQL)
-	e.int(q.Limits.maxRows)
-	e.int(q.Limits.maxCell)
-	e.int(q.Limits.maxBytes)
-}
-
-func (q *queryRequest) decode(d *dec) {
-	q.SQL = d.str()
-	q.Limits.maxRows = d.int()
-	q.Limits.maxCell = d.int()
-	q.Limits.maxBytes = d.int()
+	return wire.WriteFrame(w, e.Bytes())
 }
 
 // serveQueries is a query worker's life.
-func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
-	var req openRequest
-	req.decode(d)
-	if d.err != nil {
-		reply(w, d.err, nil)
+func serveQueries(r *bufio.Reader, w *bufio.Writer, d *wire.Dec) int {
+	var req wire.Open
+	req.Decode(d)
+	if d.Err() != nil {
+		reply(w, d.Err(), nil)
 		return 2
 	}
 	for _, t := range req.Tables {
@@ -235,7 +130,7 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 			return 1
 		}
 	}
-	limits, err := applyLimits(req.limits, req.Root, realPaths(req.Tables))
+	limits, err := applyLimits(req.Limits, req.Root, realPaths(req.Tables))
 	if err != nil {
 		reply(w, err, nil)
 		return 1
@@ -247,11 +142,12 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 	}
 	defer in.close()
 	// The answer: the OS limits in force, and what the catalog denies.
-	if err := reply(w, nil, func(e *enc) error { e.strs(limits); e.strs(in.denied); return nil }); err != nil {
+	answer := wire.OpenAnswer{Limits: limits, Denied: in.denied}
+	if err := reply(w, nil, func(e *wire.Enc) error { answer.Encode(e); return nil }); err != nil {
 		return 0
 	}
 
-	// The running request's cancel, for opCancel and SIGXCPU. A cancel
+	// The running request's cancel, for wire.OpCancel and SIGXCPU. A cancel
 	// names its request: one that comes before the request starts (the
 	// frames cross) cancels it as it starts, and one for a request already
 	// answered cancels nothing.
@@ -276,12 +172,11 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 	go func() {
 		defer close(frames)
 		for {
-			b, err := readFrame(r)
+			b, err := wire.ReadFrame(r)
 			if err != nil || len(b) == 0 {
 				return
 			}
-			if b[0] == opCancel {
-				seq := (&dec{b: b[1:]}).uvarint()
+			if op, seq, _ := wire.ReadRequest(b); op == wire.OpCancel {
 				mu.Lock()
 				cancelled = max(cancelled, seq)
 				if seq == current && cancel != nil {
@@ -294,12 +189,11 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 		}
 	}()
 	for b := range frames {
-		var q queryRequest
-		qd := &dec{b: b[1:]}
-		seq := qd.uvarint()
-		q.decode(qd)
-		if qd.err != nil {
-			reply(w, qd.err, nil)
+		var q wire.Query
+		op, seq, qd := wire.ReadRequest(b)
+		q.Decode(qd)
+		if qd.Err() != nil {
+			reply(w, qd.Err(), nil)
 			return 2
 		}
 		ctx, c := context.WithCancelCause(context.Background())
@@ -310,16 +204,16 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 			c(context.Canceled)
 		}
 		mu.Unlock()
-		startQueryCPU(req.limits)
-		var res *Result
+		startQueryCPU(req.Limits)
+		var res *wire.Result
 		var n int64
-		switch b[0] {
-		case opQuery:
+		switch op {
+		case wire.OpQuery:
 			res, err = in.query(ctx, q.SQL, q.Limits)
-		case opEstimate:
+		case wire.OpEstimate:
 			n, err = in.estimate(ctx, q.SQL)
 		default:
-			err = fmt.Errorf("unknown request %d", b[0])
+			err = fmt.Errorf("unknown request %d", op)
 		}
 		err = stopReason(ctx, err, req.Timeout)
 		err = hideErrorPaths(err, req.Root, req.Tables)
@@ -328,11 +222,11 @@ func serveQueries(r *bufio.Reader, w *bufio.Writer, d *dec) int {
 		mu.Unlock()
 		stop()
 		c(nil)
-		if werr := reply(w, err, func(e *enc) error {
+		if werr := reply(w, err, func(e *wire.Enc) error {
 			if res != nil {
-				return e.result(res)
+				return e.Result(res)
 			}
-			e.varint(n)
+			e.Varint(n)
 			return nil
 		}); werr != nil {
 			return 0
@@ -351,20 +245,16 @@ func stopReason(ctx context.Context, err error, timeout time.Duration) error {
 	}
 	switch context.Cause(ctx) {
 	case errCPULimit:
-		return &datachat.QueryError{Kind: datachat.KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
+		return wire.CPULimitError()
 	case context.DeadlineExceeded:
-		return timeoutError(timeout)
+		return wire.TimeoutError(timeout)
 	}
 	return err
 }
 
-func timeoutError(timeout time.Duration) *datachat.QueryError {
-	return &datachat.QueryError{Kind: datachat.KindTimeout, Message: fmt.Sprintf("the query did not finish within %s and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)", timeout)}
-}
-
 // realPaths are the files the tables' links point to, which the worker may
 // read.
-func realPaths(tables []Table) []string {
+func realPaths(tables []wire.Table) []string {
 	out := make([]string, len(tables))
 	for i, t := range tables {
 		out[i] = t.Path
@@ -373,7 +263,7 @@ func realPaths(tables []Table) []string {
 }
 
 // hideErrorPaths applies hidePaths to the message of an error a user sees.
-func hideErrorPaths(err error, root string, tables []Table) error {
+func hideErrorPaths(err error, root string, tables []wire.Table) error {
 	var qe *datachat.QueryError
 	var de *datachat.Error
 	switch {
@@ -388,7 +278,7 @@ func hideErrorPaths(err error, root string, tables []Table) error {
 // hidePaths takes the worker's own directory and the datasets' real paths
 // out of a message a user will see: the files are named as the catalog names
 // them, by table.
-func hidePaths(msg, root string, tables []Table) string {
+func hidePaths(msg, root string, tables []wire.Table) string {
 	for i, t := range tables {
 		link := linkName(i, t)
 		if real, err := filepath.EvalSymlinks(t.Path); err == nil && real != t.Path {
