@@ -45,7 +45,6 @@ type Options struct {
 	ConnectTimeout time.Duration // TCP connect and TLS handshake; 10s
 	HeaderTimeout  time.Duration // until the response headers, and the longest silence while downloading; 30s
 	FetchTimeout   time.Duration // a whole download; 10m
-	MaxLine        int           // the longest CSV line (bytes), refused while the file spools; 2 MiB
 	// Resolver looks up host names (nil: the system's); tests set one
 	// answering on loopback.
 	Resolver *net.Resolver
@@ -101,9 +100,6 @@ func New(opts Options) (*Loader, error) {
 	}
 	if opts.FetchTimeout <= 0 {
 		opts.FetchTimeout = 10 * time.Minute
-	}
-	if opts.MaxLine <= 0 {
-		opts.MaxLine = duckdb.DefaultMaxLine
 	}
 	if opts.Engine == nil {
 		return nil, errors.New("dataset: Options.Engine is required")
@@ -198,7 +194,7 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 		return nil, fmt.Errorf("move upload: %w", err)
 	}
 	res, err := l.opts.Engine.Ingest(ctx, duckdb.IngestJob{
-		Dir: work, Input: duckdb.IngestInput, Name: name, MaxBytes: 4 * l.opts.MaxBytes, MaxLine: l.opts.MaxLine,
+		Dir: work, Input: duckdb.IngestInput, Name: name, MaxBytes: 4 * l.opts.MaxBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -328,13 +328,13 @@ func fileNameOf(resp *http.Response, u *url.URL) string {
 }
 
 // spool streams r into a temp file in the dataset directory, stopping past
-// MaxBytes.
+// MaxBytes, or at a line longer than the engine takes (Engine.LimitLines).
 func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
 	f, err := os.CreateTemp(l.tmpDir, "upload-*")
 	if err != nil {
 		return "", 0, datachat.ClassifyNoSpace(fmt.Errorf("create temp file: %w", err))
 	}
-	n, err := io.Copy(duckdb.LimitLines(f, l.opts.MaxLine, name), io.LimitReader(r, l.opts.MaxBytes+1))
+	n, err := io.Copy(l.opts.Engine.LimitLines(f, name), io.LimitReader(r, l.opts.MaxBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"datachat"
 	"datachat/internal/duckdb/wire"
+	sqlworker "datachat/internal/duckdb/worker"
 )
 
 // An upload is checked and converted to Parquet in a worker of its own
@@ -36,7 +38,6 @@ type IngestJob struct {
 	Input    string // the uploaded file's name in Dir
 	Name     string // the file's name as the user knows it, for messages
 	MaxBytes int64  // the largest decompressed size accepted (bytes)
-	MaxLine  int    // the longest CSV line accepted (bytes); 2 MiB
 
 	// Progress, if set, is called with how the job goes, from one
 	// goroutine at a time, every quarter of a second or so once the job has
@@ -44,10 +45,6 @@ type IngestJob struct {
 	// nothing. It must not block.
 	Progress func(IngestProgress)
 }
-
-// DefaultMaxLine is the longest CSV line an upload may have (bytes) when
-// neither the job nor the loader sets one: the one default, for both.
-const DefaultMaxLine = 2 << 20
 
 // Ingest checks and converts an uploaded file in a worker of its own, at most
 // IngestWorkers at once (a job waits its turn, while ctx lasts), and kills it
@@ -66,9 +63,6 @@ const DefaultMaxLine = 2 << 20
 //
 // Errors: EINVALID naming the file and what is wrong with it; ctx's error.
 func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, error) {
-	if job.MaxLine <= 0 {
-		job.MaxLine = DefaultMaxLine
-	}
 	relay := newProgressRelay(job.Progress, e.progressAfter, e.progressEvery)
 	if err := e.waitIngestSlot(ctx, relay); err != nil {
 		return nil, err
@@ -82,7 +76,7 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 	defer e.refill(&e.uploads) // once this job is done, not to take its CPU
 	defer p.shutdown(time.Second)
 	req := &wire.Ingest{
-		Dir: job.Dir, Input: job.Input, Name: job.Name, MaxBytes: job.MaxBytes, MaxLine: job.MaxLine,
+		Dir: job.Dir, Input: job.Input, Name: job.Name, MaxBytes: job.MaxBytes, MaxLine: e.opts.MaxLine,
 		MemoryLimit: e.opts.MemoryLimit, Threads: e.opts.Threads, Limits: e.opts.jobLimits(), Every: e.progressEvery,
 	}
 	onHard := datachat.Errorf(datachat.EINVALID, "%s took longer than %s to load and was stopped; load a smaller file, or convert it to Parquet first", job.Name, e.opts.IngestTimeout)
@@ -169,4 +163,13 @@ func (e *Engine) waitIngestSlot(ctx context.Context, relay *progressRelay) error
 			relay.send(IngestProgress{Phase: PhaseWaiting, Percent: -1})
 		}
 	}
+}
+
+// LimitLines returns a writer to w that fails, with an EINVALID error naming
+// the file, at the first line longer than Options.MaxLine: an upload's bytes
+// are written through it where they enter, as they spool. (Its worker
+// checks the bytes it makes in the same way: decompressed, or transcoded to
+// UTF-8.)
+func (e *Engine) LimitLines(w io.Writer, name string) io.Writer {
+	return sqlworker.LimitLines(w, e.opts.MaxLine, name)
 }

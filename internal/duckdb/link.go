@@ -30,10 +30,3 @@ func SizeText(n int64) string { return sqlworker.SizeText(n) }
 func ContextReader(ctx context.Context, r io.Reader) io.Reader {
 	return sqlworker.ContextReader(ctx, r)
 }
-
-// LimitLines returns a writer to w that fails, with an EINVALID error naming
-// the file, at the first line longer than max bytes (0: no limit): see
-// package worker, which checks the bytes it decompresses or transcodes so.
-func LimitLines(w io.Writer, max int, name string) io.Writer {
-	return sqlworker.LimitLines(w, max, name)
-}

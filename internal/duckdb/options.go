@@ -34,6 +34,14 @@ type Options struct {
 	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
 	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
 
+	// MaxLine is the longest CSV line an upload may have (bytes); 2 MiB.
+	// DuckDB's CSV reader would refuse a longer one only after spending
+	// time on it, more than linearly in its length, so it is refused where
+	// bytes enter: as the upload spools ([Engine.LimitLines]), and in its
+	// worker as it is decompressed or transcoded; the worker's DuckDB is
+	// given it as max_line_size.
+	MaxLine int
+
 	IngestWorkers int           // dataset conversions running at once, in slots of their own; one that runs past half a second makes queries run one fewer at once (never fewer than one: see Ingest); half the cores, at least 2
 	Spares        int           // worker processes kept started ahead, for new conversations; 2 (and IngestWorkers more, for uploads only)
 	IngestTimeout time.Duration // one dataset conversion; 10m
@@ -94,6 +102,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResultMB <= 0 {
 		o.MaxResultMB = 64
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = 2 << 20
 	}
 	if o.IngestWorkers <= 0 {
 		o.IngestWorkers = max(2, cores/2)
