@@ -1,4 +1,5 @@
-// Package duckdb is datachat's sandboxed SQL engine. Every DuckDB instance —
+// Package duckdb is datachat's sandboxed SQL engine, seen from the server.
+// Every DuckDB instance —
 // a conversation's queries, and the check and conversion of an uploaded
 // dataset — lives in a worker process: this same binary, re-executed, under
 // OS limits it puts itself under before DuckDB starts (memory, CPU time, and
@@ -7,10 +8,16 @@
 // binary form; a worker that crashes, runs out of memory or outlives its
 // deadline fails only its own query, and the next one gets a new worker.
 //
+// This package is the server's side (the engine, its scheduler and its pool
+// of worker processes); package worker is what runs inside a worker, and
+// package wire the protocol between them. This package imports worker, so
+// every binary that links it can serve as its own worker, but never calls
+// DuckDB itself.
+//
 // Inside a worker, a conversation's instance is read-only and locked down
 // (views over exactly its Parquet files, no other file, no network, no
 // settings), and every statement is checked on DuckDB's own parse tree before
-// it is bound (sandbox.go).
+// it is bound (package worker, sandbox.go).
 //
 // [Engine.Query] runs a query; [Engine.EstimateRows] asks DuckDB's planner how
 // many rows one would return; [Engine.Ingest] converts an upload. Errors are

@@ -117,7 +117,7 @@ func (s *Spool) Flush() error { return datachat.ClassifyNoSpace(s.w.Flush()) }
 func (s *Spool) Rows() int64 { return s.rows }
 
 // SaveColumns are the columns to store the rows with: each name made fit for
-// a table, each type the narrowest of saveTypes that holds every value the
+// a table, each type the narrowest of wire.SaveTypes that holds every value the
 // column had (text when none does).
 func (s *Spool) SaveColumns() []SaveColumn {
 	out := make([]SaveColumn, len(s.cols))

@@ -100,7 +100,7 @@ type IngestTable struct {
 }
 
 // SaveColumn is a column of a saved table: its name and the DuckDB type it
-// is stored with (one of saveTypes).
+// is stored with (one of [SaveTypes]).
 type SaveColumn struct {
 	Name string
 	Type string
@@ -109,9 +109,9 @@ type SaveColumn struct {
 // SaveJob is a spool of rows to store as Parquet.
 type SaveJob struct {
 	Dir     string       // the job's directory (absolute): holds Spool, receives the output; nothing else is reachable
-	Spool   string       // the spool's name in Dir, written by a [Spool]
+	Spool   string       // the spool's name in Dir, written by a duckdb.Spool
 	Name    string       // the table's name, for messages
-	Columns []SaveColumn // from [Spool.SaveColumns]
+	Columns []SaveColumn // from duckdb.Spool.SaveColumns
 }
 
 // FriendlyType maps a DuckDB type as DuckDB spells it (DESCRIBE's column_type,

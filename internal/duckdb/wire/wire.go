@@ -191,7 +191,8 @@ func (d *Dec) Strs() []string {
 	return out
 }
 
-// Value tags: the JSON-ready values of a result row (see [decoder]).
+// Value tags: the JSON-ready values of a result row (as the worker's
+// decoder of DuckDB's vectors makes them).
 const (
 	tagNull byte = iota
 	tagFalse
