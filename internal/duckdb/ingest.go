@@ -35,7 +35,7 @@ const IngestInput = "dc-input"
 // IngestJob is one uploaded file to check and store as Parquet.
 type IngestJob struct {
 	Dir      string // the job's directory (absolute): holds Input, receives the output; nothing else is reachable
-	Input    string // the uploaded file's name in Dir
+	Input    string // the uploaded file's name in Dir; not empty (the loader refuses an empty upload as it spools)
 	Name     string // the file's name as the user knows it, for messages
 	MaxBytes int64  // the largest decompressed size accepted (bytes)
 

@@ -93,9 +93,6 @@ func ingest(ctx context.Context, job wire.Ingest, prog *ingestProgress) (*wire.I
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	if fi.Size() == 0 {
-		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
-	}
 	threads := ingestThreads(job.Input, fi.Size(), job.Threads)
 	prog.set(wire.PhaseDecompressing)
 	in, err := decompress(ctx, job.Input, ".", name, job.MaxBytes, job.MaxLine)
