@@ -85,10 +85,12 @@ func Unscaled(s string, scale int) (*big.Int, bool) {
 	return n, true
 }
 
+// ParseDate reads a date as the results write one (2006-01-02).
 func ParseDate(s string) (time.Time, error) {
 	return time.ParseInLocation("2006-01-02", s, time.UTC)
 }
 
+// ParseClock reads a time of day as the results write one, on 1970-01-01.
 func ParseClock(s string) (time.Time, error) {
 	t, err := time.ParseInLocation("15:04:05.999999999", s, time.UTC)
 	if err != nil {
