@@ -45,7 +45,6 @@ type Options struct {
 	ConnectTimeout time.Duration // TCP connect and TLS handshake; 10s
 	HeaderTimeout  time.Duration // until the response headers, and the longest silence while downloading; 30s
 	FetchTimeout   time.Duration // a whole download; 10m
-	MaxLine        int           // the longest CSV line (bytes), refused while the file spools; 2 MiB
 	// Resolver looks up host names (nil: the system's); tests set one
 	// answering on loopback.
 	Resolver *net.Resolver
@@ -102,9 +101,6 @@ func New(opts Options) (*Loader, error) {
 	if opts.FetchTimeout <= 0 {
 		opts.FetchTimeout = 10 * time.Minute
 	}
-	if opts.MaxLine <= 0 {
-		opts.MaxLine = duckdb.DefaultMaxLine
-	}
 	if opts.Engine == nil {
 		return nil, errors.New("dataset: Options.Engine is required")
 	}
@@ -131,7 +127,7 @@ func (l *Loader) Dir() string { return l.opts.Dir }
 // CSV or JSON, unreadable); nothing is left behind on error.
 func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) ([]*Stored, error) {
 	name := cleanName(filename)
-	tmp, n, err := l.spool(duckdb.ContextReader(ctx, r), name)
+	tmp, err := l.spool(duckdb.ContextReader(ctx, r), name)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -139,7 +135,7 @@ func (l *Loader) Ingest(ctx context.Context, r io.Reader, filename string) ([]*S
 		return nil, err
 	}
 	defer os.Remove(tmp)
-	return l.store(ctx, tmp, n, name, name)
+	return l.store(ctx, tmp, name, name)
 }
 
 // RemoveAll deletes the stored files of datasets, for an upload that could
@@ -181,13 +177,10 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// store turns the spooled file tmp (n bytes) into stored Parquet datasets:
-// the engine checks and converts it in a worker of its own, in a work
-// directory that holds nothing else.
-func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source string) (_ []*Stored, err error) {
-	if n == 0 {
-		return nil, datachat.Errorf(datachat.EINVALID, "%s is empty", name)
-	}
+// store turns the spooled file tmp into stored Parquet datasets: the engine
+// checks and converts it in a worker of its own, in a work directory that
+// holds nothing else.
+func (l *Loader) store(ctx context.Context, tmp, name, source string) (_ []*Stored, err error) {
 	id := newID()
 	work := filepath.Join(l.tmpDir, id)
 	if err := os.MkdirAll(work, 0o700); err != nil {
@@ -198,7 +191,7 @@ func (l *Loader) store(ctx context.Context, tmp string, n int64, name, source st
 		return nil, fmt.Errorf("move upload: %w", err)
 	}
 	res, err := l.opts.Engine.Ingest(ctx, duckdb.IngestJob{
-		Dir: work, Input: duckdb.IngestInput, Name: name, MaxBytes: 4 * l.opts.MaxBytes, MaxLine: l.opts.MaxLine,
+		Dir: work, Input: duckdb.IngestInput, Name: name, MaxBytes: 4 * l.opts.MaxBytes,
 	})
 	if err != nil {
 		return nil, err

@@ -198,7 +198,7 @@ func (l *Loader) Fetch(ctx context.Context, rawURL string) ([]*Stored, error) {
 	name := fileNameOf(resp, u)
 	// A server that stops sending is given up on after HeaderTimeout of silence.
 	idle := time.AfterFunc(l.opts.HeaderTimeout, func() { cancel(errIdle) })
-	tmp, n, err := l.spool(idleReader{resp.Body, idle, l.opts.HeaderTimeout}, name)
+	tmp, err := l.spool(idleReader{resp.Body, idle, l.opts.HeaderTimeout}, name)
 	idle.Stop()
 	if err != nil {
 		switch {
@@ -216,7 +216,7 @@ func (l *Loader) Fetch(ctx context.Context, rawURL string) ([]*Stored, error) {
 		return nil, datachat.WrapError(datachat.EINVALID, fmt.Sprintf("could not load %s: the download failed", redact(u)), err)
 	}
 	defer os.Remove(tmp)
-	st, err := l.store(ctx, tmp, n, name, redact(u))
+	st, err := l.store(ctx, tmp, name, redact(u))
 	if err != nil {
 		return nil, err
 	}
@@ -327,25 +327,31 @@ func fileNameOf(resp *http.Response, u *url.URL) string {
 	return "dataset"
 }
 
-// spool streams r into a temp file in the dataset directory, stopping past
-// MaxBytes.
-func (l *Loader) spool(r io.Reader, name string) (string, int64, error) {
+// spool streams r into a temp file in the dataset directory: the one place
+// an upload's (or a download's) bytes enter, where what the loader refuses
+// of their size is decided — nothing at all, more than MaxBytes, a line
+// longer than the engine takes (Engine.LimitLines).
+func (l *Loader) spool(r io.Reader, name string) (string, error) {
 	f, err := os.CreateTemp(l.tmpDir, "upload-*")
 	if err != nil {
-		return "", 0, datachat.ClassifyNoSpace(fmt.Errorf("create temp file: %w", err))
+		return "", datachat.ClassifyNoSpace(fmt.Errorf("create temp file: %w", err))
 	}
-	n, err := io.Copy(duckdb.LimitLines(f, l.opts.MaxLine, name), io.LimitReader(r, l.opts.MaxBytes+1))
+	n, err := io.Copy(l.opts.Engine.LimitLines(f, name), io.LimitReader(r, l.opts.MaxBytes+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && n > l.opts.MaxBytes {
+	switch {
+	case err != nil:
+	case n == 0:
+		err = datachat.Errorf(datachat.EINVALID, "%s is empty", name)
+	case n > l.opts.MaxBytes:
 		err = datachat.Errorf(datachat.EINVALID, "%s is larger than the %s limit", name, duckdb.SizeText(l.opts.MaxBytes))
 	}
 	if err != nil {
 		os.Remove(f.Name())
 		// A full disk is the server's condition, not the file's fault, and
 		// its message names no server path.
-		return "", 0, datachat.ClassifyNoSpace(err)
+		return "", datachat.ClassifyNoSpace(err)
 	}
-	return f.Name(), n, nil
+	return f.Name(), nil
 }

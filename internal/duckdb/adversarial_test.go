@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	sqlworker "datachat/internal/duckdb/worker"
+
+	"datachat/internal/duckdb/wire"
+
 	"datachat"
 )
 
@@ -31,7 +35,7 @@ func sandboxEngine(t *testing.T, o Options) (e *Engine, tables []Table, check fu
 		if err != nil {
 			t.Fatalf("follow-up query: %v", err)
 		}
-		if got := cellText(res.Rows[0][0]) + "/" + cellText(res.Rows[0][1]); got != "10/row 0" {
+		if got := wire.CellText(res.Rows[0][0]) + "/" + wire.CellText(res.Rows[0][1]); got != "10/row 0" {
 			t.Fatalf("follow-up query: got %s, want 10/row 0", got)
 		}
 	}
@@ -103,7 +107,7 @@ func otherUserQueries(t *testing.T, e *Engine, tables []Table) (stop func()) {
 			default:
 			}
 			res, err := e.Query(other, "bob-conv", tables, "SELECT sum(id) FROM t")
-			if err != nil || cellText(res.Rows[0][0]) != "45" {
+			if err != nil || wire.CellText(res.Rows[0][0]) != "45" {
 				otherErrs = append(otherErrs, fmt.Errorf("%v %v", res, err))
 				continue
 			}
@@ -383,7 +387,7 @@ func TestNoServerPaths(t *testing.T) {
 	for _, row := range res.Rows {
 		queries = append(queries, "SELECT * FROM "+row[0].(string))
 	}
-	for _, f := range allowedTableFunctions {
+	for _, f := range sqlworker.AllowedTableFunctions() {
 		queries = append(queries, "SELECT * FROM "+f+"()")
 	}
 	mustNotShow(t, e, tables, queries, secrets)

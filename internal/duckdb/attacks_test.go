@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	sqlworker "datachat/internal/duckdb/worker"
+
+	"datachat/internal/duckdb/wire"
+
 	"datachat"
 )
 
@@ -215,7 +219,7 @@ func TestExplainForms2(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", sql, err)
 		}
-		if len(res.Rows) == 0 || cellText(res.Rows[0][0]) != "physical_plan" {
+		if len(res.Rows) == 0 || wire.CellText(res.Rows[0][0]) != "physical_plan" {
 			t.Errorf("%q: got %v, want the plain physical plan", sql, res.Rows)
 		}
 	}
@@ -332,7 +336,7 @@ func TestQuotingTricks(t *testing.T) {
 			}
 			continue
 		}
-		if len(res.Rows) != 1 || cellText(res.Rows[0][0]) != want {
+		if len(res.Rows) != 1 || wire.CellText(res.Rows[0][0]) != want {
 			t.Errorf("%q: got %v, want %q", sql, res.Rows, want)
 		}
 	}
@@ -567,7 +571,7 @@ func shadowEngine(t *testing.T, tmp string) (*Engine, []Table, string) {
 	p := mustParquet(t, data, "x.parquet", "SELECT range AS id FROM range(10)")
 	e := mustEngine(t, Options{Timeout: 5 * time.Second, TempDir: tmp})
 	var tables []Table
-	for _, n := range append([]string{"t"}, deniedRelations...) {
+	for _, n := range append([]string{"t"}, sqlworker.DeniedRelations()...) {
 		tables = append(tables, Table{Name: n, Path: p})
 	}
 	return e, tables, data
@@ -579,7 +583,7 @@ func TestShadowedViewsOwnTables(t *testing.T) {
 	e, tables, _ := shadowEngine(t, t.TempDir())
 	for _, tb := range tables {
 		res, err := e.Query(context.Background(), "conv", tables, "SELECT count(*) FROM "+datachat.QuoteIdent(tb.Name))
-		if err != nil || cellText(res.Rows[0][0]) != "10" {
+		if err != nil || wire.CellText(res.Rows[0][0]) != "10" {
 			t.Errorf("%s: %v %v, want the table's 10 rows", tb.Name, res, err)
 		}
 	}
@@ -634,7 +638,7 @@ func TestResultBytesCapped(t *testing.T) {
 	n := 0
 	for _, row := range res.Rows {
 		for _, v := range row {
-			n += len(cellText(v))
+			n += len(wire.CellText(v))
 		}
 	}
 	if limit := 8<<20 + e.opts.MaxCellBytes; n > limit {

@@ -18,7 +18,7 @@ import (
 func benchTables(b *testing.B) []Table {
 	b.Helper()
 	dir := b.TempDir()
-	return []Table{{"sales", mustParquet(b, dir, "sales.parquet", `SELECT range AS id, 'c' || (hash(range) % 20)::VARCHAR AS category,
+	return []Table{{Name: "sales", Path: mustParquet(b, dir, "sales.parquet", `SELECT range AS id, 'c' || (hash(range) % 20)::VARCHAR AS category,
 		(hash(range * 7) % 100000) / 100.0 AS price, (1 + hash(range * 3) % 10)::INTEGER AS quantity FROM range(1000000)`)}}
 }
 

@@ -1,4 +1,5 @@
-// Package duckdb is datachat's sandboxed SQL engine. Every DuckDB instance —
+// Package duckdb is datachat's sandboxed SQL engine, seen from the server.
+// Every DuckDB instance —
 // a conversation's queries, and the check and conversion of an uploaded
 // dataset — lives in a worker process: this same binary, re-executed, under
 // OS limits it puts itself under before DuckDB starts (memory, CPU time, and
@@ -7,10 +8,16 @@
 // binary form; a worker that crashes, runs out of memory or outlives its
 // deadline fails only its own query, and the next one gets a new worker.
 //
+// This package is the server's side (the engine, its scheduler and its pool
+// of worker processes); package worker is what runs inside a worker, and
+// package wire the protocol between them. This package imports worker, so
+// every binary that links it can serve as its own worker, but never calls
+// DuckDB itself.
+//
 // Inside a worker, a conversation's instance is read-only and locked down
 // (views over exactly its Parquet files, no other file, no network, no
 // settings), and every statement is checked on DuckDB's own parse tree before
-// it is bound (sandbox.go).
+// it is bound (package worker, sandbox.go).
 //
 // [Engine.Query] runs a query; [Engine.EstimateRows] asks DuckDB's planner how
 // many rows one would return; [Engine.Ingest] converts an upload. Errors are
@@ -31,6 +38,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // Engine runs sandboxed queries in worker processes. It is safe for
@@ -219,8 +227,8 @@ func (e *Engine) Close() error {
 // ctx's error when ctx ends first.
 func (e *Engine) Query(ctx context.Context, conversationID string, tables []Table, sql string) (*Result, error) {
 	var res *Result
-	err := e.do(ctx, conversationID, tables, opQuery, sql, func(d *dec) {
-		res = d.result()
+	err := e.do(ctx, conversationID, tables, wire.OpQuery, sql, func(d *wire.Dec) {
+		res = d.Result()
 	})
 	if err != nil {
 		return nil, err
@@ -233,8 +241,8 @@ func (e *Engine) Query(ctx context.Context, conversationID string, tables []Tabl
 // applies as for [Engine.Query].
 func (e *Engine) EstimateRows(ctx context.Context, conversationID string, tables []Table, sql string) (int64, error) {
 	var n int64
-	err := e.do(ctx, conversationID, tables, opEstimate, sql, func(d *dec) {
-		n = d.varint()
+	err := e.do(ctx, conversationID, tables, wire.OpEstimate, sql, func(d *wire.Dec) {
+		n = d.Varint()
 	})
 	return n, err
 }
@@ -258,7 +266,7 @@ func (e *Engine) Evict(conversationID string) {
 	}
 }
 
-func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, sql string, read func(*dec)) error {
+func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, sql string, read func(*wire.Dec)) error {
 	tables, err := checkTables(tables)
 	if err != nil {
 		return err
@@ -281,9 +289,8 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 	if err != nil {
 		return err
 	}
-	req := &enc{}
-	(&queryRequest{SQL: sql, Limits: resultLimits{maxRows: e.opts.MaxRows, maxCell: e.opts.MaxCellBytes, maxBytes: e.opts.MaxResultMB << 20}}).encode(req, op)
-	b, err := w.p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
+	req := &wire.Query{SQL: sql, Limits: wire.ResultLimits{MaxRows: e.opts.MaxRows, MaxCell: e.opts.MaxCellBytes, MaxBytes: e.opts.MaxResultMB << 20}}
+	b, err := w.p.call(ctx, op, req.Encode(), e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, wire.TimeoutError(e.opts.Timeout))
 	if err != nil {
 		// A worker that answered the cancel stays; a dead or killed one goes.
 		e.done(w, false)
@@ -295,17 +302,17 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 			slog.String("stderr_first", head), slog.String("stderr_last", lastLine(w.p.stderr.String())))
 		return err
 	}
-	d, err := decodeReply(b)
+	d, err := wire.DecodeReply(b)
 	if err == nil {
 		read(d)
-		err = d.err
+		err = d.Err()
 	}
 	// A worker whose answer does not decode is not trusted with another
 	// query; one whose query ran out of memory is replaced too, so the next
 	// query starts with all of its memory rather than with what DuckDB's
 	// allocator kept after the failure (a follow-up to such a query died of
 	// bad_alloc in CI).
-	e.done(w, errors.Is(err, errMalformed) || outOfMemory(err))
+	e.done(w, errors.Is(err, wire.ErrMalformed) || outOfMemory(err))
 	return err
 }
 
@@ -525,21 +532,22 @@ func (e *Engine) catalogPolicy(ctx context.Context) (denied, limits []string, er
 		return nil, nil, err
 	}
 	defer p.shutdown(time.Second)
-	req := &enc{}
-	(&openRequest{Root: root, MemoryLimit: e.opts.MemoryLimit, Threads: 1, MaxTempBytes: e.opts.MaxTempBytes,
-		Timeout: e.opts.Timeout, limits: e.opts.limits()}).encode(req)
-	b, err := p.call(ctx, req.b, time.Minute, time.Second, errors.New("the sql worker did not start within a minute"))
+	req := &wire.Open{Root: root, MemoryLimit: e.opts.MemoryLimit, Threads: 1, MaxTempBytes: e.opts.MaxTempBytes,
+		Timeout: e.opts.Timeout, Limits: e.opts.limits()}
+	b, err := p.call(ctx, wire.OpOpen, req.Encode(), time.Minute, time.Second, errors.New("the sql worker did not start within a minute"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("start sql worker: %w", err)
 	}
-	d, err := decodeReply(b)
+	d, err := wire.DecodeReply(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start sql worker: %w", err)
 	}
-	limits, denied = d.strs(), d.strs()
-	if d.err != nil {
-		return nil, nil, d.err
+	var answer wire.OpenAnswer
+	answer.Decode(d)
+	if d.Err() != nil {
+		return nil, nil, d.Err()
 	}
+	limits, denied = answer.Limits, answer.Denied
 	if len(denied) == 0 {
 		return nil, nil, errors.New("start sql worker: it denied no function")
 	}

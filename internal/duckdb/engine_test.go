@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"datachat/internal/duckdb/wire"
+
 	"datachat"
 )
 
@@ -83,7 +85,7 @@ func TestFriendlyType(t *testing.T) {
 		"MAP(VARCHAR, MAP(INTEGER, BOOLEAN))": "map", "ENUM('a', 'b')": "text", "JSON": "text",
 		"STRUCT(a INTEGER)[]": "list", "": "text", "GEOMETRY": "text",
 	} {
-		if got := FriendlyType(in); got != want {
+		if got := wire.FriendlyType(in); got != want {
 			t.Errorf("FriendlyType(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -283,24 +285,24 @@ func TestTablesChange(t *testing.T) {
 	b := mustParquet(t, dir, "b.parquet", "SELECT 2 AS y")
 	e := mustEngine(t, Options{})
 	ctx := context.Background()
-	if _, err := e.Query(ctx, "c", []Table{{"a", a}}, "SELECT * FROM a"); err != nil {
+	if _, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Query(ctx, "c", []Table{{"a", a}}, "SELECT * FROM b"); err == nil {
+	if _, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM b"); err == nil {
 		t.Fatal("b visible before it was added")
 	}
-	res, err := e.Query(ctx, "c", []Table{{"a", a}, {"b", b}}, "SELECT x + y FROM a, b")
+	res, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}, {Name: "b", Path: b}}, "SELECT x + y FROM a, b")
 	if err != nil || res.Rows[0][0] != int64(3) {
 		t.Fatalf("after adding b: %v %v", res, err)
 	}
-	if _, err := e.Query(ctx, "c", []Table{{"b", b}}, "SELECT * FROM a"); err == nil {
+	if _, err := e.Query(ctx, "c", []Table{{Name: "b", Path: b}}, "SELECT * FROM a"); err == nil {
 		t.Fatal("a still visible after it was removed")
 	}
 	e.Evict("c")
 	if n := e.Processes(); n != 0 {
 		t.Errorf("%d workers after Evict", n)
 	}
-	if _, err := e.Query(ctx, "c", []Table{{"missing", filepath.Join(dir, "nope.parquet")}}, "SELECT 1"); datachat.ErrorCode(err) != datachat.EINVALID {
+	if _, err := e.Query(ctx, "c", []Table{{Name: "missing", Path: filepath.Join(dir, "nope.parquet")}}, "SELECT 1"); datachat.ErrorCode(err) != datachat.EINVALID {
 		t.Errorf("missing file: got %v, want EINVALID", err)
 	}
 }
@@ -368,7 +370,7 @@ func TestConcurrent(t *testing.T) {
 				conv, p, want = "two", p2, 999000
 			}
 			for range 3 {
-				res, err := e.Query(context.Background(), conv, []Table{{"t", p}}, "SELECT sum(v)::BIGINT FROM t")
+				res, err := e.Query(context.Background(), conv, []Table{{Name: "t", Path: p}}, "SELECT sum(v)::BIGINT FROM t")
 				if err != nil {
 					errs <- err
 					return
@@ -395,7 +397,7 @@ func TestInstanceCost(t *testing.T) {
 	var tables []Table
 	for i := range 5 {
 		name := fmt.Sprintf("t%d", i)
-		tables = append(tables, Table{name, mustParquet(t, dir, name+".parquet", "SELECT range AS id, range::VARCHAR AS s FROM range(100000)")})
+		tables = append(tables, Table{Name: name, Path: mustParquet(t, dir, name+".parquet", "SELECT range AS id, range::VARCHAR AS s FROM range(100000)")})
 	}
 	e := mustEngine(t, Options{})
 	ctx := context.Background()
@@ -472,11 +474,11 @@ func TestPrepare(t *testing.T) {
 	b := mustParquet(t, dir, "b.parquet", "SELECT 2 AS y")
 	e := mustEngine(t, Options{})
 	ctx := context.Background()
-	if _, err := e.Query(ctx, "c", []Table{{"a", a}}, "SELECT * FROM a"); err != nil {
+	if _, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM a"); err != nil {
 		t.Fatal(err)
 	}
 	old := workerPid(e, "c")
-	both := []Table{{"a", a}, {"b", b}}
+	both := []Table{{Name: "a", Path: a}, {Name: "b", Path: b}}
 	e.Prepare("c", both)
 	// A query at once waits for the worker being prepared.
 	res, err := e.Query(ctx, "c", both, "SELECT x + y FROM a, b")

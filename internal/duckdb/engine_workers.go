@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // The engine's worker processes: the warm pools of spares started ahead, a
@@ -18,7 +19,7 @@ import (
 
 // warmPool holds worker processes started ahead (spares), so that a new
 // conversation or an upload need not wait for exec and for DuckDB to load:
-// each has readied DuckDB (prewarm) and waits for its first frame, which says
+// each has readied DuckDB (see package worker) and waits for its first frame, which says
 // what it is for; it takes no limits and reads no file before that frame,
 // and serves one conversation or one upload for the rest of its life.
 type warmPool struct {
@@ -42,18 +43,16 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 		return nil, err
 	}
 	w := &worker{key: key, tables: tables, p: p, root: root}
-	req := &enc{}
-	(&openRequest{
+	req := &wire.Open{
 		Root: root, Tables: tables, MemoryLimit: e.opts.MemoryLimit, Threads: e.threadsFor(tables),
-		MaxTempBytes: e.opts.MaxTempBytes, Timeout: e.opts.Timeout, Denied: e.denied, limits: e.opts.limits(),
-	}).encode(req)
-	b, err := p.call(ctx, req.b, e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, timeoutError(e.opts.Timeout))
+		MaxTempBytes: e.opts.MaxTempBytes, Timeout: e.opts.Timeout, Denied: e.denied, Limits: e.opts.limits(),
+	}
+	b, err := p.call(ctx, wire.OpOpen, req.Encode(), e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, wire.TimeoutError(e.opts.Timeout))
 	if err == nil {
-		var d *dec
-		if d, err = decodeReply(b); err == nil {
-			d.strs()
-			d.strs()
-			err = d.err
+		var d *wire.Dec
+		if d, err = wire.DecodeReply(b); err == nil {
+			(&wire.OpenAnswer{}).Decode(d)
+			err = d.Err()
 		}
 	}
 	if err != nil {
@@ -86,7 +85,7 @@ func (e *Engine) take(pool *warmPool) (*proc, error) {
 		e.mu.Lock()
 		var p *proc
 		if len(pool.procs) > 0 {
-			// One that has readied DuckDB (prewarm), else the oldest: the
+			// One that has readied DuckDB (see package worker), else the oldest: the
 			// likeliest to be ready soonest.
 			i := max(0, slices.IndexFunc(pool.procs, (*proc).isReady))
 			p = pool.procs[i]

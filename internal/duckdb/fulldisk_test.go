@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"datachat/internal/disktest"
+	"datachat/internal/duckdb/wire"
 )
 
 // workerRoot is the directory of a conversation's worker.
@@ -92,7 +93,7 @@ func TestCatalogCannotChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cellText(res.Rows[0][0]); got != "0/1/0/0/0/0" {
+	if got := wire.CellText(res.Rows[0][0]); got != "0/1/0/0/0/0" {
 		t.Errorf("catalog after the attempts: tables/views/sequences/types/functions/schemas = %s, want 0/1/0/0/0/0: the view t alone", got)
 	}
 	check(t)
@@ -114,7 +115,7 @@ func TestQueriesOnFullDisk(t *testing.T) {
 		if err != nil {
 			t.Fatalf("query in %s on a full disk: %v", conv, err)
 		}
-		if got := cellText(res.Rows[0][0]); got != "100000" {
+		if got := wire.CellText(res.Rows[0][0]); got != "100000" {
 			t.Fatalf("query in %s: got %s rows", conv, got)
 		}
 	}

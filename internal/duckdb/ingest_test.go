@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"datachat/internal/duckdb/wire"
+
 	"datachat"
 )
 
@@ -239,26 +241,22 @@ func TestProgressRelay(t *testing.T) {
 		var got []IngestProgress
 		r := newProgressRelay(func(p IngestProgress) { got = append(got, p) }, time.Second, 250*time.Millisecond)
 		frame := func(phase byte, size, bytes int64, percent float64) []byte {
-			e := &enc{}
-			e.byte(phase)
-			e.varint(size)
-			e.varint(bytes)
-			e.float(percent)
-			return e.b
+			f := wire.Progress{Phase: phase, Size: size, Bytes: bytes, Percent: percent}
+			return f.Frame()[1:] // after the status byte, as the relay is given it
 		}
-		r.frame(frame(phaseConverting, 100, 10, 10))
+		r.frame(frame(wire.PhaseConverting, 100, 10, 10))
 		time.Sleep(999 * time.Millisecond)
 		r.send(IngestProgress{Phase: PhaseWaiting})
 		if len(got) != 0 {
 			t.Fatalf("told within the first second: %+v", got)
 		}
 		time.Sleep(time.Millisecond)
-		r.frame(frame(phaseConverting, 100, 10, 10))
-		r.frame(frame(phaseConverting, 100, 20, 20)) // at once: not told
+		r.frame(frame(wire.PhaseConverting, 100, 10, 10))
+		r.frame(frame(wire.PhaseConverting, 100, 20, 20)) // at once: not told
 		time.Sleep(199 * time.Millisecond)
-		r.frame(frame(phaseConverting, 100, 30, 30)) // too soon
+		r.frame(frame(wire.PhaseConverting, 100, 30, 30)) // too soon
 		time.Sleep(time.Millisecond)
-		r.frame(frame(phaseConverting, 100, 40, 40))
+		r.frame(frame(wire.PhaseConverting, 100, 40, 40))
 		want := []IngestProgress{
 			{Phase: PhaseConverting, Elapsed: time.Second, Size: 100, Bytes: 10, Percent: 10},
 			{Phase: PhaseConverting, Elapsed: 1200 * time.Millisecond, Size: 100, Bytes: 40, Percent: 40},
@@ -274,13 +272,13 @@ func TestProgressRelay(t *testing.T) {
 			want  *IngestProgress // nil: dropped
 		}{
 			{"empty", nil, nil},
-			{"cut short", frame(phaseConverting, 100, 10, 10)[:5], nil},
+			{"cut short", frame(wire.PhaseConverting, 100, 10, 10)[:5], nil},
 			{"no such phase", frame(9, 100, 10, 10), nil},
 			{"phase 0", frame(0, 100, 10, 10), nil},
-			{"NaN percent", frame(phaseConverting, 100, 10, math.NaN()), &IngestProgress{Phase: PhaseConverting, Size: 100, Bytes: 10, Percent: -1}},
-			{"over 100 percent", frame(phaseConverting, 100, 10, 1e300), &IngestProgress{Phase: PhaseConverting, Size: 100, Bytes: 10, Percent: -1}},
-			{"negative numbers", frame(phaseConverting, -5, -7, -3), &IngestProgress{Phase: PhaseConverting, Percent: -1}},
-			{"percent while unpacking", frame(phaseDecompressing, 100, 10, 50), &IngestProgress{Phase: PhaseDecompressing, Size: 100, Bytes: 10, Percent: -1}},
+			{"NaN percent", frame(wire.PhaseConverting, 100, 10, math.NaN()), &IngestProgress{Phase: PhaseConverting, Size: 100, Bytes: 10, Percent: -1}},
+			{"over 100 percent", frame(wire.PhaseConverting, 100, 10, 1e300), &IngestProgress{Phase: PhaseConverting, Size: 100, Bytes: 10, Percent: -1}},
+			{"negative numbers", frame(wire.PhaseConverting, -5, -7, -3), &IngestProgress{Phase: PhaseConverting, Percent: -1}},
+			{"percent while unpacking", frame(wire.PhaseDecompressing, 100, 10, 50), &IngestProgress{Phase: PhaseDecompressing, Size: 100, Bytes: 10, Percent: -1}},
 		} {
 			got = nil
 			time.Sleep(time.Second)
@@ -299,7 +297,7 @@ func TestProgressRelay(t *testing.T) {
 		}
 
 		var nilRelay *progressRelay // no Progress: nothing to do, nothing fails
-		nilRelay.frame(frame(phaseConverting, 1, 1, 1))
+		nilRelay.frame(frame(wire.PhaseConverting, 1, 1, 1))
 		nilRelay.send(IngestProgress{})
 		if newProgressRelay(nil, 0, 0) != nil {
 			t.Error("a relay for no Progress")

@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"datachat/internal/duckdb/wire"
 )
 
 // The engine's options and their defaults, and the OS limits a worker puts
@@ -31,6 +33,14 @@ type Options struct {
 	MaxTempBytes int64  // spill space per worker; 4 × MemoryLimit
 	MaxCellBytes int    // a text or blob value longer than this is cut (and the result marked truncated); 1 MiB
 	MaxResultMB  int    // decoded result size (MiB) beyond which rows stop (truncated); 64
+
+	// MaxLine is the longest CSV line an upload may have (bytes); 2 MiB.
+	// DuckDB's CSV reader would refuse a longer one only after spending
+	// time on it, more than linearly in its length, so it is refused where
+	// bytes enter: as the upload spools ([Engine.LimitLines]), and in its
+	// worker as it is decompressed or transcoded; the worker's DuckDB is
+	// given it as max_line_size.
+	MaxLine int
 
 	IngestWorkers int           // dataset conversions running at once, in slots of their own; one that runs past half a second makes queries run one fewer at once (never fewer than one: see Ingest); half the cores, at least 2
 	Spares        int           // worker processes kept started ahead, for new conversations; 2 (and IngestWorkers more, for uploads only)
@@ -93,6 +103,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxResultMB <= 0 {
 		o.MaxResultMB = 64
 	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = 2 << 20
+	}
 	if o.IngestWorkers <= 0 {
 		o.IngestWorkers = max(2, cores/2)
 	}
@@ -120,12 +133,21 @@ func selfPath() string {
 	return p
 }
 
-// limits are the OS limits a worker puts itself under.
-func (o *Options) limits() workerLimits {
-	return workerLimits{
+// limits are the OS limits a query worker puts itself under.
+func (o *Options) limits() wire.Limits {
+	return wire.Limits{
 		Data:     o.MemoryLimit*3/2 + 512<<20,
 		CPU:      max(time.Hour, 100*o.Timeout*time.Duration(o.Threads)),
 		QueryCPU: o.Timeout*time.Duration(o.Threads) + o.KillGrace,
 		Landlock: !o.NoLandlock,
 	}
+}
+
+// jobLimits are the OS limits an upload's or a save's worker puts itself
+// under: a query worker's, with CPU time for one job of IngestTimeout.
+func (o *Options) jobLimits() wire.Limits {
+	l := o.limits()
+	l.CPU = o.IngestTimeout*time.Duration(o.Threads) + o.KillGrace
+	l.QueryCPU = 0
+	return l
 }

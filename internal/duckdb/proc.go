@@ -3,7 +3,6 @@ package duckdb
 import (
 	"bufio"
 	"context"
-	"datachat"
 	"errors"
 	"fmt"
 	"io"
@@ -13,17 +12,20 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // proc is one worker process, seen from the server: the same binary started
-// again with workerEnv set (see worker.go), talking frames over two pipes.
+// again with wire.WorkerEnv set (see package worker), talking frames over two pipes.
 // One request is in flight at a time.
 type proc struct {
 	cmd     *exec.Cmd
 	toW     *os.File      // the pipe the worker reads (its fd 3)
 	w       *bufio.Writer // over toW
 	replies chan []byte   // frames from the worker; closed when reading stops
-	ready   chan struct{} // closed when the worker has readied DuckDB (an empty frame; see prewarm)
+	ready   chan struct{} // closed when the worker has readied DuckDB (an empty frame)
 	exited  chan struct{} // closed once the process has been waited for
 	stopped chan struct{} // closed when the server gives the process up
 	stderr  *tailWriter
@@ -96,7 +98,7 @@ func pipePair() (r, w *os.File, err error) {
 // (API keys, database URLs) reaches it.
 func workerEnviron(o *Options) []string {
 	return []string{
-		workerEnv + "=1",
+		wire.WorkerEnv + "=1",
 		"HOME=" + o.TempDir,
 		"TMPDIR=" + o.TempDir,
 		"LANG=C.UTF-8",
@@ -108,7 +110,7 @@ func (p *proc) read(r *os.File) {
 	defer close(p.replies)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		b, err := readFrame(br)
+		b, err := wire.ReadFrame(br)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 				p.kill(fmt.Errorf("sql worker sent a bad frame: %w", err))
@@ -116,7 +118,7 @@ func (p *proc) read(r *os.File) {
 			return
 		}
 		if len(b) == 0 {
-			// The worker is ready (see prewarm); no reply is empty.
+			// The worker is ready (an empty frame); no reply is empty.
 			select {
 			case <-p.ready:
 			default:
@@ -144,34 +146,29 @@ func (p *proc) isReady() bool {
 
 // send writes one frame to the worker.
 func (p *proc) send(b []byte) error {
-	if err := writeFrame(p.w, b); err != nil {
+	if err := wire.WriteFrame(p.w, b); err != nil {
 		return p.deathOr(fmt.Errorf("write to sql worker: %w", err))
 	}
 	return nil
 }
 
-// call sends a request and waits for its reply. When ctx ends first, the
+// call sends a request (op and its body) and waits for its reply. When ctx ends first, the
 // worker is asked to cancel and given grace to answer, then killed; when hard
 // passes first (0: never), it is killed and the call fails with onHard.
-func (p *proc) call(ctx context.Context, req []byte, hard, grace time.Duration, onHard error) ([]byte, error) {
-	return p.callWith(ctx, req, hard, grace, onHard, nil)
+func (p *proc) call(ctx context.Context, op byte, body []byte, hard, grace time.Duration, onHard error) ([]byte, error) {
+	return p.callWith(ctx, op, body, hard, grace, onHard, nil)
 }
 
 // callWith is call, handing each progress frame that comes before the reply
 // (its content after the status byte) to progress. With a nil progress a
 // progress frame is the reply, which then does not decode: only ingest
 // workers send them.
-func (p *proc) callWith(ctx context.Context, req []byte, hard, grace time.Duration, onHard error, progress func([]byte)) ([]byte, error) {
-	// The frame is the request's op, its number, then the rest of it.
+func (p *proc) callWith(ctx context.Context, op byte, body []byte, hard, grace time.Duration, onHard error, progress func([]byte)) ([]byte, error) {
 	p.mu.Lock()
 	p.seq++
 	seq := p.seq
 	p.mu.Unlock()
-	frame := &enc{b: make([]byte, 0, len(req)+10)}
-	frame.byte(req[0])
-	frame.uvarint(seq)
-	frame.b = append(frame.b, req[1:]...)
-	if err := p.send(frame.b); err != nil {
+	if err := p.send(wire.Request(op, seq, body)); err != nil {
 		return nil, err
 	}
 	var hardC <-chan time.Time
@@ -181,7 +178,7 @@ func (p *proc) callWith(ctx context.Context, req []byte, hard, grace time.Durati
 		hardC = t.C
 	}
 	isProgress := func(b []byte) bool {
-		if progress == nil || len(b) == 0 || b[0] != replyProgress {
+		if progress == nil || len(b) == 0 || b[0] != wire.ReplyProgress {
 			return false
 		}
 		progress(b[1:])
@@ -206,10 +203,7 @@ wait:
 		}
 	}
 	// The caller gave up: stop the query, keep the worker if it answers.
-	cancel := &enc{}
-	cancel.byte(opCancel)
-	cancel.uvarint(seq)
-	if err := p.send(cancel.b); err != nil {
+	if err := p.send(wire.Cancel(seq)); err != nil {
 		return nil, ctx.Err()
 	}
 	t := time.NewTimer(grace)
@@ -315,7 +309,7 @@ func exitError(st *os.ProcessState, stderr string) error {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		switch sig := ws.Signal(); {
 		case sig == syscall.SIGXCPU:
-			return &datachat.QueryError{Kind: datachat.KindTimeout, Message: "the query used more CPU time than allowed and was stopped; make it cheaper (filter, aggregate, LIMIT, fewer joins)"}
+			return wire.CPULimitError()
 		case sig == syscall.SIGKILL && !outOfMemory:
 			return &datachat.QueryError{Kind: datachat.KindMemory, Message: "the query's engine process was killed from outside, most likely because the machine ran short of memory; make the query lighter (aggregate, filter, fewer or smaller columns)"}
 		case outOfMemory:

@@ -1,13 +1,9 @@
 package duckdb
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/duckdb/duckdb-go/v2/mapping"
+	"datachat/internal/duckdb/wire"
 )
 
 // IngestProgress is how far an upload's conversion has come (see
@@ -31,17 +27,11 @@ const (
 	PhaseDescribing    = "describing"    // the stored file read back: columns, row count, samples
 )
 
-// Phases as a worker's progress frames carry them.
-const (
-	phaseDecompressing byte = iota + 1
-	phaseConverting
-	phaseDescribing
-)
-
+// phaseNames name the phases of a worker's progress frames.
 var phaseNames = map[byte]string{
-	phaseDecompressing: PhaseDecompressing,
-	phaseConverting:    PhaseConverting,
-	phaseDescribing:    PhaseDescribing,
+	wire.PhaseDecompressing: PhaseDecompressing,
+	wire.PhaseConverting:    PhaseConverting,
+	wire.PhaseDescribing:    PhaseDescribing,
 }
 
 // progressRelay hands a job's progress to its caller: nothing before after
@@ -81,118 +71,16 @@ func (r *progressRelay) frame(b []byte) {
 	if r == nil {
 		return
 	}
-	d := &dec{b: b}
-	phase := phaseNames[d.byte()]
-	p := IngestProgress{Phase: phase, Size: max(d.varint(), 0), Bytes: max(d.varint(), 0), Percent: d.float()}
-	if d.err != nil || phase == "" {
+	d := wire.NewDec(b)
+	var f wire.Progress
+	f.Decode(d)
+	phase := phaseNames[f.Phase]
+	p := IngestProgress{Phase: phase, Size: max(f.Size, 0), Bytes: max(f.Bytes, 0), Percent: f.Percent}
+	if d.Err() != nil || phase == "" {
 		return
 	}
 	if !(p.Percent >= 0 && p.Percent <= 100) || phase != PhaseConverting { // NaN too
 		p.Percent = -1
 	}
 	r.send(p)
-}
-
-// ingestProgress is how far a job has come, inside its worker: set by
-// ingest as it goes, read by the goroutine that reports it (report).
-type ingestProgress struct {
-	dir string // the job's directory
-
-	mu     sync.Mutex
-	phase  byte
-	size   int64
-	unpack int64              // the size of the file DuckDB converts (the upload, or what it unpacked to)
-	conn   mapping.Connection // while DuckDB converts: the job's connection, whose queries' progress DuckDB tells
-}
-
-// set enters a phase.
-func (p *ingestProgress) set(phase byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.phase = phase
-	if p.size == 0 {
-		if fi, err := os.Stat(filepath.Join(p.dir, IngestInput)); err == nil {
-			p.size = fi.Size()
-		}
-	}
-}
-
-// reading notes the file DuckDB will convert, whose size Percent is of.
-func (p *ingestProgress) reading(path string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if fi, err := os.Stat(filepath.Join(p.dir, path)); err == nil {
-		p.unpack = fi.Size()
-	}
-}
-
-// converting enters the converting phase on conn, whose queries' progress
-// DuckDB then tells, until closing (which must come before conn is closed).
-func (p *ingestProgress) converting(conn mapping.Connection) {
-	p.set(phaseConverting)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.conn = conn
-}
-
-// closing forgets the connection converting gave.
-func (p *ingestProgress) closing() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.conn = mapping.Connection{}
-}
-
-// frame is the progress frame of now.
-func (p *ingestProgress) frame() []byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var bytes int64
-	percent := -1.0
-	switch {
-	case p.phase == phaseDecompressing:
-		if fi, err := os.Stat(filepath.Join(p.dir, fileDecompressed)); err == nil {
-			bytes = fi.Size()
-		}
-	case p.phase == phaseConverting && p.conn.Ptr != nil:
-		qp := mapping.QueryProgress(p.conn)
-		if pct, _, _ := mapping.QueryProgressTypeMembers(&qp); pct >= 0 && pct <= 100 {
-			percent, bytes = pct, int64(pct/100*float64(p.unpack))
-		}
-	}
-	e := &enc{}
-	e.byte(replyProgress)
-	e.byte(p.phase)
-	e.varint(p.size)
-	e.varint(bytes)
-	e.float(percent)
-	return e.b
-}
-
-// report writes a progress frame every interval until stop is called; stop
-// returns once it has written its last, so that the reply that follows is
-// the only writer.
-func (p *ingestProgress) report(w *bufio.Writer, every time.Duration) (stop func()) {
-	done, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				started := p.phase != 0
-				p.mu.Unlock()
-				if started && writeFrame(w, p.frame()) != nil {
-					return
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-exited
-	}
 }

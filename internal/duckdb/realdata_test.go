@@ -17,7 +17,7 @@ import (
 // memory limit, and the instance must keep serving.
 func TestDecompressionBomb(t *testing.T) {
 	e := mustEngine(t, Options{MemoryLimit: 256 << 20})
-	tables := []Table{{"bomb", sharedtest.Path(t, "data/parquet/large_string_map.brotli.parquet")}}
+	tables := []Table{{Name: "bomb", Path: sharedtest.Path(t, "data/parquet/large_string_map.brotli.parquet")}}
 	ctx := context.Background()
 	res, err := e.Query(ctx, "c", tables, "SELECT count(*) FROM bomb")
 	if err != nil || res.Rows[0][0] != int64(2) {
@@ -40,7 +40,7 @@ func TestParquetTestdata(t *testing.T) {
 	e := mustEngine(t, Options{MemoryLimit: 256 << 20})
 	ctx := context.Background()
 	query := func(file, q string) (*Result, error) {
-		return e.Query(ctx, "", []Table{{"t", sharedtest.Path(t, "data/parquet/"+file)}}, q)
+		return e.Query(ctx, "", []Table{{Name: "t", Path: sharedtest.Path(t, "data/parquet/"+file)}}, q)
 	}
 	// int96_from_spark read in place (as the engine's tests do): rows 1–5 as
 	// Spark wrote them; row 6 (year 290000) DuckDB converts silently to a
@@ -108,7 +108,7 @@ func TestSharedParquet(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(f.Name(), func(t *testing.T) {
-			res, err := e.Query(context.Background(), "", []Table{{"t", filepath.Join(dir, f.Name())}}, "SELECT * FROM t")
+			res, err := e.Query(context.Background(), "", []Table{{Name: "t", Path: filepath.Join(dir, f.Name())}}, "SELECT * FROM t")
 			if want, ok := failing[f.Name()]; ok {
 				if err == nil {
 					t.Fatalf("got %d rows, want an error", res.RowCount)

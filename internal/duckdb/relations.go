@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"datachat"
+	sqlworker "datachat/internal/duckdb/worker"
 )
 
 // Relations returns the names of the tables, among tables, that sql reads,
@@ -55,7 +56,7 @@ func relationsOf(text string) (map[string]bool, error) {
 	if m, ok := tree.(map[string]any); ok && m["error"] == true {
 		msg, _ := m["error_message"].(string)
 		if strings.Contains(msg, "Only SELECT") {
-			return nil, refused(onlySelect)
+			return nil, &datachat.QueryError{Kind: datachat.KindRefused, Message: sqlworker.OnlySelect}
 		}
 		return nil, &datachat.QueryError{Kind: datachat.KindSyntax, Message: msg}
 	}

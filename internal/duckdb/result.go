@@ -3,78 +3,26 @@ package duckdb
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/mattn/go-runewidth"
 
-	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // Result is the shape of a query result (datachat.QueryResult), shared by
 // POST …/sql, `sql --format json` and tool_call_result. Rows hold JSON-ready
 // values: nil, bool, int64, json.Number, string, []any and [Object].
-type Result = datachat.QueryResult
+type Result = wire.Result
 
 // Object is a JSON object that keeps its keys in order: a STRUCT's fields, a
 // MAP's entries (keys written as text), a UNION's active member.
-type Object []Field
+type Object = wire.Object
 
 // Field is one key of an [Object].
-type Field struct {
-	Key   string
-	Value any
-}
-
-// MarshalJSON writes the fields in order.
-func (o Object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(f.Key)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(f.Value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// cellText renders one value as text: strings as they are, numbers and booleans
-// as JSON writes them, lists and objects as JSON, and NULL as "".
-func cellText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case json.Number:
-		return string(x)
-	case bool:
-		return strconv.FormatBool(x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		return string(b)
-	}
-}
+type Field = wire.Field
 
 // truncationNote says why a result stopped short.
 func truncationNote(r *Result) string {
@@ -98,7 +46,7 @@ func WriteTable(w io.Writer, r *Result) error {
 				line[i] = "NULL"
 				continue
 			}
-			s := strings.ReplaceAll(cellText(v), "\r", `\r`)
+			s := strings.ReplaceAll(wire.CellText(v), "\r", `\r`)
 			line[i] = strings.ReplaceAll(s, "\n", `\n`)
 		}
 		grid = append(grid, line)
@@ -152,7 +100,7 @@ func WriteCSV(w io.Writer, r *Result) error {
 	}
 	for _, row := range r.Rows {
 		for i, v := range row {
-			rec[i] = cellText(v)
+			rec[i] = wire.CellText(v)
 		}
 		if err := cw.Write(rec); err != nil {
 			return err

@@ -2,14 +2,17 @@ package duckdb
 
 import (
 	"context"
-	"datachat"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // TestSandbox runs adversarial statements against one conversation's instance.
@@ -41,7 +44,7 @@ func TestSandbox(t *testing.T) {
 		if err != nil {
 			t.Fatalf("follow-up query: %v", err)
 		}
-		if got := cellText(res.Rows[0][0]) + "/" + cellText(res.Rows[0][1]); got != "10/row 0" {
+		if got := wire.CellText(res.Rows[0][0]) + "/" + wire.CellText(res.Rows[0][1]); got != "10/row 0" {
 			t.Fatalf("follow-up query: got %s, want 10/row 0", got)
 		}
 	}
@@ -161,7 +164,7 @@ func TestSandbox(t *testing.T) {
 				t.Error("empty message")
 			}
 			// A write refused says so, whether DuckDB could bind it or not.
-			if w, _ := firstWord(c.sql); c.kind == datachat.KindRefused && slices.Contains([]string{"INSERT", "UPDATE", "DELETE", "CREATE", "DROP"}, w) && !strings.Contains(qe.Message, "not allowed") {
+			if w := firstWord(c.sql); c.kind == datachat.KindRefused && slices.Contains([]string{"INSERT", "UPDATE", "DELETE", "CREATE", "DROP"}, w) && !strings.Contains(qe.Message, "not allowed") {
 				t.Errorf("%s: %q, want the read-only refusal", w, qe.Message)
 			}
 			t.Logf("%s", firstLine(qe.Error()))
@@ -218,4 +221,11 @@ func TestSandboxAllows(t *testing.T) {
 			t.Errorf("%s: %v", q, err)
 		}
 	}
+}
+
+// firstWord is a statement's first keyword in upper case, after blanks and
+// comments.
+func firstWord(sql string) string {
+	m := regexp.MustCompile(`^(?:\s|--[^\n]*\n|/\*(?s:.*?)\*/)*([A-Za-z_0-9]*)`).FindStringSubmatch(sql)
+	return strings.ToUpper(m[1])
 }

@@ -2,19 +2,13 @@ package duckdb
 
 import (
 	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
-	"math/big"
-	"regexp"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // The type of a saved column, learnt from its values as they are spooled
@@ -45,7 +39,7 @@ func (c *colStats) see(v any) {
 		return
 	}
 	c.bools = false
-	s, isText := numberText(v)
+	s, isText := wire.NumberText(v)
 	if !isText {
 		// A list or another value: only text holds it.
 		c.int64s, c.uint64s, c.floats, c.decimals = false, false, false, false
@@ -67,7 +61,7 @@ func (c *colStats) see(v any) {
 		// Beyond both, a DECIMAL of no scale: Parquet has no 128-bit
 		// integer (DuckDB would write a HUGEINT as a DOUBLE).
 		if c.decimals {
-			if ip, sc, ok := decimalDigits(s); ok && sc == 0 {
+			if ip, sc, ok := wire.DecimalDigits(s); ok && sc == 0 {
 				c.intDigits = max(c.intDigits, ip)
 			} else {
 				c.decimals = false
@@ -75,39 +69,39 @@ func (c *colStats) see(v any) {
 		}
 	case datachat.TypeFloat:
 		if c.floats {
-			if _, ok := parseFloat(s); !ok {
+			if _, ok := wire.ParseFloat(s); !ok {
 				c.floats = false
 			}
 		}
 	case datachat.TypeDecimal:
 		if c.decimals {
-			if ip, sc, ok := decimalDigits(s); ok {
+			if ip, sc, ok := wire.DecimalDigits(s); ok {
 				c.intDigits, c.scale = max(c.intDigits, ip), max(c.scale, sc)
 			} else {
 				c.decimals = false
 			}
 		}
 		if c.floats {
-			if _, ok := parseFloat(s); !ok {
+			if _, ok := wire.ParseFloat(s); !ok {
 				c.floats = false
 			}
 		}
 	case datachat.TypeDate:
-		if _, err := parseDate(s); err != nil {
+		if _, err := wire.ParseDate(s); err != nil {
 			c.dates = false
 		}
 	case datachat.TypeTime:
-		if _, err := parseClock(s); err != nil {
+		if _, err := wire.ParseClock(s); err != nil {
 			c.times = false
 		}
 	case datachat.TypeTimestamp:
 		if c.timestamps {
-			if _, err := parseTimestamp(s, false); err != nil {
+			if _, err := wire.ParseTimestamp(s, false); err != nil {
 				c.timestamps = false
 			}
 		}
 		if c.timestampsTZ {
-			if _, err := parseTimestamp(s, true); err != nil {
+			if _, err := wire.ParseTimestamp(s, true); err != nil {
 				c.timestampsTZ = false
 			}
 		}
@@ -174,92 +168,4 @@ func (c *colStats) duckType() string {
 		}
 	}
 	return "VARCHAR"
-}
-
-// numberText is a scalar value's text: a string, or a number's decimal
-// text; false for a list or another value.
-func numberText(v any) (string, bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case json.Number:
-		return string(x), true
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), true
-	}
-	return "", false
-}
-
-// parseFloat reads a float as the results write one: a number, or NaN and
-// ±Infinity as text.
-func parseFloat(s string) (float64, bool) {
-	switch s {
-	case "NaN":
-		return math.NaN(), true
-	case "Infinity":
-		return math.Inf(1), true
-	case "-Infinity":
-		return math.Inf(-1), true
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, false
-	}
-	return f, true
-}
-
-var decimalRE = regexp.MustCompile(`^[+-]?([0-9]+)(?:\.([0-9]+))?$`)
-
-// decimalDigits returns the digits of a decimal's integer part (leading
-// zeros left out) and of its fraction.
-func decimalDigits(s string) (intDigits, scale int, ok bool) {
-	m := decimalRE.FindStringSubmatch(s)
-	if m == nil {
-		return 0, 0, false
-	}
-	return len(strings.TrimLeft(m[1], "0")), len(m[2]), true
-}
-
-// unscaled is a decimal's value times 10^scale, as DuckDB's appender takes
-// a DECIMAL.
-func unscaled(s string, scale int) (*big.Int, bool) {
-	m := decimalRE.FindStringSubmatch(s)
-	if m == nil || len(m[2]) > scale {
-		return nil, false
-	}
-	digits := m[1] + m[2] + strings.Repeat("0", scale-len(m[2]))
-	n, ok := new(big.Int).SetString(digits, 10)
-	if !ok {
-		return nil, false
-	}
-	if strings.HasPrefix(s, "-") {
-		n.Neg(n)
-	}
-	return n, true
-}
-
-func parseDate(s string) (time.Time, error) {
-	return time.ParseInLocation("2006-01-02", s, time.UTC)
-}
-
-func parseClock(s string) (time.Time, error) {
-	t, err := time.ParseInLocation("15:04:05.999999999", s, time.UTC)
-	if err != nil {
-		return t, err
-	}
-	return time.Date(1970, 1, 1, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), nil
-}
-
-// parseTimestamp reads a timestamp as the results write one: a local
-// date-time, or with zone an instant ending in Z.
-func parseTimestamp(s string, zone bool) (time.Time, error) {
-	if zone {
-		if !strings.HasSuffix(s, "Z") {
-			return time.Time{}, errors.New("no zone")
-		}
-		return time.ParseInLocation("2006-01-02T15:04:05.999999999Z", s, time.UTC)
-	}
-	return time.ParseInLocation("2006-01-02T15:04:05.999999999", s, time.UTC)
 }

@@ -1,4 +1,4 @@
-package duckdb
+package worker
 
 import (
 	"context"
@@ -13,14 +13,8 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 )
-
-// Table is one dataset a query may read: a name and the path of its Parquet
-// file (made absolute).
-type Table struct {
-	Name string
-	Path string
-}
 
 // instance is one sandboxed DuckDB database, inside a query worker: views
 // over exactly the Parquet files of one conversation, with the resource
@@ -41,7 +35,7 @@ type Table struct {
 // INSERT, DROP or ATTACH — though the database itself is writable.
 type instance struct {
 	db     mapping.Database
-	tables []Table
+	tables []wire.Table
 	policy *policy
 	denied []string // what the catalog denies, as newPolicy takes it
 }
@@ -54,7 +48,7 @@ var plainTableName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // linkName is the file name, under data/, by which the worker's DuckDB reads
 // table i: the table's own name where it is a plain one.
-func linkName(i int, t Table) string {
+func linkName(i int, t wire.Table) string {
 	if plainTableName.MatchString(t.Name) {
 		return "data/" + t.Name + ".parquet"
 	}
@@ -64,7 +58,7 @@ func linkName(i int, t Table) string {
 // openInstance builds the instance in root, the worker's working directory.
 // denied are the functions the catalog denies (catalogDenied); nil reads them
 // from this instance's catalog.
-func openInstance(root string, tables []Table, memoryLimit int64, threads int, maxTemp int64, denied []string) (_ *instance, err error) {
+func openInstance(root string, tables []wire.Table, memoryLimit int64, threads int, maxTemp int64, denied []string) (_ *instance, err error) {
 	if err := os.Chdir(root); err != nil {
 		return nil, fmt.Errorf("enter worker directory: %w", err)
 	}

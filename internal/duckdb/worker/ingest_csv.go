@@ -1,4 +1,4 @@
-package duckdb
+package worker
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 )
 
 // CSV and TSV uploads: the text encoding detected and transcoded to UTF-8,
@@ -282,7 +283,7 @@ func (s *ingestSession) sniff(src string) (*csvSniff, error) {
 	allText := true
 	list, _ := row[7].([]any)
 	for _, c := range list {
-		obj, _ := c.(Object)
+		obj, _ := c.(wire.Object)
 		var name, typ string
 		for _, f := range obj {
 			switch f.Key {

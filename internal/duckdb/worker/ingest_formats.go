@@ -1,4 +1,4 @@
-package duckdb
+package worker
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 	"datachat/internal/xlsx"
 )
 
@@ -121,13 +122,13 @@ func (s *ingestSession) int96Overflow(in string, cols []datachat.Column) (repl, 
 // within the memory limit: then the objects whose fields appear in fewer
 // than half the records become MAPs, and failing that everything below the
 // second level is kept as JSON text.
-func (s *ingestSession) storeJSON(in string) ([]IngestTable, error) {
+func (s *ingestSession) storeJSON(in string) ([]wire.IngestTable, error) {
 	if err := checkJSONDepth(in, s.name); err != nil {
 		return nil, err
 	}
 	var err error
 	for _, opts := range []string{"", ", field_appearance_threshold = 0.5", ", maximum_depth = 2"} {
-		var tables []IngestTable
+		var tables []wire.IngestTable
 		tables, err = s.storeJSONAs(in, opts)
 		if err == nil {
 			return tables, nil
@@ -143,7 +144,7 @@ func (s *ingestSession) storeJSON(in string) ([]IngestTable, error) {
 	return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be loaded as JSON: %s", s.name, s.message(err))
 }
 
-func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
+func (s *ingestSession) storeJSONAs(in, opts string) ([]wire.IngestTable, error) {
 	// Strings become dates and timestamps when they are ISO 8601, as JSON
 	// writes them. DuckDB's default also tries its other formats on every
 	// string it samples, which on one long value costs minutes (a 20 MiB
@@ -177,7 +178,7 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 	}
 	object := bytes.HasPrefix(bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n"), []byte("{"))
 	if n == 1 && object {
-		var tables []IngestTable
+		var tables []wire.IngestTable
 		for _, c := range cols {
 			if !strings.HasPrefix(c.SQLType, "STRUCT(") || !strings.HasSuffix(c.SQLType, "[]") {
 				continue // not an array of records
@@ -187,7 +188,7 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 			if err := execOne(s.conn, q); err != nil {
 				return nil, err
 			}
-			tables = append(tables, IngestTable{Suffix: c.Name, Output: out})
+			tables = append(tables, wire.IngestTable{Suffix: c.Name, Output: out})
 		}
 		if len(tables) > 0 {
 			return tables, nil
@@ -196,13 +197,13 @@ func (s *ingestSession) storeJSONAs(in, opts string) ([]IngestTable, error) {
 	if err := execOne(s.conn, fmt.Sprintf("COPY (FROM %s) TO %s (FORMAT parquet)", src, datachat.QuoteLiteral(fileOutput))); err != nil {
 		return nil, err
 	}
-	return []IngestTable{{Output: fileOutput}}, nil
+	return []wire.IngestTable{{Output: fileOutput}}, nil
 }
 
 // storeWorkbook reads an Excel workbook (internal/xlsx finds each sheet's
 // table and types its columns) and writes each sheet with data as Parquet,
 // through a typed CSV and our own read_csv call.
-func (s *ingestSession) storeWorkbook(in string) ([]IngestTable, error) {
+func (s *ingestSession) storeWorkbook(in string) ([]wire.IngestTable, error) {
 	lim := xlsx.DefaultLimits()
 	lim.TempDir = "xlsx-tmp"
 	if err := os.MkdirAll(lim.TempDir, 0o700); err != nil {
@@ -213,7 +214,7 @@ func (s *ingestSession) storeWorkbook(in string) ([]IngestTable, error) {
 		return nil, err // a message for the user already
 	}
 	defer wb.Close()
-	var tables []IngestTable
+	var tables []wire.IngestTable
 	for i, sh := range wb.Sheets {
 		csvName := fmt.Sprintf("dc-sheet-%d.csv", i+1)
 		f, err := os.Create(csvName)
@@ -241,12 +242,12 @@ func (s *ingestSession) storeWorkbook(in string) ([]IngestTable, error) {
 		}
 		out := fmt.Sprintf("dc-output-%d.parquet", i+1)
 		q := fmt.Sprintf("COPY (FROM read_csv(%s, auto_detect = false, header = true, delim = ',', quote = '\"', escape = '\"', new_line = '\\n', columns = {%s}, max_line_size = %d)) TO %s (FORMAT parquet)",
-			datachat.QuoteLiteral(csvName), strings.Join(cols, ", "), max(info.MaxLineSize+1, DefaultMaxLine), datachat.QuoteLiteral(out))
+			datachat.QuoteLiteral(csvName), strings.Join(cols, ", "), max(info.MaxLineSize+1, s.maxLine), datachat.QuoteLiteral(out))
 		if err := execOne(s.conn, q); err != nil {
 			return nil, datachat.Errorf(datachat.EINVALID, "%s, sheet %q, cannot be stored: %s", s.name, sh.Name, s.message(err))
 		}
 		os.Remove(csvName)
-		tables = append(tables, IngestTable{Suffix: sh.Name, Output: out, Notes: append(sh.Notes, notes...)})
+		tables = append(tables, wire.IngestTable{Suffix: sh.Name, Output: out, Notes: append(sh.Notes, notes...)})
 	}
 	if len(tables) > 0 && len(wb.Skipped) > 0 {
 		tables[0].Notes = append(tables[0].Notes, wb.Skipped...)

@@ -1,14 +1,13 @@
-package duckdb
+package worker
 
 import (
-	"datachat/internal/sqlvalue"
-	"errors"
 	"strings"
 	"sync/atomic"
 
 	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"datachat"
+	"datachat/internal/sqlvalue"
 )
 
 func refused(format string) *datachat.QueryError {
@@ -19,12 +18,9 @@ func refused(format string) *datachat.QueryError {
 // full: DuckDB's (an I/O error saying so: spilling, writing Parquet) or our
 // own (decompressing, transcoding an upload). Whatever error the request then
 // ends with — DuckDB's message may have been wrapped into one naming the
-// user's file — its reply is the server's full disk ([replyNoSpace]). A
-// worker serves one request at a time; encodeError clears it.
+// user's file — its reply is the server's full disk (see wire.EncodeError). A
+// worker serves one request at a time; reply clears it.
 var wroteNoSpace atomic.Bool
-
-// errWorkerNoSpace is the cause of the full-disk error of a worker's reply.
-var errWorkerNoSpace = errors.New("sql worker: a write failed: no space left on device")
 
 // noteNoSpace records a DuckDB error that is a full disk.
 func noteNoSpace(t mapping.ErrorType, msg string) {

@@ -1,4 +1,4 @@
-package duckdb
+package worker
 
 import (
 	"context"
@@ -14,19 +14,13 @@ import (
 	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"datachat"
+	"datachat/internal/duckdb/wire"
 )
-
-// limits of one query's result in Go memory.
-type resultLimits struct {
-	maxRows  int
-	maxCell  int
-	maxBytes int
-}
 
 // query runs one checked statement and streams at most maxRows+1 rows out of
 // DuckDB: the rest of the result is never produced.
-func (in *instance) query(ctx context.Context, sql string, lim resultLimits) (*Result, error) {
-	var out *Result
+func (in *instance) query(ctx context.Context, sql string, lim wire.ResultLimits) (*wire.Result, error) {
+	var out *wire.Result
 	err := in.withConn(ctx, func(conn mapping.Connection) error {
 		c, err := in.check(conn, sql)
 		if err != nil {
@@ -54,8 +48,8 @@ func (in *instance) query(ctx context.Context, sql string, lim resultLimits) (*R
 }
 
 // fetch reads a streaming result into a Result within lim.
-func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
-	r := &Result{Rows: [][]any{}}
+func fetch(res mapping.Result, lim wire.ResultLimits) (*wire.Result, error) {
+	r := &wire.Result{Rows: [][]any{}}
 	n := int(mapping.ColumnCount(&res))
 	decoders := make([]*decoder, n)
 	for i := range n {
@@ -63,12 +57,12 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 		decoders[i] = newDecoder(lt)
 		mapping.DestroyLogicalType(&lt)
 		name := mapping.ColumnName(&res, mapping.IdxT(i))
-		r.Columns = append(r.Columns, datachat.Column{Name: name, SQLType: decoders[i].sqlType, Type: FriendlyType(decoders[i].sqlType)})
+		r.Columns = append(r.Columns, datachat.Column{Name: name, SQLType: decoders[i].sqlType, Type: wire.FriendlyType(decoders[i].sqlType)})
 		if u := decoders[i].unsupported(); u != "" {
 			return nil, &datachat.QueryError{Kind: datachat.KindTypeMismatch, Message: fmt.Sprintf("column %q has type %s, which cannot be returned; cast it, e.g. CAST(%s AS VARCHAR)", name, u, datachat.QuoteIdent(name))}
 		}
 	}
-	cl := cellLimits{maxCell: lim.maxCell, maxBytes: lim.maxBytes}
+	cl := cellLimits{maxCell: lim.MaxCell, maxBytes: lim.MaxBytes}
 	if cl.maxCell <= 0 {
 		cl.maxCell = math.MaxInt
 	}
@@ -91,7 +85,7 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 		}
 		full := false
 		for row := range size {
-			if lim.maxRows >= 0 && len(r.Rows) >= lim.maxRows || lim.maxBytes > 0 && cl.bytes >= lim.maxBytes {
+			if lim.MaxRows >= 0 && len(r.Rows) >= lim.MaxRows || lim.MaxBytes > 0 && cl.bytes >= lim.MaxBytes {
 				r.Truncated = true
 				full = true
 				break
@@ -114,7 +108,7 @@ func fetch(res mapping.Result, lim resultLimits) (*Result, error) {
 
 // queryAll runs a query of our own — exactly one statement, the values in
 // params bound to $1, $2… as text — and returns at most maxRows rows (-1: all).
-func queryAll(conn mapping.Connection, sql string, maxRows int, params []string) (*Result, error) {
+func queryAll(conn mapping.Connection, sql string, maxRows int, params []string) (*wire.Result, error) {
 	if strings.IndexByte(sql, 0) >= 0 {
 		return nil, errors.New("a query of our own contains a NUL byte")
 	}
@@ -143,7 +137,7 @@ func queryAll(conn mapping.Connection, sql string, maxRows int, params []string)
 	if state == mapping.StateError {
 		return nil, newDuckError(mapping.ResultErrorType(&res), mapping.ResultError(&res))
 	}
-	r, err := fetch(res, resultLimits{maxRows: maxRows})
+	r, err := fetch(res, wire.ResultLimits{MaxRows: maxRows})
 	if err != nil {
 		var qe *datachat.QueryError
 		if errors.As(err, &qe) {
@@ -166,7 +160,7 @@ func (in *instance) estimate(ctx context.Context, sql string) (int64, error) {
 		if err := in.checkSelect(conn, sql); err != nil {
 			var te *treeError
 			if errors.As(err, &te) && te.notSelect() {
-				return refused("only a SELECT can be estimated; " + onlySelect)
+				return refused("only a SELECT can be estimated; " + OnlySelect)
 			}
 			return err
 		}
@@ -181,7 +175,7 @@ func (in *instance) estimate(ctx context.Context, sql string) (int64, error) {
 		if state == mapping.StateError {
 			return classify(mapping.ResultErrorType(&res), mapping.ResultError(&res))
 		}
-		r, err := fetch(res, resultLimits{maxRows: 1})
+		r, err := fetch(res, wire.ResultLimits{MaxRows: 1})
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,7 @@
-package duckdb
+package worker
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,50 +91,6 @@ func FuzzDetectEncoding(f *testing.F) {
 		}
 		if !utf8.Valid(b) {
 			t.Fatalf("transcoding %q from %s gave invalid UTF-8 %q", data, enc.name, b)
-		}
-	})
-}
-
-// FuzzDecodeReply feeds arbitrary frames to the server's reader of what a
-// worker sends: a worker is a process that ran hostile SQL, so its answers
-// are read as untrusted (no panic, no allocation beyond the frame, no code
-// a worker may not claim).
-func FuzzDecodeReply(f *testing.F) {
-	e := &enc{}
-	e.byte(replyOK)
-	e.result(&Result{Columns: []datachat.Column{{Name: "a", SQLType: "VARCHAR"}}, Rows: [][]any{{"x"}, {nil}}})
-	f.Add(e.b)
-	e = &enc{}
-	e.byte(replyOK)
-	e.result(&Result{Columns: []datachat.Column{{Name: "o", SQLType: "STRUCT(a INTEGER[])"}}, Rows: [][]any{{Object{{Key: "a", Value: []any{int64(1), json.Number("1.5"), true}}}}}})
-	f.Add(e.b)
-	e = &enc{}
-	encodeError(e, &datachat.QueryError{Kind: datachat.KindSyntax, Message: "x"})
-	f.Add(e.b)
-	e = &enc{}
-	encodeError(e, datachat.Errorf(datachat.EUNAUTHORIZED, "claimed"))
-	f.Add(e.b)
-	e = &enc{}
-	encodeError(e, datachat.NoSpace(nil))
-	f.Add(e.b)
-	f.Add([]byte{replyOK, 0xff, 0xff, 0xff, 0xff, 0x0f})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := decodeReply(b)
-		if err != nil {
-			// A full disk is the one condition of the server a worker may
-			// report (replyNoSpace: no payload, a message of the server's).
-			if code := datachat.ErrorCode(err); code != datachat.EINVALID && code != datachat.EINTERNAL && !errors.Is(err, datachat.ErrNoSpace) {
-				t.Fatalf("a worker claimed code %q", code)
-			}
-			return
-		}
-		r := d.result()
-		if d.err == nil {
-			for _, row := range r.Rows {
-				if len(row) != len(r.Columns) {
-					t.Fatalf("row of %d values for %d columns", len(row), len(r.Columns))
-				}
-			}
 		}
 	})
 }

@@ -1,12 +1,14 @@
-package duckdb
+package worker
 
 import (
-	"datachat"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"datachat"
+	"datachat/internal/duckdb/wire"
 
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
@@ -39,6 +41,14 @@ var allowedTableFunctions = []string{
 // paths).
 var deniedFunctions = []string{"write_log", "current_setting", "getenv"}
 
+// AllowedTableFunctions returns the table functions a query may call in
+// FROM (allowedTableFunctions), for the sandbox's tests.
+func AllowedTableFunctions() []string { return slices.Clone(allowedTableFunctions) }
+
+// DeniedRelations returns the catalog's views a query may not read
+// (deniedRelations), for the sandbox's tests.
+func DeniedRelations() []string { return slices.Clone(deniedRelations) }
+
 // deniedRelations are the catalog's own views that show server paths or
 // settings.
 var deniedRelations = []string{"duckdb_databases", "pragma_database_list", "pg_settings", "duckdb_logs", "databases", "duckdb_settings"}
@@ -54,7 +64,7 @@ type policy struct {
 
 // newPolicy is the policy for an instance over tables, given the functions
 // the catalog denies (see catalogDenied).
-func newPolicy(denied []string, tables []Table) *policy {
+func newPolicy(denied []string, tables []wire.Table) *policy {
 	p := &policy{tableFunctions: map[string]bool{}, denied: map[string]bool{}, relations: map[string]bool{}, own: map[string]bool{}}
 	for _, f := range allowedTableFunctions {
 		p.tableFunctions[f] = true
@@ -246,7 +256,8 @@ func walk(v any, fn func(map[string]any)) {
 	}
 }
 
-const onlySelect = "only read-only SELECT queries (and plain EXPLAIN SELECT …) run here"
+// OnlySelect is what a refused statement that is not one SELECT is told.
+const OnlySelect = "only read-only SELECT queries (and plain EXPLAIN SELECT …) run here"
 
 // checked is a statement that passed the checks, prepared and ready to run.
 type checked struct {
@@ -279,14 +290,14 @@ func (in *instance) check(conn mapping.Connection, sql string) (*checked, error)
 		return nil, refused("write EXPLAIN as the query's first word, with nothing before it (not even a comment) and no options: EXPLAIN SELECT …")
 	}
 	if !ok {
-		return nil, refused(fmt.Sprintf("%s statements are not allowed: %s; files, settings, extensions and other databases are out of reach", statementName(sql), onlySelect))
+		return nil, refused(fmt.Sprintf("%s statements are not allowed: %s; files, settings, extensions and other databases are out of reach", statementName(sql), OnlySelect))
 	}
 	if w, _ := firstWord(rest); w == "ANALYZE" || w == "ANALYSE" || w == "VERBOSE" || strings.HasPrefix(rest[skipBlank(rest, 0):], "(") {
 		return nil, refused("EXPLAIN takes no options here (no ANALYZE, which runs the query, and no (FORMAT …)): write EXPLAIN SELECT …, or run the SELECT itself")
 	}
 	if err := in.checkSelect(conn, rest); err != nil {
 		if errors.As(err, &te) && te.notSelect() {
-			return nil, refused("EXPLAIN is allowed only of a SELECT: " + onlySelect)
+			return nil, refused("EXPLAIN is allowed only of a SELECT: " + OnlySelect)
 		}
 		return nil, err
 	}
@@ -319,7 +330,7 @@ func (in *instance) checkSelect(conn mapping.Connection, sql string) error {
 		return refused("only one SQL statement per query is allowed")
 	}
 	if bad := in.policy.violation(tree); bad != "" {
-		return refused(fmt.Sprintf("%s is not allowed: it reads files, runs SQL from a string, changes the database's state or shows server settings; %s over the conversation's tables", bad, onlySelect))
+		return refused(fmt.Sprintf("%s is not allowed: it reads files, runs SQL from a string, changes the database's state or shows server settings; %s over the conversation's tables", bad, OnlySelect))
 	}
 	return nil
 }
@@ -358,7 +369,7 @@ func prepareOne(conn mapping.Connection, sql string, want mapping.StatementType)
 	}
 	if t := mapping.PreparedStatementType(c.stmt); t != want {
 		c.close()
-		return nil, refused(fmt.Sprintf("%s statements are not allowed: %s", statementNames[t], onlySelect))
+		return nil, refused(fmt.Sprintf("%s statements are not allowed: %s", statementNames[t], OnlySelect))
 	}
 	return c, nil
 }

@@ -1,7 +1,6 @@
-package duckdb
+package worker
 
 import (
-	"datachat/internal/sqlvalue"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -13,13 +12,16 @@ import (
 	"time"
 	"unsafe"
 
+	"datachat/internal/duckdb/wire"
+	"datachat/internal/sqlvalue"
+
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
 
 // A decoder turns the values of one DuckDB vector into JSON-ready Go values, :
 // nil, bool, int64 (|v| ≤ 2^53), json.Number (finite
 // floats), string (DECIMAL, large integers, NaN/±Inf, text, dates and times,
-// base64 BLOBs, UUIDs), []any (LIST, ARRAY) and Object (STRUCT, MAP, UNION).
+// base64 BLOBs, UUIDs), []any (LIST, ARRAY) and wire.Object (STRUCT, MAP, UNION).
 //
 // Vectors are read straight from DuckDB's memory, as duckdb-go's own getters do:
 // the layouts are those of DuckDB's C API (duckdb.h).
@@ -382,16 +384,16 @@ func (v *view) value(row uint64, l *cellLimits) any {
 	case mapping.TypeMap:
 		type listEntry struct{ offset, length uint64 }
 		e := at[listEntry](v.data, row)
-		out := make(Object, 0, e.length)
+		out := make(wire.Object, 0, e.length)
 		for i := range e.length {
 			k := v.children[0].value(e.offset+i, l)
-			out = append(out, Field{Key: cellText(k), Value: v.children[1].value(e.offset+i, l)})
+			out = append(out, wire.Field{Key: wire.CellText(k), Value: v.children[1].value(e.offset+i, l)})
 		}
 		return out
 	case mapping.TypeStruct:
-		out := make(Object, len(v.children))
+		out := make(wire.Object, len(v.children))
 		for i, c := range v.children {
-			out[i] = Field{Key: v.d.names[i], Value: c.value(row, l)}
+			out[i] = wire.Field{Key: v.d.names[i], Value: c.value(row, l)}
 		}
 		return out
 	case mapping.TypeUnion:
@@ -399,7 +401,7 @@ func (v *view) value(row uint64, l *cellLimits) any {
 		if tag+1 >= len(v.children) {
 			return nil
 		}
-		return Object{{Key: v.d.names[tag], Value: v.children[tag+1].value(row, l)}}
+		return wire.Object{{Key: v.d.names[tag], Value: v.children[tag+1].value(row, l)}}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package duckdb
+package worker
 
 import (
 	"fmt"
@@ -7,17 +7,12 @@ import (
 	"syscall"
 	"time"
 
+	"datachat/internal/duckdb/wire"
+
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
-
-// workerSysProcAttr starts a worker in its own process group (a terminal's
-// Ctrl-C reaches the server, which stops its workers itself) and kills it if
-// the server dies first.
-func workerSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
 
 // applyLimits puts the calling worker under its OS limits before it starts
 // DuckDB: RLIMIT_DATA (every private allocation: DuckDB's buffers and the
@@ -26,7 +21,7 @@ func workerSysProcAttr() *syscall.SysProcAttr {
 // the kernel has Landlock — file access to rwDir and the roFiles only, no
 // TCP, and no signals or abstract sockets to processes outside its domain. It
 // returns the limits in force, for the server's log.
-func applyLimits(l workerLimits, rwDir string, roFiles []string) ([]string, error) {
+func applyLimits(l wire.Limits, rwDir string, roFiles []string) ([]string, error) {
 	var active []string
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return nil, fmt.Errorf("RLIMIT_CORE: %w", err)
@@ -92,7 +87,7 @@ func cpuUsed() time.Duration {
 // startQueryCPU sets the soft CPU limit to the query's budget from now: past
 // it the kernel sends SIGXCPU, which interrupts the query (see
 // notifyCPULimit); the hard limit stays the worker's life budget.
-func startQueryCPU(l workerLimits) {
+func startQueryCPU(l wire.Limits) {
 	if l.QueryCPU <= 0 || l.CPU <= 0 {
 		return
 	}

@@ -1,61 +1,13 @@
-package duckdb
+package worker
 
 import (
-	"datachat"
 	"fmt"
 	"strings"
 
+	"datachat"
+
 	"github.com/duckdb/duckdb-go/v2/mapping"
 )
-
-// FriendlyType maps a DuckDB type as DuckDB spells it (DESCRIBE's column_type,
-// e.g. "DECIMAL(25,2)", "VARCHAR[]", "STRUCT(a INTEGER)") to one of the friendly
-// type names. Unknown types are "text".
-func FriendlyType(sqlType string) string {
-	t := strings.ToUpper(strings.TrimSpace(sqlType))
-	switch {
-	case t == "":
-		return datachat.TypeText
-	case strings.HasSuffix(t, "]"): // LIST T[] and ARRAY T[n]
-		return datachat.TypeList
-	case strings.HasPrefix(t, "STRUCT"), strings.HasPrefix(t, "UNION"), strings.HasPrefix(t, "ROW("):
-		return datachat.TypeStruct
-	case strings.HasPrefix(t, "MAP"):
-		return datachat.TypeMap
-	case strings.HasPrefix(t, "DECIMAL"), strings.HasPrefix(t, "NUMERIC"):
-		return datachat.TypeDecimal
-	case strings.HasPrefix(t, "ENUM"):
-		return datachat.TypeText
-	}
-	if i := strings.IndexByte(t, '('); i > 0 { // VARCHAR(10), TIMESTAMP(3)…
-		t = strings.TrimSpace(t[:i])
-	}
-	switch t {
-	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-		"UINTEGER", "UBIGINT", "UHUGEINT", "INT", "INT1", "INT2", "INT4", "INT8", "INT16",
-		"INT32", "INT64", "INT128", "UINT8", "UINT16", "UINT32", "UINT64", "UINT128",
-		"SHORT", "LONG", "SIGNED", "BIGNUM", "VARINT":
-		return datachat.TypeInteger
-	case "FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8":
-		return datachat.TypeFloat
-	case "BOOLEAN", "BOOL", "LOGICAL":
-		return datachat.TypeBoolean
-	case "DATE":
-		return datachat.TypeDate
-	case "TIME", "TIME_NS", "TIMETZ", "TIME WITH TIME ZONE":
-		return datachat.TypeTime
-	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP_US",
-		"TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "DATETIME":
-		return datachat.TypeTimestamp
-	case "INTERVAL":
-		return datachat.TypeInterval
-	case "BLOB", "BYTEA", "BINARY", "VARBINARY":
-		return datachat.TypeBlob
-	case "UUID":
-		return datachat.TypeUUID
-	}
-	return datachat.TypeText
-}
 
 // sqlType spells a logical type the way DuckDB's DESCRIBE does.
 func sqlType(lt mapping.LogicalType) string {

@@ -1,19 +1,18 @@
 //go:build !linux
 
-package duckdb
+package worker
 
 import (
 	"os"
-	"syscall"
-)
 
-func workerSysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+	"datachat/internal/duckdb/wire"
+)
 
 // applyLimits has no OS limits to apply on this platform: DuckDB's own
 // settings and the server's deadlines are the only bounds.
-func applyLimits(l workerLimits, rwDir string, roFiles []string) ([]string, error) {
+func applyLimits(l wire.Limits, rwDir string, roFiles []string) ([]string, error) {
 	return []string{"no OS limits on this platform (Linux has RLIMIT_DATA, RLIMIT_CPU and Landlock)"}, nil
 }
 
-func startQueryCPU(workerLimits)       {}
+func startQueryCPU(wire.Limits)        {}
 func notifyCPULimit(ch chan os.Signal) {}
