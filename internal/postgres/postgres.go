@@ -11,7 +11,6 @@ package postgres
 
 import (
 	"context"
-	"datachat/internal/record"
 	"errors"
 	"fmt"
 	"time"
@@ -22,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"datachat"
+	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 var _ datachat.Store = (*Store)(nil)
@@ -29,6 +30,8 @@ var _ datachat.Store = (*Store)(nil)
 // Store is a [datachat.Store] on a PostgreSQL database. It is safe for
 // concurrent use.
 type Store struct {
+	*sqlstore.Store // the methods whose SQL is SQLite's too
+
 	pool *db
 }
 
@@ -65,7 +68,48 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &Store{pool: &db{pool}}, nil
+	s := &Store{pool: &db{pool}}
+	s.Store = sqlstore.New(pgDB{s.pool}, pgDB{s.pool}, func(ctx context.Context, fn func(tx sqlstore.DB) error) error {
+		return s.tx(ctx, func(tx pgx.Tx) error { return fn(pgDB{tx}) })
+	}, dialect)
+	return s, nil
+}
+
+// dialect is how PostgreSQL's SQL and values differ from SQLite's.
+var dialect = sqlstore.Dialect{
+	Decode:    decode,
+	Time:      func(t time.Time) any { return record.Time(t) },
+	NullTime:  func(t *time.Time) any { return t },
+	Bool:      func(b bool) any { return b },
+	Violation: violation,
+	RowSeq:    "row_seq",
+	Bytewise:  ` COLLATE "C"`,
+}
+
+// pgDB is the pool or a transaction as the shared methods use it: their ?
+// placeholders numbered.
+type pgDB struct {
+	q interface {
+		querier
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	}
+}
+
+func (d pgDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := d.q.Exec(ctx, sqlstore.Numbered(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (d pgDB) QueryRow(ctx context.Context, query string, args ...any) record.Scanner {
+	return d.q.QueryRow(ctx, sqlstore.Numbered(query), args...)
+}
+
+func (d pgDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := d.q.Query(ctx, sqlstore.Numbered(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no

@@ -29,6 +29,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // BusyTimeout is how long a connection waits for a lock held by another
@@ -39,6 +40,8 @@ var _ datachat.Store = (*Store)(nil)
 
 // Store is a [datachat.Store] on one SQLite file. It is safe for concurrent use.
 type Store struct {
+	*sqlstore.Store // the methods whose SQL is PostgreSQL's too
+
 	path  string
 	write *sql.DB // one connection; transactions BEGIN IMMEDIATE
 	read  *sql.DB // query_only connections
@@ -80,8 +83,51 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: path, write: write, read: read}, nil
+	s := &Store{path: path, write: write, read: read}
+	s.Store = sqlstore.New(sqlDB{read}, sqlDB{write}, func(ctx context.Context, fn func(tx sqlstore.DB) error) error {
+		return s.writeTx(ctx, func(tx *sql.Tx) error { return fn(sqlDB{tx}) })
+	}, dialect)
+	return s, nil
 }
+
+// dialect is how SQLite's SQL and values differ from PostgreSQL's.
+var dialect = sqlstore.Dialect{
+	Decode:    decode,
+	Time:      func(t time.Time) any { return ts(t) },
+	NullTime:  func(t *time.Time) any { return tsPtr(t) },
+	Bool:      func(b bool) any { return boolInt(b) },
+	Violation: violation,
+	RowSeq:    "rowid",
+	Bytewise:  "", // SQLite's default collation, BINARY
+}
+
+// sqlDB is a pool or transaction as the shared methods use it.
+type sqlDB struct{ q queryer }
+
+func (d sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := d.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (d sqlDB) QueryRow(ctx context.Context, query string, args ...any) record.Scanner {
+	return d.q.QueryRowContext(ctx, query, args...)
+}
+
+func (d sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := d.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+// sqlRows are *sql.Rows as [sqlstore.Rows]: Close's error is Err's.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
 
 // Pools opens the two connection pools of the SQLite file at path the way
 // every datachat SQLite database is opened (the store's and the retrieval
