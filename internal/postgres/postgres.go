@@ -84,6 +84,7 @@ var dialect = sqlstore.Dialect{
 	Violation: violation,
 	RowSeq:    "row_seq",
 	Bytewise:  ` COLLATE "C"`,
+	LockRows:  ` FOR UPDATE`,
 }
 
 // pgDB is the pool or a transaction as the shared methods use it: their ?

@@ -99,6 +99,7 @@ var dialect = sqlstore.Dialect{
 	Violation: violation,
 	RowSeq:    "rowid",
 	Bytewise:  "", // SQLite's default collation, BINARY
+	LockRows:  "", // write transactions BEGIN IMMEDIATE
 }
 
 // sqlDB is a pool or transaction as the shared methods use it.

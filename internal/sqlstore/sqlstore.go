@@ -61,6 +61,11 @@ type Dialect struct {
 	// Bytewise follows a text expression in ORDER BY so that it sorts by
 	// bytes, as Go compares strings.
 	Bytewise string
+	// LockRows follows a query, in a write transaction, that reads rows the
+	// transaction goes on to change, so that a concurrent change of them
+	// waits for it: PostgreSQL's FOR UPDATE. SQLite needs none, its write
+	// transactions holding the database's write lock from their BEGIN.
+	LockRows string
 }
 
 // Store holds the methods of [datachat.Store] both engines share.
