@@ -85,6 +85,10 @@ var dialect = sqlstore.Dialect{
 	RowSeq:    "row_seq",
 	Bytewise:  ` COLLATE "C"`,
 	LockRows:  ` FOR UPDATE`,
+	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
+		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
+		return err
+	},
 }
 
 // pgDB is the pool or a transaction as the shared methods use it: their ?

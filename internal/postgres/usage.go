@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // TakeRequest admits one request for the user if fewer than limit were
@@ -41,7 +42,7 @@ func (s *Store) TakeRequest(ctx context.Context, userID string, now time.Time, w
 			return err
 		}
 		var err error
-		ok, retry, err = slidingWindow(ctx, tx, `rate_limit_events WHERE user_id = $1`, userID, now, window, limit)
+		ok, retry, err = sqlstore.SlidingWindow(ctx, pgDB{tx}, dialect, `rate_limit_events WHERE user_id = ?`, userID, now, window, limit)
 		if err != nil || !ok {
 			return err
 		}

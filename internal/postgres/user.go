@@ -10,6 +10,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // EnsureUser returns the user with this name, creating it, a member, if
@@ -101,7 +102,7 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 	t := record.Now()
 	if record.RecordUse(lastUsed, t) {
 		// Two statements, each holding one row's lock only while it runs.
-		err := seen(ctx, s.pool, u.ID, t)
+		err := sqlstore.Seen(ctx, pgDB{s.pool}, dialect, u.ID, t)
 		if err == nil {
 			_, err = s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, t, keyID)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // EnsureUser returns the user with this name, creating it, a member, if
@@ -122,7 +123,7 @@ func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, 
 			if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil {
 				return err
 			}
-			return seen(ctx, tx, u.ID, t)
+			return sqlstore.Seen(ctx, sqlDB{tx}, dialect, u.ID, t)
 		})
 		if err != nil && !datachat.IsNoSpace(err) {
 			// On a full disk the key still works, its use unrecorded: the

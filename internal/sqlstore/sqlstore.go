@@ -66,6 +66,10 @@ type Dialect struct {
 	// waits for it: PostgreSQL's FOR UPDATE. SQLite needs none, its write
 	// transactions holding the database's write lock from their BEGIN.
 	LockRows string
+	// LockAdmins, if set, runs first in a write transaction that counts the
+	// admins before changing one, so that such transactions run one at a
+	// time: PostgreSQL's advisory lock. SQLite needs none.
+	LockAdmins func(ctx context.Context, tx DB) error
 }
 
 // Store holds the methods of [datachat.Store] both engines share.
