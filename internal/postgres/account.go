@@ -197,55 +197,6 @@ func (s *Store) CreateSession(ctx context.Context, sess *datachat.Session) error
 	return record.Wrap("create session", err)
 }
 
-// AuthenticateSession returns the user of the session with this hash, and
-// records its use at most once a minute.
-func (s *Store) AuthenticateSession(ctx context.Context, hash string, now time.Time, idle time.Duration) (*datachat.Account, datachat.Credential, error) {
-	if hash == "" {
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	now = record.Time(now)
-	var (
-		id       string
-		lastSeen time.Time
-	)
-	a, err := decode.Account(record.Also(s.pool.QueryRow(ctx, `
-		SELECT `+record.AccountColumns+`, s.id, s.last_seen_at
-		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.hash = $1`, hash), &id, &lastSeen))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	if err != nil {
-		return nil, datachat.Credential{}, fmt.Errorf("authenticate session: %w", err)
-	}
-	if a.DisabledAt != nil {
-		return nil, datachat.Credential{}, datachat.ErrUserDisabled
-	}
-	if record.IdledOut(lastSeen, now, idle) {
-		// Unless a request at the same time used it again.
-		if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND last_seen_at < $2`,
-			id, now.Add(-idle)); err != nil && !datachat.IsNoSpace(err) {
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: end idle session: %w", err)
-		}
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	if record.RecordUse(&lastSeen, now) {
-		// Two statements, not a transaction: each holds one row's lock
-		// only while it runs, so neither waits on a DisableUser.
-		err := sqlstore.Seen(ctx, pgDB{s.pool}, dialect, a.ID, now)
-		if err == nil {
-			_, err = s.pool.Exec(ctx, `UPDATE sessions SET last_seen_at = $1 WHERE id = $2 AND last_seen_at < $1`, now, id)
-		}
-		if err != nil && !datachat.IsNoSpace(err) {
-			// On a full disk the session still works, its use unrecorded.
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: record use: %w", err)
-		}
-		if err == nil {
-			a.LastSeenAt = &now
-		}
-	}
-	return a, datachat.Credential{Kind: datachat.CredentialSession, ID: id, UserID: a.ID}, nil
-}
-
 // TakeAttempt admits one sign-in attempt under key if fewer than limit were
 // admitted in the window (now-window, now]: the key's attempts are counted
 // and the new one stored under an advisory lock of the key's hash, exact

@@ -69,8 +69,20 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	s := &Store{pool: &db{pool}}
-	s.Store = sqlstore.New(pgDB{s.pool}, pgDB{s.pool}, func(ctx context.Context, fn func(tx sqlstore.DB) error) error {
-		return s.tx(ctx, func(tx pgx.Tx) error { return fn(pgDB{tx}) })
+	// One snapshot for all the queries.
+	readOnly := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	s.Store = sqlstore.New(sqlstore.Engine{
+		Read:  pgDB{s.pool},
+		Write: pgDB{s.pool},
+		ReadTx: func(ctx context.Context, fn func(sqlstore.DB) error) error {
+			return pgx.BeginTxFunc(ctx, s.pool, readOnly, func(tx pgx.Tx) error { return fn(pgDB{tx}) })
+		},
+		WriteTx: func(ctx context.Context, fn func(sqlstore.DB) error) error {
+			return s.tx(ctx, func(tx pgx.Tx) error { return fn(pgDB{tx}) })
+		},
+		// Statement by statement: each holds one row's lock only while it
+		// runs, so that none waits on a DisableUser.
+		Touch: func(ctx context.Context, fn func(sqlstore.DB) error) error { return fn(pgDB{s.pool}) },
 	}, dialect)
 	return s, nil
 }
@@ -85,6 +97,10 @@ var dialect = sqlstore.Dialect{
 	RowSeq:    "row_seq",
 	Bytewise:  ` COLLATE "C"`,
 	LockRows:  ` FOR UPDATE`,
+	Greatest:  "GREATEST",
+	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
+		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
+	NoLimit: nil,
 	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
 		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
 		return err

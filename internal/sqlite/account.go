@@ -146,57 +146,6 @@ func (s *Store) CreateSession(ctx context.Context, sess *datachat.Session) error
 	return record.Wrap("create session", err)
 }
 
-// AuthenticateSession returns the user of the session with this hash, and
-// records its use at most once a minute, to spare the writer.
-func (s *Store) AuthenticateSession(ctx context.Context, hash string, now time.Time, idle time.Duration) (*datachat.Account, datachat.Credential, error) {
-	if hash == "" {
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	now = record.Time(now)
-	var (
-		id       string
-		lastSeen time.Time
-	)
-	a, err := decode.Account(record.Also(s.read.QueryRowContext(ctx, `
-		SELECT `+record.AccountColumns+`, s.id, s.last_seen_at
-		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.hash = ?`, hash), &id, scanTime{&lastSeen}))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	if err != nil {
-		return nil, datachat.Credential{}, fmt.Errorf("authenticate session: %w", err)
-	}
-	if a.DisabledAt != nil {
-		return nil, datachat.Credential{}, datachat.ErrUserDisabled
-	}
-	if record.IdledOut(lastSeen, now, idle) {
-		// Unless a request at the same time used it again.
-		if _, err := s.write.ExecContext(ctx, `DELETE FROM sessions WHERE id = ? AND last_seen_at < ?`,
-			id, ts(now.Add(-idle))); err != nil && !datachat.IsNoSpace(err) {
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: end idle session: %w", err)
-		}
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	if record.RecordUse(&lastSeen, now) {
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`,
-				ts(now), id, ts(now)); err != nil {
-				return err
-			}
-			return sqlstore.Seen(ctx, sqlDB{tx}, dialect, a.ID, now)
-		})
-		if err != nil && !datachat.IsNoSpace(err) {
-			// On a full disk the session still works, its use unrecorded:
-			// the user must be able to delete what fills it.
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: record use: %w", err)
-		}
-		if err == nil {
-			a.LastSeenAt = &now
-		}
-	}
-	return a, datachat.Credential{Kind: datachat.CredentialSession, ID: id, UserID: a.ID}, nil
-}
-
 // TakeAttempt admits one sign-in attempt under key if fewer than limit were
 // admitted in the window (now-window, now], in one BEGIN IMMEDIATE
 // transaction (exact across processes), deleting every attempt that has

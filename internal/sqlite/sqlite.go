@@ -84,8 +84,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, write: write, read: read}
-	s.Store = sqlstore.New(sqlDB{read}, sqlDB{write}, func(ctx context.Context, fn func(tx sqlstore.DB) error) error {
-		return s.writeTx(ctx, func(tx *sql.Tx) error { return fn(sqlDB{tx}) })
+	tx := func(begin func(context.Context, func(*sql.Tx) error) error) func(context.Context, func(sqlstore.DB) error) error {
+		return func(ctx context.Context, fn func(sqlstore.DB) error) error {
+			return begin(ctx, func(tx *sql.Tx) error { return fn(sqlDB{tx}) })
+		}
+	}
+	s.Store = sqlstore.New(sqlstore.Engine{
+		Read:    sqlDB{read},
+		Write:   sqlDB{write},
+		ReadTx:  tx(s.readTx),
+		WriteTx: tx(s.writeTx),
+		// One transaction, to spare the writer.
+		Touch: tx(s.writeTx),
 	}, dialect)
 	return s, nil
 }
@@ -100,6 +110,10 @@ var dialect = sqlstore.Dialect{
 	RowSeq:    "rowid",
 	Bytewise:  "", // SQLite's default collation, BINARY
 	LockRows:  "", // write transactions BEGIN IMMEDIATE
+	Greatest:  "MAX",
+	RecentMessages: `messages WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?
+		ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
+	NoLimit: -1,
 }
 
 // sqlDB is a pool or transaction as the shared methods use it.

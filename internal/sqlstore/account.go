@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -156,6 +158,58 @@ func (s *Store) AccountByIdentity(ctx context.Context, id datachat.Identity) (*d
 		return nil, notFoundIfNoRows(err, "get account by identity", "no user has this identity")
 	}
 	return a, nil
+}
+
+// AuthenticateSession returns the user of the session with this hash, and
+// records its use at most once a minute, to spare writes.
+func (s *Store) AuthenticateSession(ctx context.Context, hash string, now time.Time, idle time.Duration) (*datachat.Account, datachat.Credential, error) {
+	if hash == "" {
+		return nil, datachat.Credential{}, datachat.ErrSessionEnded
+	}
+	now = record.Time(now)
+	var (
+		id       string
+		lastSeen time.Time
+	)
+	a, err := s.d.Decode.Account(record.Also(s.read.QueryRow(ctx, `
+		SELECT `+record.AccountColumns+`, s.id, s.last_seen_at
+		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.hash = ?`, hash), &id, s.d.Decode.Time(&lastSeen)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, datachat.Credential{}, datachat.ErrSessionEnded
+	}
+	if err != nil {
+		return nil, datachat.Credential{}, fmt.Errorf("authenticate session: %w", err)
+	}
+	if a.DisabledAt != nil {
+		return nil, datachat.Credential{}, datachat.ErrUserDisabled
+	}
+	if record.IdledOut(lastSeen, now, idle) {
+		// Unless a request at the same time used it again.
+		if _, err := s.write.Exec(ctx, `DELETE FROM sessions WHERE id = ? AND last_seen_at < ?`,
+			id, s.d.Time(now.Add(-idle))); err != nil && !datachat.IsNoSpace(err) {
+			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: end idle session: %w", err)
+		}
+		return nil, datachat.Credential{}, datachat.ErrSessionEnded
+	}
+	if record.RecordUse(&lastSeen, now) {
+		err := s.touch(ctx, func(db DB) error {
+			if err := Seen(ctx, db, s.d, a.ID, now); err != nil {
+				return err
+			}
+			_, err := db.Exec(ctx, `UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?`,
+				s.d.Time(now), id, s.d.Time(now))
+			return err
+		})
+		if err != nil && !datachat.IsNoSpace(err) {
+			// On a full disk the session still works, its use unrecorded:
+			// the user must be able to delete what fills it.
+			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: record use: %w", err)
+		}
+		if err == nil {
+			a.LastSeenAt = &now
+		}
+	}
+	return a, datachat.Credential{Kind: datachat.CredentialSession, ID: id, UserID: a.ID}, nil
 }
 
 // Seen records in db, d's engine's, that the user was seen at now, unless

@@ -66,24 +66,46 @@ type Dialect struct {
 	// waits for it: PostgreSQL's FOR UPDATE. SQLite needs none, its write
 	// transactions holding the database's write lock from their BEGIN.
 	LockRows string
+	// Greatest is the function returning the greater of two values.
+	Greatest string
+	// RecentMessages is a FROM item of the newest messages of a
+	// conversation: its parameters are the conversation's id, then how many
+	// (NoLimit for all).
+	RecentMessages string
+	// NoLimit is the RecentMessages limit that means all.
+	NoLimit any
 	// LockAdmins, if set, runs first in a write transaction that counts the
 	// admins before changing one, so that such transactions run one at a
 	// time: PostgreSQL's advisory lock. SQLite needs none.
 	LockAdmins func(ctx context.Context, tx DB) error
 }
 
-// Store holds the methods of [datachat.Store] both engines share.
-type Store struct {
-	read, write DB
-	writeTx     func(ctx context.Context, fn func(tx DB) error) error
-	d           Dialect
+// Engine is an engine's connections, as the shared methods use them.
+type Engine struct {
+	// Read runs queries; Write, statements that change data.
+	Read, Write DB
+	// ReadTx runs fn in a read-only transaction: its queries see one
+	// snapshot.
+	ReadTx func(ctx context.Context, fn func(tx DB) error) error
+	// WriteTx runs fn in a write transaction, committed when fn returns nil.
+	WriteTx func(ctx context.Context, fn func(tx DB) error) error
+	// Touch runs fn, which records that a credential was used: in one write
+	// transaction, or statement by statement where each statement holds its
+	// row's lock only while it runs (so that none waits on a DisableUser).
+	Touch func(ctx context.Context, fn func(db DB) error) error
 }
 
-// New returns the shared methods over read, the connections for queries,
-// write, those for single statements that change data, and writeTx, which
-// runs fn in a write transaction, committed when fn returns nil.
-func New(read, write DB, writeTx func(ctx context.Context, fn func(tx DB) error) error, d Dialect) *Store {
-	return &Store{read: read, write: write, writeTx: writeTx, d: d}
+// Store holds the methods of [datachat.Store] both engines share.
+type Store struct {
+	read, write     DB
+	readTx, writeTx func(ctx context.Context, fn func(tx DB) error) error
+	touch           func(ctx context.Context, fn func(db DB) error) error
+	d               Dialect
+}
+
+// New returns the shared methods over e's connections, in d's SQL.
+func New(e Engine, d Dialect) *Store {
+	return &Store{read: e.Read, write: e.Write, readTx: e.ReadTx, writeTx: e.WriteTx, touch: e.Touch, d: d}
 }
 
 // numbered caches [Numbered]'s answers. Its keys are the fixed texts of this
