@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,31 +9,11 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
-// AppendParts adds the newest parts of a streaming answer, numbered from
-// first; parts already there (a retried append) are left as they are.
-func (s *Store) AppendParts(ctx context.Context, messageID string, first int, parts []datachat.Part) error {
-	if len(parts) == 0 {
-		return nil
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var one int
-		if err := tx.QueryRow(ctx, `SELECT 1 FROM messages WHERE id = $1`, messageID).Scan(&one); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return datachat.Errorf(datachat.ENOTFOUND, "message not found")
-			}
-			return err
-		}
-		return insertParts(ctx, tx, messageID, first, parts)
-	})
-	if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
-		return fmt.Errorf("append message parts: %w", err)
-	}
-	return err
-}
-
-func insertParts(ctx context.Context, tx pgx.Tx, messageID string, first int, parts []datachat.Part) error {
+// insertParts inserts parts in one statement, of arrays.
+func insertParts(ctx context.Context, tx sqlstore.DB, messageID string, first int, parts []datachat.Part) error {
 	if len(parts) == 0 {
 		return nil
 	}
@@ -47,7 +26,7 @@ func insertParts(ctx context.Context, tx pgx.Tx, messageID string, first int, pa
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO message_parts (message_id, seq, kind, text, call_id)
-		SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[], $5::text[])
+		SELECT ?, * FROM unnest(?::integer[], ?::text[], ?::text[], ?::text[])
 		ON CONFLICT (message_id, seq) DO NOTHING`,
 		messageID, seqs, kinds, texts, calls)
 	return err
@@ -131,64 +110,6 @@ func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFl
 		return nil, fmt.Errorf("flush streaming messages: %w", err)
 	}
 	return gone, nil
-}
-
-// FinishMessage stores how an answer ended, its parts and its usage in one
-// transaction.
-func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
-	t := record.Now()
-	sources, err := record.ListJSON(m.Sources)
-	if err != nil {
-		return fmt.Errorf("finish message: %w", err)
-	}
-	checks, err := record.ListJSON(m.NumberChecks)
-	if err != nil {
-		return fmt.Errorf("finish message: %w", err)
-	}
-	if u != nil {
-		record.FillUsage(u)
-	}
-	err = s.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			UPDATE messages SET content = $1, status = $2, input_tokens = $3, output_tokens = $4, error = $5,
-				error_reason = $6, error_suggested_action = $7, sources = $8, number_checks = $9, updated_at = $10
-			WHERE id = $11`,
-			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, checks, t, m.ID)
-		if err != nil {
-			return err
-		}
-		if err := mustAffect(tag, "message not found"); err != nil {
-			return err
-		}
-		first, parts, replace := record.FinishParts(m)
-		if replace {
-			if _, err := tx.Exec(ctx, `DELETE FROM message_parts WHERE message_id = $1`, m.ID); err != nil {
-				return err
-			}
-		}
-		if err := insertParts(ctx, tx, m.ID, first, parts); err != nil {
-			return err
-		}
-		if u == nil {
-			return nil
-		}
-		_, err = tx.Exec(ctx, `
-			INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
-				input_tokens, output_tokens, success, estimated, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-			ON CONFLICT (id) DO NOTHING`,
-			u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
-			u.InputTokens, u.OutputTokens, u.Success, u.Estimated, u.CreatedAt)
-		return err
-	})
-	switch {
-	case datachat.ErrorCode(err) == datachat.ENOTFOUND:
-		return err
-	case err != nil:
-		return fmt.Errorf("finish message: %w", err)
-	}
-	m.UpdatedAt = t
-	return nil
 }
 
 // BeginTurn stores a turn's user message (if any) and its streaming assistant

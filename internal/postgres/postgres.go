@@ -89,15 +89,16 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // dialect is how PostgreSQL's SQL and values differ from SQLite's.
 var dialect = sqlstore.Dialect{
-	Decode:    decode,
-	Time:      func(t time.Time) any { return record.Time(t) },
-	NullTime:  func(t *time.Time) any { return t },
-	Bool:      func(b bool) any { return b },
-	Violation: violation,
-	RowSeq:    "row_seq",
-	Bytewise:  ` COLLATE "C"`,
-	LockRows:  ` FOR UPDATE`,
-	Greatest:  "GREATEST",
+	Decode:      decode,
+	Time:        func(t time.Time) any { return record.Time(t) },
+	NullTime:    func(t *time.Time) any { return t },
+	Bool:        func(b bool) any { return b },
+	Violation:   violation,
+	RowSeq:      "row_seq",
+	Bytewise:    ` COLLATE "C"`,
+	InsertParts: insertParts,
+	LockRows:    ` FOR UPDATE`,
+	Greatest:    "GREATEST",
 	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
 	NoLimit: nil,

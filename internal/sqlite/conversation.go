@@ -9,33 +9,13 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
-// AppendParts adds the newest parts of a streaming answer, numbered from
-// first; parts already there (a retried append) are left as they are.
-func (s *Store) AppendParts(ctx context.Context, messageID string, first int, parts []datachat.Part) error {
-	if len(parts) == 0 {
-		return nil
-	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE id = ?`, messageID).Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return datachat.Errorf(datachat.ENOTFOUND, "message not found")
-			}
-			return err
-		}
-		return insertParts(ctx, tx, messageID, first, parts)
-	})
-	if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
-		return fmt.Errorf("append message parts: %w", err)
-	}
-	return err
-}
-
-func insertParts(ctx context.Context, tx *sql.Tx, messageID string, first int, parts []datachat.Part) error {
+// insertParts inserts parts one statement each, kept prepared.
+func insertParts(ctx context.Context, tx sqlstore.DB, messageID string, first int, parts []datachat.Part) error {
 	for i, p := range parts {
-		if _, err := tx.ExecContext(ctx, `
+		if _, err := tx.Exec(ctx, `
 			INSERT INTO message_parts (message_id, seq, kind, text, call_id) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (message_id, seq) DO NOTHING`,
 			messageID, first+i, p.Type, p.Text, p.CallID); err != nil {
@@ -94,65 +74,7 @@ func flushOne(ctx context.Context, tx *sql.Tx, f datachat.StreamingFlush) (bool,
 			return false, err
 		}
 	}
-	return true, insertParts(ctx, tx, f.MessageID, f.First, f.Parts)
-}
-
-// FinishMessage stores how an answer ended, its parts and its usage in one
-// transaction.
-func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
-	t := record.Now()
-	sources, err := record.ListJSON(m.Sources)
-	if err != nil {
-		return fmt.Errorf("finish message: %w", err)
-	}
-	checks, err := record.ListJSON(m.NumberChecks)
-	if err != nil {
-		return fmt.Errorf("finish message: %w", err)
-	}
-	if u != nil {
-		record.FillUsage(u)
-	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
-			UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?,
-				error_reason = ?, error_suggested_action = ?, sources = ?, number_checks = ?, updated_at = ?
-			WHERE id = ?`,
-			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, checks, ts(t), m.ID)
-		if err != nil {
-			return err
-		}
-		if err := mustAffect(res, "finish message", "message not found"); err != nil {
-			return err
-		}
-		first, parts, replace := record.FinishParts(m)
-		if replace {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM message_parts WHERE message_id = ?`, m.ID); err != nil {
-				return err
-			}
-		}
-		if err := insertParts(ctx, tx, m.ID, first, parts); err != nil {
-			return err
-		}
-		if u == nil {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
-				input_tokens, output_tokens, success, estimated, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO NOTHING`,
-			u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
-			u.InputTokens, u.OutputTokens, boolInt(u.Success), boolInt(u.Estimated), ts(u.CreatedAt))
-		return err
-	})
-	switch {
-	case datachat.ErrorCode(err) == datachat.ENOTFOUND:
-		return err
-	case err != nil:
-		return fmt.Errorf("finish message: %w", err)
-	}
-	m.UpdatedAt = t
-	return nil
+	return true, insertParts(ctx, sqlDB{tx}, f.MessageID, f.First, f.Parts)
 }
 
 // BeginTurn stores a turn's user message (if any) and its streaming assistant

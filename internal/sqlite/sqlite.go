@@ -102,15 +102,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // dialect is how SQLite's SQL and values differ from PostgreSQL's.
 var dialect = sqlstore.Dialect{
-	Decode:    decode,
-	Time:      func(t time.Time) any { return ts(t) },
-	NullTime:  func(t *time.Time) any { return tsPtr(t) },
-	Bool:      func(b bool) any { return boolInt(b) },
-	Violation: violation,
-	RowSeq:    "rowid",
-	Bytewise:  "", // SQLite's default collation, BINARY
-	LockRows:  "", // write transactions BEGIN IMMEDIATE
-	Greatest:  "MAX",
+	Decode:      decode,
+	Time:        func(t time.Time) any { return ts(t) },
+	NullTime:    func(t *time.Time) any { return tsPtr(t) },
+	Bool:        func(b bool) any { return boolInt(b) },
+	Violation:   violation,
+	RowSeq:      "rowid",
+	Bytewise:    "", // SQLite's default collation, BINARY
+	InsertParts: insertParts,
+	LockRows:    "", // write transactions BEGIN IMMEDIATE
+	Greatest:    "MAX",
 	RecentMessages: `messages WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
 	NoLimit: -1,

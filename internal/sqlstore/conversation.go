@@ -94,6 +94,86 @@ func (s *Store) UpdateMessage(ctx context.Context, m *datachat.Message) error {
 	return nil
 }
 
+// AppendParts adds the newest parts of a streaming answer, numbered from
+// first; parts already there (a retried append) are left as they are.
+func (s *Store) AppendParts(ctx context.Context, messageID string, first int, parts []datachat.Part) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	err := s.writeTx(ctx, func(tx DB) error {
+		var one int
+		if err := tx.QueryRow(ctx, `SELECT 1 FROM messages WHERE id = ?`, messageID).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return datachat.Errorf(datachat.ENOTFOUND, "message not found")
+			}
+			return err
+		}
+		return s.d.InsertParts(ctx, tx, messageID, first, parts)
+	})
+	if err != nil && datachat.ErrorCode(err) != datachat.ENOTFOUND {
+		return fmt.Errorf("append message parts: %w", err)
+	}
+	return err
+}
+
+// FinishMessage stores how an answer ended, its parts and its usage in one
+// transaction.
+func (s *Store) FinishMessage(ctx context.Context, m *datachat.Message, u *datachat.Usage) error {
+	t := record.Now()
+	sources, err := record.ListJSON(m.Sources)
+	if err != nil {
+		return fmt.Errorf("finish message: %w", err)
+	}
+	checks, err := record.ListJSON(m.NumberChecks)
+	if err != nil {
+		return fmt.Errorf("finish message: %w", err)
+	}
+	if u != nil {
+		record.FillUsage(u)
+	}
+	err = s.writeTx(ctx, func(tx DB) error {
+		n, err := tx.Exec(ctx, `
+			UPDATE messages SET content = ?, status = ?, input_tokens = ?, output_tokens = ?, error = ?,
+				error_reason = ?, error_suggested_action = ?, sources = ?, number_checks = ?, updated_at = ?
+			WHERE id = ?`,
+			m.Content, m.Status, m.InputTokens, m.OutputTokens, m.Error, m.ErrorReason, m.ErrorSuggestedAction, sources, checks, s.d.Time(t), m.ID)
+		if err != nil {
+			return err
+		}
+		if err := mustAffect(n, nil, "finish message", "message not found"); err != nil {
+			return err
+		}
+		first, parts, replace := record.FinishParts(m)
+		if replace {
+			if _, err := tx.Exec(ctx, `DELETE FROM message_parts WHERE message_id = ?`, m.ID); err != nil {
+				return err
+			}
+		}
+		if err := s.d.InsertParts(ctx, tx, m.ID, first, parts); err != nil {
+			return err
+		}
+		if u == nil {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO token_usage (id, user_id, conversation_id, message_id, provider, model,
+				input_tokens, output_tokens, success, estimated, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`,
+			u.ID, u.UserID, u.ConversationID, u.MessageID, u.Provider, u.Model,
+			u.InputTokens, u.OutputTokens, s.d.Bool(u.Success), s.d.Bool(u.Estimated), s.d.Time(u.CreatedAt))
+		return err
+	})
+	switch {
+	case datachat.ErrorCode(err) == datachat.ENOTFOUND:
+		return err
+	case err != nil:
+		return fmt.Errorf("finish message: %w", err)
+	}
+	m.UpdatedAt = t
+	return nil
+}
+
 // Messages returns a conversation's messages oldest first, each with its tool
 // calls ordered by Seq.
 func (s *Store) Messages(ctx context.Context, conversationID string) ([]*datachat.Message, error) {

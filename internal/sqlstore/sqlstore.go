@@ -74,6 +74,9 @@ type Dialect struct {
 	RecentMessages string
 	// NoLimit is the RecentMessages limit that means all.
 	NoLimit any
+	// InsertParts inserts parts of a message in tx, numbered from first,
+	// leaving those already there as they are.
+	InsertParts func(ctx context.Context, tx DB, messageID string, first int, parts []datachat.Part) error
 	// LockAdmins, if set, runs first in a write transaction that counts the
 	// admins before changing one, so that such transactions run one at a
 	// time: PostgreSQL's advisory lock. SQLite needs none.
