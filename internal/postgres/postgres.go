@@ -102,6 +102,14 @@ var dialect = sqlstore.Dialect{
 	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
 	NoLimit: nil,
+	LockRequests: func(ctx context.Context, tx sqlstore.DB, userID string) error {
+		if _, err := tx.Exec(ctx,
+			`INSERT INTO rate_limiters (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING`, userID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT 1 FROM rate_limiters WHERE user_id = ? FOR UPDATE`, userID)
+		return err
+	},
 	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
 		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
 		return err

@@ -74,6 +74,10 @@ type Dialect struct {
 	RecentMessages string
 	// NoLimit is the RecentMessages limit that means all.
 	NoLimit any
+	// LockRequests, if set, runs first in TakeRequest's transaction, so
+	// that the user's requests are counted one at a time: PostgreSQL locks
+	// the user's rate_limiters row FOR UPDATE. SQLite needs none.
+	LockRequests func(ctx context.Context, tx DB, userID string) error
 	// InsertParts inserts parts of a message in tx, numbered from first,
 	// leaving those already there as they are.
 	InsertParts func(ctx context.Context, tx DB, messageID string, first int, parts []datachat.Part) error
