@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"datachat"
 	"datachat/internal/record"
@@ -33,12 +32,6 @@ const adminLockKey = 0x6461746163686164 // "datachad"
 // which TakeAttempt counts one key's attempts (the second is the key's
 // hash); the two-key locks are apart from the one-key ones.
 const attemptLockClass = 0x64617461 // "data"
-
-// querier is what the pool and a transaction have in common.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // DeleteUser removes a user; the foreign keys delete what they own, and
 // their requests' counts go too.

@@ -118,11 +118,13 @@ var dialect = sqlstore.Dialect{
 
 // pgDB is the pool or a transaction as the shared methods use it: their ?
 // placeholders numbered.
-type pgDB struct {
-	q interface {
-		querier
-		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	}
+type pgDB struct{ q querier }
+
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 func (d pgDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -228,12 +230,4 @@ func notFoundIfNoRows(err error, op, msg string) error {
 		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// mustAffect returns ENOTFOUND with msg when tag affected no row.
-func mustAffect(tag pgconn.CommandTag, msg string) error {
-	if tag.RowsAffected() == 0 {
-		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
-	}
-	return nil
 }

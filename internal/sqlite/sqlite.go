@@ -400,18 +400,6 @@ func notFoundIfNoRows(err error, op, msg string) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// mustAffect returns ENOTFOUND with msg when res affected no row.
-func mustAffect(res sql.Result, op, msg string) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if n == 0 {
-		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
-	}
-	return nil
-}
-
 func boolInt(b bool) int {
 	if b {
 		return 1
