@@ -7,6 +7,10 @@
 // schema up to date with [Store.Migrate]; [Store.PendingMigrations] reports
 // what Migrate would apply. [Index] searches the documents the store holds
 // (a retrieval.Backend), shared by every process on the database.
+//
+// The methods whose SQL is SQLite's too are [sqlstore.Store]'s, in
+// PostgreSQL's [sqlstore.Dialect]; this package has those that are
+// PostgreSQL's alone.
 package postgres
 
 import (
@@ -89,29 +93,29 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 // dialect is how PostgreSQL's SQL and values differ from SQLite's.
 var dialect = sqlstore.Dialect{
-	Decode:      decode,
-	Time:        func(t time.Time) any { return record.Time(t) },
-	NullTime:    func(t *time.Time) any { return t },
-	Bool:        func(b bool) any { return b },
-	Violation:   violation,
-	RowSeq:      "row_seq",
-	Bytewise:    ` COLLATE "C"`,
-	InsertParts: insertParts,
-	LockRows:    ` FOR UPDATE`,
-	Greatest:    "GREATEST",
+	Decode:    decode,
+	Time:      func(t time.Time) any { return record.Time(t) },
+	NullTime:  func(t *time.Time) any { return t },
+	Bool:      func(b bool) any { return b },
+	Violation: violation,
+	RowSeq:    "row_seq",
+	Bytewise:  ` COLLATE "C"`,
+	Greatest:  "GREATEST",
 	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
-	NoLimit: nil,
+	NoLimit:     nil, // LIMIT NULL
+	InsertParts: insertParts,
+	LockRows:    ` FOR UPDATE`,
+	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
+		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
+		return err
+	},
 	LockRequests: func(ctx context.Context, tx sqlstore.DB, userID string) error {
 		if _, err := tx.Exec(ctx,
 			`INSERT INTO rate_limiters (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING`, userID); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `SELECT 1 FROM rate_limiters WHERE user_id = ? FOR UPDATE`, userID)
-		return err
-	},
-	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
-		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
 		return err
 	},
 }

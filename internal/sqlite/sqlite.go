@@ -9,6 +9,10 @@
 //
 // Open a store with [Open], then bring its schema up to date with
 // [Store.Migrate]; [Store.PendingMigrations] reports what Migrate would apply.
+//
+// The methods whose SQL is PostgreSQL's too are [sqlstore.Store]'s, in
+// SQLite's [sqlstore.Dialect]; this package has those that are SQLite's
+// alone.
 package sqlite
 
 import (
@@ -102,19 +106,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // dialect is how SQLite's SQL and values differ from PostgreSQL's.
 var dialect = sqlstore.Dialect{
-	Decode:      decode,
-	Time:        func(t time.Time) any { return ts(t) },
-	NullTime:    func(t *time.Time) any { return tsPtr(t) },
-	Bool:        func(b bool) any { return boolInt(b) },
-	Violation:   violation,
-	RowSeq:      "rowid",
-	Bytewise:    "", // SQLite's default collation, BINARY
-	InsertParts: insertParts,
-	LockRows:    "", // write transactions BEGIN IMMEDIATE
-	Greatest:    "MAX",
+	Decode:    decode,
+	Time:      func(t time.Time) any { return ts(t) },
+	NullTime:  func(t *time.Time) any { return tsPtr(t) },
+	Bool:      func(b bool) any { return boolInt(b) },
+	Violation: violation,
+	RowSeq:    "rowid",
+	Bytewise:  "", // the default collation, BINARY
+	Greatest:  "MAX",
 	RecentMessages: `messages WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
-	NoLimit: -1,
+	NoLimit:     -1,
+	InsertParts: insertParts,
+	// Write transactions BEGIN IMMEDIATE, holding the database's write lock
+	// from the start: no row, admin or request lock is needed.
+	LockRows: "",
 }
 
 // sqlDB is a pool or transaction as the shared methods use it.

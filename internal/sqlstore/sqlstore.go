@@ -61,11 +61,6 @@ type Dialect struct {
 	// Bytewise follows a text expression in ORDER BY so that it sorts by
 	// bytes, as Go compares strings.
 	Bytewise string
-	// LockRows follows a query, in a write transaction, that reads rows the
-	// transaction goes on to change, so that a concurrent change of them
-	// waits for it: PostgreSQL's FOR UPDATE. SQLite needs none, its write
-	// transactions holding the database's write lock from their BEGIN.
-	LockRows string
 	// Greatest is the function returning the greater of two values.
 	Greatest string
 	// RecentMessages is a FROM item of the newest messages of a
@@ -74,17 +69,22 @@ type Dialect struct {
 	RecentMessages string
 	// NoLimit is the RecentMessages limit that means all.
 	NoLimit any
-	// LockRequests, if set, runs first in TakeRequest's transaction, so
-	// that the user's requests are counted one at a time: PostgreSQL locks
-	// the user's rate_limiters row FOR UPDATE. SQLite needs none.
-	LockRequests func(ctx context.Context, tx DB, userID string) error
 	// InsertParts inserts parts of a message in tx, numbered from first,
 	// leaving those already there as they are.
 	InsertParts func(ctx context.Context, tx DB, messageID string, first int, parts []datachat.Part) error
+	// LockRows follows a query, in a write transaction, that reads rows the
+	// transaction goes on to change, so that a concurrent change of them
+	// waits for it: PostgreSQL's FOR UPDATE. SQLite needs none, its write
+	// transactions holding the database's write lock from their BEGIN.
+	LockRows string
 	// LockAdmins, if set, runs first in a write transaction that counts the
 	// admins before changing one, so that such transactions run one at a
 	// time: PostgreSQL's advisory lock. SQLite needs none.
 	LockAdmins func(ctx context.Context, tx DB) error
+	// LockRequests, if set, runs first in TakeRequest's transaction, so
+	// that the user's requests are counted one at a time: PostgreSQL locks
+	// the user's rate_limiters row FOR UPDATE. SQLite needs none.
+	LockRequests func(ctx context.Context, tx DB, userID string) error
 }
 
 // Engine is an engine's connections, as the shared methods use them.
@@ -115,8 +115,8 @@ func New(e Engine, d Dialect) *Store {
 	return &Store{read: e.Read, write: e.Write, readTx: e.ReadTx, writeTx: e.WriteTx, touch: e.Touch, d: d}
 }
 
-// numbered caches [Numbered]'s answers. Its keys are the fixed texts of this
-// package's queries, a bounded set.
+// numbered caches [Numbered]'s answers. Its keys are query texts written
+// for it, which hold no values: a bounded set.
 var numbered sync.Map
 
 // Numbered returns query with its ? placeholders numbered $1, $2… in order,
