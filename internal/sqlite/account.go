@@ -182,7 +182,7 @@ func (s *Store) TakeAttempt(ctx context.Context, key string, now time.Time, wind
 // day first, then by user name.
 func (s *Store) UsageByDay(ctx context.Context, since time.Time) ([]datachat.UsageDay, error) {
 	// Stored times are UTC text: the day is their first ten characters.
-	return queryAll(ctx, s.read, decode.UsageDay, "usage by day", `
+	return sqlstore.QueryAll(ctx, sqlDB{s.read}, decode.UsageDay, "usage by day", `
 		SELECT u.id, u.name, substr(t.created_at, 1, 10) || 'T00:00:00.000000Z' AS day,
 			COUNT(*), SUM(t.input_tokens), SUM(t.output_tokens)
 		FROM token_usage t JOIN users u ON u.id = t.user_id

@@ -131,7 +131,7 @@ func streamingLeases(ctx context.Context, tx *sql.Tx, convID string) ([]datachat
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, decode.Lease)
+	return sqlstore.Collect(sqlRows{rows}, decode.Lease)
 }
 
 // partsText is an interrupted message's content: the text of the parts it

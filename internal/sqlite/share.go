@@ -10,6 +10,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // shareFrom is the FROM of a listing of shares: each with the user it names.
@@ -133,7 +134,7 @@ func (s *Store) Shares(ctx context.Context, ownerID, conversationID string) ([]*
 		if err != nil {
 			return err
 		}
-		list, err = collect(rows, decode.Share)
+		list, err = sqlstore.Collect(sqlRows{rows}, decode.Share)
 		return err
 	})
 	if err != nil {
@@ -182,7 +183,7 @@ func (s *Store) SharedConversation(ctx context.Context, viewerID, conversationID
 // SharedWithMe lists the conversations shared with the viewer, most
 // recently shared first.
 func (s *Store) SharedWithMe(ctx context.Context, viewerID string) ([]*datachat.SharedConversation, error) {
-	return queryAll(ctx, s.read, decode.SharedConversation, "list shared conversations", `
+	return sqlstore.QueryAll(ctx, sqlDB{s.read}, decode.SharedConversation, "list shared conversations", `
 		SELECT `+record.SharedColumns+`, `+sharedAt+` AS shared_at
 		FROM conversations c JOIN users o ON o.id = c.user_id
 		WHERE c.id IN (SELECT conversation_id FROM shares WHERE user_id = ?1

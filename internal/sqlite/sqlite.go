@@ -339,38 +339,6 @@ var decode = record.Decoder{
 	NullTime: func(p **time.Time) any { return scanNullTime{p} },
 }
 
-// collect decodes every row of rows with decode and closes them; the list is
-// never nil.
-func collect[T any](rows *sql.Rows, decode func(record.Scanner) (T, error)) ([]T, error) {
-	defer rows.Close()
-	list := []T{}
-	for rows.Next() {
-		v, err := decode(rows)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return list, nil
-}
-
-// queryAll runs a query on db and decodes its rows, as [collect] does; what
-// names the listing in the error.
-func queryAll[T any](ctx context.Context, db *sql.DB, decode func(record.Scanner) (T, error), what, query string, args ...any) ([]T, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	list, err := collect(rows, decode)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return list, nil
-}
-
 // errorCode returns the extended SQLite result code of err, or 0.
 func errorCode(err error) int {
 	var e *sqlite.Error

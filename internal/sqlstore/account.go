@@ -36,7 +36,7 @@ func AccountWhere(ctx context.Context, db DB, d Dialect, where string, arg any) 
 
 // Accounts lists every user, by name (byte order).
 func (s *Store) Accounts(ctx context.Context) ([]*datachat.Account, error) {
-	return queryAll(ctx, s.read, s.d.Decode.Account, "list accounts",
+	return QueryAll(ctx, s.read, s.d.Decode.Account, "list accounts",
 		`SELECT `+record.AccountColumns+` FROM users u ORDER BY u.name`+s.d.Bytewise)
 }
 

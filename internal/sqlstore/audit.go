@@ -64,7 +64,7 @@ func (s *Store) AuditEvents(ctx context.Context, f datachat.AuditFilter) (*datac
 	}
 	query += ` ORDER BY at DESC, id DESC LIMIT ?`
 	args = append(args, q.Limit+1)
-	list, err := queryAll(ctx, s.read, s.d.Decode.AuditEvent, "list audit events", query, args...)
+	list, err := QueryAll(ctx, s.read, s.d.Decode.AuditEvent, "list audit events", query, args...)
 	if err != nil {
 		return nil, err
 	}

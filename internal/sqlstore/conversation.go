@@ -32,7 +32,7 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 
 // Conversations lists a user's conversations, most recently updated first.
 func (s *Store) Conversations(ctx context.Context, userID string) ([]*datachat.Conversation, error) {
-	return queryAll(ctx, s.read, s.d.Decode.Conversation, "list conversations", `SELECT `+record.ConversationColumns+` FROM conversations
+	return QueryAll(ctx, s.read, s.d.Decode.Conversation, "list conversations", `SELECT `+record.ConversationColumns+` FROM conversations
 		WHERE user_id = ? ORDER BY updated_at DESC, `+s.d.RowSeq+` DESC`, userID)
 }
 
@@ -252,7 +252,7 @@ func (s *Store) messagesIn(ctx context.Context, tx DB, conversationID string, li
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := collect(rows, s.d.Decode.Message)
+	msgs, err := Collect(rows, s.d.Decode.Message)
 	if err != nil || len(msgs) == 0 {
 		return msgs, err
 	}
@@ -265,7 +265,7 @@ func (s *Store) messagesIn(ctx context.Context, tx DB, conversationID string, li
 	if err != nil {
 		return nil, err
 	}
-	calls, err := collect(rows, s.d.Decode.ToolCall)
+	calls, err := Collect(rows, s.d.Decode.ToolCall)
 	if err != nil {
 		return nil, err
 	}

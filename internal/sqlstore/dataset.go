@@ -24,7 +24,7 @@ func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
 
 // Datasets lists a conversation's datasets in the order they were added.
 func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	return queryAll(ctx, s.read, s.d.Decode.Dataset, "list datasets", `SELECT `+record.DatasetColumns+` FROM datasets
+	return QueryAll(ctx, s.read, s.d.Decode.Dataset, "list datasets", `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE conversation_id = ? ORDER BY created_at, `+s.d.RowSeq, conversationID)
 }
 
@@ -46,7 +46,7 @@ func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) er
 
 // Documents lists a conversation's documents in the order they were added.
 func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
-	return queryAll(ctx, s.read, s.d.Decode.Document, "list documents", `SELECT `+record.DocumentColumns+` FROM documents
+	return QueryAll(ctx, s.read, s.d.Decode.Document, "list documents", `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE conversation_id = ? ORDER BY created_at, `+s.d.RowSeq, conversationID)
 }
 
@@ -73,7 +73,7 @@ func (s *Store) Document(ctx context.Context, conversationID, id string) (*datac
 // Chunks returns every chunk of a conversation's documents, document by
 // document in the order they were added, each document's chunks by Seq.
 func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.Chunk, error) {
-	return queryAll(ctx, s.read, s.d.Decode.Chunk, "list chunks", `
+	return QueryAll(ctx, s.read, s.d.Decode.Chunk, "list chunks", `
 		SELECT c.id, c.document_id, c.seq, c.page, c.heading, c.start_pos, c.end_pos, c.text
 		FROM chunks c JOIN documents d ON d.id = c.document_id
 		WHERE d.conversation_id = ?

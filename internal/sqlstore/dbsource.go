@@ -48,7 +48,7 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return queryAll(ctx, s.read, s.d.Decode.DBSource, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`+s.d.Bytewise)
+	return QueryAll(ctx, s.read, s.d.Decode.DBSource, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`+s.d.Bytewise)
 }
 
 // DeleteDBSource removes a source and, by the foreign key's cascade, its
@@ -78,7 +78,7 @@ func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string)
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return queryAll(ctx, s.read, s.d.Decode.DBSource, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
+	return QueryAll(ctx, s.read, s.d.Decode.DBSource, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
 		WHERE a.conversation_id = ? ORDER BY a.created_at, a.`+s.d.RowSeq, conversationID)
 }

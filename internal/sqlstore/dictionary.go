@@ -28,7 +28,7 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 			if err != nil {
 				return err
 			}
-			if datasets, err = collect(rows, s.d.Decode.Dataset); err != nil {
+			if datasets, err = Collect(rows, s.d.Decode.Dataset); err != nil {
 				return err
 			}
 		}
@@ -90,7 +90,7 @@ func (s *Store) SaveExample(ctx context.Context, e *datachat.Example) error {
 
 // Examples lists a user's verified examples, newest first.
 func (s *Store) Examples(ctx context.Context, userID string) ([]*datachat.Example, error) {
-	return queryAll(ctx, s.read, s.d.Decode.Example, "list examples", `
+	return QueryAll(ctx, s.read, s.d.Decode.Example, "list examples", `
 		SELECT id, user_id, question, query, verdict, tables, conversation_id, message_id, call_id, created_at
 		FROM examples WHERE user_id = ? ORDER BY created_at DESC, `+s.d.RowSeq+` DESC`, userID)
 }

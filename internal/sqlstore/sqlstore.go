@@ -153,22 +153,22 @@ func Numbered(query string) string {
 	return q
 }
 
-// queryAll runs a query on db and decodes its rows into a list, empty rather
+// QueryAll runs a query on db and decodes its rows into a list, empty rather
 // than nil when there are none; what names the listing in the error.
-func queryAll[T any](ctx context.Context, db DB, decode func(record.Scanner) (T, error), what, query string, args ...any) ([]T, error) {
+func QueryAll[T any](ctx context.Context, db DB, decode func(record.Scanner) (T, error), what, query string, args ...any) ([]T, error) {
 	rows, err := db.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	list, err := collect(rows, decode)
+	list, err := Collect(rows, decode)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return list, nil
 }
 
-// collect decodes every row of rows and closes them; the list is never nil.
-func collect[T any](rows Rows, decode func(record.Scanner) (T, error)) ([]T, error) {
+// Collect decodes every row of rows and closes them; the list is never nil.
+func Collect[T any](rows Rows, decode func(record.Scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	list := []T{}
 	for rows.Next() {

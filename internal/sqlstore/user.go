@@ -26,7 +26,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
 
 // APIKeys lists every key, revoked ones included, oldest first.
 func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
-	return queryAll(ctx, s.read, s.d.Decode.APIKey, "list API keys", `
+	return QueryAll(ctx, s.read, s.d.Decode.APIKey, "list API keys", `
 		SELECT k.id, k.user_id, u.name, k.prefix, k.hash, k.created_at, k.last_used_at, k.revoked_at
 		FROM api_keys k JOIN users u ON u.id = k.user_id
 		ORDER BY k.created_at, k.`+s.d.RowSeq)
