@@ -45,22 +45,8 @@ func (s *Store) RevokedCredentials(ctx context.Context, creds []datachat.Credent
 		return nil, fmt.Errorf("check credentials: %w", err)
 	}
 	defer rows.Close()
-	live := record.NewLive()
-	for rows.Next() {
-		var kind, id, value string
-		if err := rows.Scan(&kind, &id, &value); err != nil {
-			return nil, fmt.Errorf("check credentials: %w", err)
-		}
-		switch kind {
-		case "user":
-			live.Users[id] = value == "true"
-		case "api_key":
-			live.APIKeys[id] = value
-		default:
-			live.Sessions[id] = value
-		}
-	}
-	if err := rows.Err(); err != nil {
+	live, err := record.ReadLive(rows, "true")
+	if err != nil {
 		return nil, fmt.Errorf("check credentials: %w", err)
 	}
 	return record.Revocations(creds, live), nil
