@@ -101,6 +101,7 @@ var dialect = sqlstore.Dialect{
 	RowSeq:    "row_seq",
 	Bytewise:  ` COLLATE "C"`,
 	Greatest:  "GREATEST",
+	Position:  "strpos",
 	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
 	NoLimit:     nil, // LIMIT NULL

@@ -63,6 +63,9 @@ type Dialect struct {
 	Bytewise string
 	// Greatest is the function returning the greater of two values.
 	Greatest string
+	// Position is the function giving where a string is in another,
+	// 1-based, 0 when it is not: position(haystack, needle).
+	Position string
 	// RecentMessages is a FROM item of the newest messages of a
 	// conversation: its parameters are the conversation's id, then how many
 	// (NoLimit for all).
