@@ -101,12 +101,19 @@ var dialect = sqlstore.Dialect{
 	RowSeq:    "row_seq",
 	Bytewise:  ` COLLATE "C"`,
 	Greatest:  "GREATEST",
+	StringAgg: "string_agg",
 	Position:  "strpos",
 	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
 	NoLimit:     nil, // LIMIT NULL
 	InsertParts: insertParts,
 	LockRows:    ` FOR UPDATE`,
+	LockConversation: func(ctx context.Context, tx sqlstore.DB, id string) error {
+		if err := tx.QueryRow(ctx, `SELECT id FROM conversations WHERE id = ? FOR UPDATE`, id).Scan(&id); err != nil {
+			return notFoundIfNoRows(err, "lock conversation", "conversation not found")
+		}
+		return nil
+	},
 	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
 		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
 		return err

@@ -249,7 +249,7 @@ func copyShared(ctx context.Context, tx *sql.Tx, cp datachat.ShareCopy) (*datach
 	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 			error_reason, error_suggested_action, sources, number_checks, created_at, updated_at)
-		SELECT j.value ->> 1, ?, role, CASE WHEN status = ? THEN `+partsText+` ELSE content END,
+		SELECT j.value ->> 1, ?, role, CASE WHEN status = ? THEN `+sqlstore.PartsText(dialect)+` ELSE content END,
 			CASE WHEN status IN (?, ?) THEN ? ELSE status END, input_tokens, output_tokens, error,
 			error_reason, error_suggested_action, sources, number_checks, created_at, updated_at
 		FROM json_each(?) j JOIN messages ON messages.id = j.value ->> 0

@@ -114,6 +114,7 @@ var dialect = sqlstore.Dialect{
 	RowSeq:    "rowid",
 	Bytewise:  "", // the default collation, BINARY
 	Greatest:  "MAX",
+	StringAgg: "group_concat",
 	Position:  "instr",
 	RecentMessages: `messages WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?
 		ORDER BY created_at DESC, rowid DESC LIMIT ?)`,

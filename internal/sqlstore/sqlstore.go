@@ -63,6 +63,9 @@ type Dialect struct {
 	Bytewise string
 	// Greatest is the function returning the greater of two values.
 	Greatest string
+	// StringAgg is the aggregate concatenating strings with a separator,
+	// in the ORDER BY its call gives.
+	StringAgg string
 	// Position is the function giving where a string is in another,
 	// 1-based, 0 when it is not: position(haystack, needle).
 	Position string
@@ -80,6 +83,11 @@ type Dialect struct {
 	// waits for it: PostgreSQL's FOR UPDATE. SQLite needs none, its write
 	// transactions holding the database's write lock from their BEGIN.
 	LockRows string
+	// LockConversation, if set, runs first in BeginTurn's transaction, so
+	// that the turns of one conversation begin one at a time, and fails
+	// with ENOTFOUND when there is no such conversation: PostgreSQL locks
+	// its row FOR UPDATE. SQLite needs none.
+	LockConversation func(ctx context.Context, tx DB, id string) error
 	// LockAdmins, if set, runs first in a write transaction that counts the
 	// admins before changing one, so that such transactions run one at a
 	// time: PostgreSQL's advisory lock. SQLite needs none.
