@@ -3,14 +3,16 @@ package postgres_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"datachat"
 )
 
 // What the store costs one chat turn, the calls that run on every one: the
 // API key checked, the turn's start read (the conversation, its pending
-// confirmation, its newest 49 messages of 60 or more), an answer stored,
-// streamed in one part and finished.
+// confirmation, its newest 49 messages of 60 or more), the turn begun (the
+// question and a leased streaming answer), the answer streamed in one part
+// and finished.
 //
 //	go test -run '^$' -bench Turn ./internal/postgres
 func BenchmarkTurn(b *testing.B) {
@@ -45,8 +47,10 @@ func BenchmarkTurn(b *testing.B) {
 		if _, _, msgs, err := s.TurnStart(ctx, u.ID, c.ID, 49); err != nil || len(msgs) != 49 {
 			b.Fatalf("%d messages, %v", len(msgs), err)
 		}
+		q := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleUser, Content: "And in the south?", Status: datachat.StatusComplete}
 		m := &datachat.Message{ConversationID: c.ID, Role: datachat.RoleAssistant, Status: datachat.StatusStreaming}
-		if err := s.CreateMessage(ctx, m); err != nil {
+		now := time.Now()
+		if err := s.BeginTurn(ctx, q, m, datachat.Lease{Owner: "bench", Node: "bench", Until: now.Add(time.Minute)}, now); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.AppendParts(ctx, m.ID, 0, []datachat.Part{{Type: "text", Text: answer}}); err != nil {
