@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // How the account methods hold together across processes, in READ
@@ -33,141 +33,11 @@ const adminLockKey = 0x6461746163686164 // "datachad"
 // hash); the two-key locks are apart from the one-key ones.
 const attemptLockClass = 0x64617461 // "data"
 
-// querier is what the pool and a transaction have in common.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// Account returns the user with this id with their account.
-func (s *Store) Account(ctx context.Context, userID string) (*datachat.Account, error) {
-	return accountWhere(ctx, s.pool, "u.id = $1", userID)
-}
-
-// AccountByName returns the user with this name (compared exactly).
-func (s *Store) AccountByName(ctx context.Context, name string) (*datachat.Account, error) {
-	if record.Unstorable(name) {
-		return nil, record.ErrNoUser
-	}
-	return accountWhere(ctx, s.pool, "u.name = $1", name)
-}
-
-// accountWhere returns the one account matching where (an expression on
-// users u with one parameter).
-func accountWhere(ctx context.Context, q querier, where string, arg any) (*datachat.Account, error) {
-	a, err := decode.Account(q.QueryRow(ctx, `SELECT `+record.AccountColumns+` FROM users u WHERE `+where, arg))
-	if err != nil {
-		return nil, notFoundIfNoRows(err, "get account", record.ErrNoUser.Message)
-	}
-	return a, nil
-}
-
-// Accounts lists every user, by name (byte order, as SQLite sorts).
-func (s *Store) Accounts(ctx context.Context) ([]*datachat.Account, error) {
-	return queryAll(ctx, s.pool, decode.Account, "list accounts",
-		`SELECT `+record.AccountColumns+` FROM users u ORDER BY u.name COLLATE "C"`)
-}
-
-// CreateAccount stores a new user with their role.
-func (s *Store) CreateAccount(ctx context.Context, a *datachat.Account) error {
-	if err := record.FillAccount(a); err != nil {
-		return err
-	}
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO users (id, name, created_at, role, email, tokens_per_day) VALUES ($1, $2, $3, $4, $5, $6)`,
-		a.ID, a.Name, a.CreatedAt, string(a.Role), a.Email, a.TokensPerDay)
-	if violation(err) == record.UniqueViolation {
-		return record.NameTaken(a.Name)
-	}
-	return writeError(err, "create account", "", "")
-}
-
-// adminChange takes the admin lock in tx and reads the user's account,
-// failing with LastAdmin(what) when the change would leave no active admin:
-// leavesAdmin says whether the user stays an active admin after it.
-func adminChange(ctx context.Context, tx pgx.Tx, userID, what string, leavesAdmin bool) (*datachat.Account, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(adminLockKey)); err != nil {
-		return nil, err
-	}
-	a, err := accountWhere(ctx, tx, "u.id = $1", userID)
-	if err != nil {
-		return nil, err
-	}
-	if a.Role != datachat.RoleAdmin || a.DisabledAt != nil || leavesAdmin {
-		return a, nil
-	}
-	var others int
-	if err := tx.QueryRow(ctx, `
-		SELECT COUNT(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id <> $1`, userID).Scan(&others); err != nil {
-		return nil, err
-	}
-	if others == 0 {
-		return nil, record.LastAdmin(what, a.Name)
-	}
-	return a, nil
-}
-
-// SetRole changes a user's role, refusing to demote the last active admin.
-func (s *Store) SetRole(ctx context.Context, userID string, role datachat.Role) error {
-	if err := record.CheckRole(role); err != nil {
-		return err
-	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := adminChange(ctx, tx, userID, "demote", role == datachat.RoleAdmin); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `UPDATE users SET role = $1 WHERE id = $2`, string(role), userID)
-		return err
-	})
-	return record.Wrap("set role", err)
-}
-
-// SetTokensPerDay sets a user's own token budget.
-func (s *Store) SetTokensPerDay(ctx context.Context, userID string, tokens *int64) error {
-	if err := record.CheckTokensPerDay(tokens); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE users SET tokens_per_day = $1 WHERE id = $2`, tokens, userID)
-	if err != nil {
-		return fmt.Errorf("set token budget: %w", err)
-	}
-	return mustAffect(tag, record.ErrNoUser.Message)
-}
-
-// DisableUser disables a user and deletes their sessions and invites, in one
-// transaction; disabling a disabled user keeps the first time.
-func (s *Store) DisableUser(ctx context.Context, userID string, now time.Time) error {
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := adminChange(ctx, tx, userID, "disable", false); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE users SET disabled_at = COALESCE(disabled_at, $1) WHERE id = $2`,
-			record.Time(now), userID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `DELETE FROM invites WHERE user_id = $1`, userID)
-		return err
-	})
-	return record.Wrap("disable user", err)
-}
-
-// EnableUser enables a disabled user.
-func (s *Store) EnableUser(ctx context.Context, userID string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE users SET disabled_at = NULL WHERE id = $1`, userID)
-	if err != nil {
-		return fmt.Errorf("enable user: %w", err)
-	}
-	return mustAffect(tag, record.ErrNoUser.Message)
-}
-
 // DeleteUser removes a user; the foreign keys delete what they own, and
 // their requests' counts go too.
 func (s *Store) DeleteUser(ctx context.Context, userID string) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := adminChange(ctx, tx, userID, "remove", false); err != nil {
+		if _, err := sqlstore.AdminChange(ctx, pgDB{tx}, dialect, userID, "remove", false); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID); err != nil {
@@ -256,39 +126,11 @@ func (s *Store) UseInvite(ctx context.Context, hash, passwordHash string, now ti
 		if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id = $1`, userID); err != nil {
 			return err
 		}
-		a, err = accountWhere(ctx, tx, "u.id = $1", userID)
+		a, err = sqlstore.AccountWhere(ctx, pgDB{tx}, dialect, "u.id = ?", userID)
 		return err
 	})
 	if err != nil {
 		return nil, record.Wrap("use invite", err)
-	}
-	return a, nil
-}
-
-// PasswordHash returns the user of this name and their password hash.
-func (s *Store) PasswordHash(ctx context.Context, name string) (*datachat.Account, string, error) {
-	if record.Unstorable(name) {
-		return nil, "", record.ErrNoUser
-	}
-	var hash string
-	a, err := decode.Account(record.Also(s.pool.QueryRow(ctx,
-		`SELECT `+record.AccountColumns+`, u.password_hash FROM users u WHERE u.name = $1`, name), &hash))
-	if err != nil {
-		return nil, "", notFoundIfNoRows(err, "get password hash", record.ErrNoUser.Message)
-	}
-	return a, hash, nil
-}
-
-// AccountByIdentity returns the user single sign-on knows by id.
-func (s *Store) AccountByIdentity(ctx context.Context, id datachat.Identity) (*datachat.Account, error) {
-	if record.Unstorable(id.Issuer) || record.Unstorable(id.Subject) {
-		return nil, datachat.Errorf(datachat.ENOTFOUND, "no user has this identity")
-	}
-	a, err := decode.Account(s.pool.QueryRow(ctx, `
-		SELECT `+record.AccountColumns+` FROM identities idn JOIN users u ON u.id = idn.user_id
-		WHERE idn.issuer = $1 AND idn.subject = $2`, id.Issuer, id.Subject))
-	if err != nil {
-		return nil, notFoundIfNoRows(err, "get account by identity", "no user has this identity")
 	}
 	return a, nil
 }
@@ -348,70 +190,6 @@ func (s *Store) CreateSession(ctx context.Context, sess *datachat.Session) error
 	return record.Wrap("create session", err)
 }
 
-// AuthenticateSession returns the user of the session with this hash, and
-// records its use at most once a minute.
-func (s *Store) AuthenticateSession(ctx context.Context, hash string, now time.Time, idle time.Duration) (*datachat.Account, datachat.Credential, error) {
-	if hash == "" {
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	now = record.Time(now)
-	var (
-		id       string
-		lastSeen time.Time
-	)
-	a, err := decode.Account(record.Also(s.pool.QueryRow(ctx, `
-		SELECT `+record.AccountColumns+`, s.id, s.last_seen_at
-		FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.hash = $1`, hash), &id, &lastSeen))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	if err != nil {
-		return nil, datachat.Credential{}, fmt.Errorf("authenticate session: %w", err)
-	}
-	if a.DisabledAt != nil {
-		return nil, datachat.Credential{}, datachat.ErrUserDisabled
-	}
-	if record.IdledOut(lastSeen, now, idle) {
-		// Unless a request at the same time used it again.
-		if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND last_seen_at < $2`,
-			id, now.Add(-idle)); err != nil && !datachat.IsNoSpace(err) {
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: end idle session: %w", err)
-		}
-		return nil, datachat.Credential{}, datachat.ErrSessionEnded
-	}
-	if record.RecordUse(&lastSeen, now) {
-		// Two statements, not a transaction: each holds one row's lock
-		// only while it runs, so neither waits on a DisableUser.
-		err := seen(ctx, s.pool, a.ID, now)
-		if err == nil {
-			_, err = s.pool.Exec(ctx, `UPDATE sessions SET last_seen_at = $1 WHERE id = $2 AND last_seen_at < $1`, now, id)
-		}
-		if err != nil && !datachat.IsNoSpace(err) {
-			// On a full disk the session still works, its use unrecorded.
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate session: record use: %w", err)
-		}
-		if err == nil {
-			a.LastSeenAt = &now
-		}
-	}
-	return a, datachat.Credential{Kind: datachat.CredentialSession, ID: id, UserID: a.ID}, nil
-}
-
-// seen records that the user was seen at now, unless later already.
-func seen(ctx context.Context, q querier, userID string, now time.Time) error {
-	_, err := q.Exec(ctx, `UPDATE users SET last_seen_at = $1 WHERE id = $2 AND (last_seen_at IS NULL OR last_seen_at < $1)`,
-		now, userID)
-	return err
-}
-
-// DeleteSession deletes a session; one already gone is not an error.
-func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM sessions WHERE id = $1`, id); err != nil {
-		return fmt.Errorf("delete session: %w", err)
-	}
-	return nil
-}
-
 // TakeAttempt admits one sign-in attempt under key if fewer than limit were
 // admitted in the window (now-window, now]: the key's attempts are counted
 // and the new one stored under an advisory lock of the key's hash, exact
@@ -437,7 +215,7 @@ func (s *Store) TakeAttempt(ctx context.Context, key string, now time.Time, wind
 			return err
 		}
 		var err error
-		ok, retry, err = slidingWindow(ctx, tx, `auth_attempts WHERE key = $1`, k, now, window, limit)
+		ok, retry, err = sqlstore.SlidingWindow(ctx, pgDB{tx}, dialect, `auth_attempts WHERE key = ?`, k, now, window, limit)
 		if err != nil || !ok {
 			return err
 		}
@@ -448,27 +226,6 @@ func (s *Store) TakeAttempt(ctx context.Context, key string, now time.Time, wind
 		return false, 0, fmt.Errorf("take attempt: %w", err)
 	}
 	return ok, retry, nil
-}
-
-// slidingWindow counts the rows of from (a table and a condition on key,
-// $1) in the window (now-window, now] and says whether one more may be
-// admitted, or else how long until a slot frees: when enough of the oldest
-// counted rows leave the window for the count to drop below limit.
-func slidingWindow(ctx context.Context, tx pgx.Tx, from, key string, now time.Time, window time.Duration, limit int) (bool, time.Duration, error) {
-	start := now.Add(-window)
-	var n int
-	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM `+from+` AND at > $2`, key, start).Scan(&n); err != nil {
-		return false, 0, err
-	}
-	if n < limit {
-		return true, 0, nil
-	}
-	var oldest time.Time
-	if err := tx.QueryRow(ctx, `SELECT at FROM `+from+` AND at > $2 ORDER BY at LIMIT 1 OFFSET $3`,
-		key, start, n-limit).Scan(&oldest); err != nil {
-		return false, 0, err
-	}
-	return false, oldest.Add(window).Sub(now), nil
 }
 
 // UsageByDay sums token usage per user and UTC day from since on, newest

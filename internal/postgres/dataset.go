@@ -10,45 +10,6 @@ import (
 	"datachat/internal/record"
 )
 
-// CreateDataset stores d; ENOTFOUND if the conversation does not exist,
-// ECONFLICT if it already has a dataset with d's Name.
-func (s *Store) CreateDataset(ctx context.Context, d *datachat.Dataset) error {
-	cols, err := record.FillDataset(d)
-	if err != nil {
-		return fmt.Errorf("create dataset: %w", err)
-	}
-	_, err = s.pool.Exec(ctx, `
-		INSERT INTO datasets (id, conversation_id, name, source, format, path, columns, row_count, bytes, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		d.ID, d.ConversationID, d.Name, d.Source, d.Format, d.Path, cols, d.RowCount, d.Bytes, d.CreatedAt)
-	return writeError(err, "create dataset", "conversation not found", fmt.Sprintf("a dataset named %q already exists in this conversation", d.Name))
-}
-
-// Datasets lists a conversation's datasets in the order they were added.
-func (s *Store) Datasets(ctx context.Context, conversationID string) ([]*datachat.Dataset, error) {
-	return queryAll(ctx, s.pool, decode.Dataset, "list datasets", `SELECT `+record.DatasetColumns+` FROM datasets
-		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
-}
-
-// Dataset returns a dataset of the conversation; ENOTFOUND if there is none.
-func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datachat.Dataset, error) {
-	d, err := decode.Dataset(s.pool.QueryRow(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
-		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
-	if err != nil {
-		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
-	}
-	return d, nil
-}
-
-// DeleteDataset deletes a dataset of the conversation; ENOTFOUND if there is none.
-func (s *Store) DeleteDataset(ctx context.Context, conversationID, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM datasets WHERE id = $1 AND conversation_id = $2`, id, conversationID)
-	if err != nil {
-		return fmt.Errorf("delete dataset: %w", err)
-	}
-	return mustAffect(tag, "dataset not found")
-}
-
 // CreateDocument stores a document and its chunks in one transaction, filling
 // in their IDs, the chunks' DocumentID, and d.Chunks when zero; ENOTFOUND if
 // the conversation does not exist. Chunks are written with COPY.
@@ -74,50 +35,4 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 		return err
 	})
 	return writeError(err, "create document", "conversation not found", "document or chunk already exists")
-}
-
-// Documents lists a conversation's documents in the order they were added.
-func (s *Store) Documents(ctx context.Context, conversationID string) ([]*datachat.Document, error) {
-	return queryAll(ctx, s.pool, decode.Document, "list documents", `SELECT `+record.DocumentColumns+` FROM documents
-		WHERE conversation_id = $1 ORDER BY created_at, row_seq`, conversationID)
-}
-
-// HasDocuments reports whether the conversation has any document.
-func (s *Store) HasDocuments(ctx context.Context, conversationID string) (bool, error) {
-	var has bool
-	if err := s.pool.QueryRow(ctx,
-		`SELECT EXISTS (SELECT 1 FROM documents WHERE conversation_id = $1)`, conversationID).Scan(&has); err != nil {
-		return false, fmt.Errorf("has documents: %w", err)
-	}
-	return has, nil
-}
-
-// Document returns a document of the conversation; ENOTFOUND if there is none.
-func (s *Store) Document(ctx context.Context, conversationID, id string) (*datachat.Document, error) {
-	d, err := decode.Document(s.pool.QueryRow(ctx, `SELECT `+record.DocumentColumns+` FROM documents
-		WHERE id = $1 AND conversation_id = $2`, id, conversationID))
-	if err != nil {
-		return nil, notFoundIfNoRows(err, "get document", "document not found")
-	}
-	return d, nil
-}
-
-// Chunks returns every chunk of a conversation's documents, document by
-// document in the order they were added, each document's chunks by Seq.
-func (s *Store) Chunks(ctx context.Context, conversationID string) ([]*datachat.Chunk, error) {
-	return queryAll(ctx, s.pool, decode.Chunk, "list chunks", `
-		SELECT c.id, c.document_id, c.seq, c.page, c.heading, c.start_pos, c.end_pos, c.text
-		FROM chunks c JOIN documents d ON d.id = c.document_id
-		WHERE d.conversation_id = $1
-		ORDER BY d.created_at, d.row_seq, c.seq, c.row_seq`, conversationID)
-}
-
-// DeleteDocument deletes a document of the conversation and its chunks;
-// ENOTFOUND if there is none.
-func (s *Store) DeleteDocument(ctx context.Context, conversationID, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM documents WHERE id = $1 AND conversation_id = $2`, id, conversationID)
-	if err != nil {
-		return fmt.Errorf("delete document: %w", err)
-	}
-	return mustAffect(tag, "document not found")
 }

@@ -7,11 +7,14 @@
 // schema up to date with [Store.Migrate]; [Store.PendingMigrations] reports
 // what Migrate would apply. [Index] searches the documents the store holds
 // (a retrieval.Backend), shared by every process on the database.
+//
+// The methods whose SQL is SQLite's too are [sqlstore.Store]'s, in
+// PostgreSQL's [sqlstore.Dialect]; this package has those that are
+// PostgreSQL's alone.
 package postgres
 
 import (
 	"context"
-	"datachat/internal/record"
 	"errors"
 	"fmt"
 	"time"
@@ -22,6 +25,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"datachat"
+	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 var _ datachat.Store = (*Store)(nil)
@@ -29,6 +34,8 @@ var _ datachat.Store = (*Store)(nil)
 // Store is a [datachat.Store] on a PostgreSQL database. It is safe for
 // concurrent use.
 type Store struct {
+	*sqlstore.Store // the methods whose SQL is SQLite's too
+
 	pool *db
 }
 
@@ -65,7 +72,88 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	return &Store{pool: &db{pool}}, nil
+	s := &Store{pool: &db{pool}}
+	// One snapshot for all the queries.
+	readOnly := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	s.Store = sqlstore.New(sqlstore.Engine{
+		Read:  pgDB{s.pool},
+		Write: pgDB{s.pool},
+		ReadTx: func(ctx context.Context, fn func(sqlstore.DB) error) error {
+			return pgx.BeginTxFunc(ctx, s.pool, readOnly, func(tx pgx.Tx) error { return fn(pgDB{tx}) })
+		},
+		WriteTx: func(ctx context.Context, fn func(sqlstore.DB) error) error {
+			return s.tx(ctx, func(tx pgx.Tx) error { return fn(pgDB{tx}) })
+		},
+		// Statement by statement: each holds one row's lock only while it
+		// runs, so that none waits on a DisableUser.
+		Touch: func(ctx context.Context, fn func(sqlstore.DB) error) error { return fn(pgDB{s.pool}) },
+	}, dialect)
+	return s, nil
+}
+
+// dialect is how PostgreSQL's SQL and values differ from SQLite's.
+var dialect = sqlstore.Dialect{
+	Decode:    decode,
+	Time:      func(t time.Time) any { return record.Time(t) },
+	NullTime:  func(t *time.Time) any { return t },
+	Bool:      func(b bool) any { return b },
+	Violation: violation,
+	RowSeq:    "row_seq",
+	Bytewise:  ` COLLATE "C"`,
+	Greatest:  "GREATEST",
+	StringAgg: "string_agg",
+	Position:  "strpos",
+	RecentMessages: `(SELECT * FROM messages WHERE conversation_id = ?
+		ORDER BY created_at DESC, row_seq DESC LIMIT ?) recent`,
+	NoLimit:     nil, // LIMIT NULL
+	InsertParts: insertParts,
+	LockRows:    ` FOR UPDATE`,
+	LockConversation: func(ctx context.Context, tx sqlstore.DB, id string) error {
+		if err := tx.QueryRow(ctx, `SELECT id FROM conversations WHERE id = ? FOR UPDATE`, id).Scan(&id); err != nil {
+			return notFoundIfNoRows(err, "lock conversation", "conversation not found")
+		}
+		return nil
+	},
+	LockAdmins: func(ctx context.Context, tx sqlstore.DB) error {
+		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(adminLockKey))
+		return err
+	},
+	LockRequests: func(ctx context.Context, tx sqlstore.DB, userID string) error {
+		if _, err := tx.Exec(ctx,
+			`INSERT INTO rate_limiters (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING`, userID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT 1 FROM rate_limiters WHERE user_id = ? FOR UPDATE`, userID)
+		return err
+	},
+}
+
+// pgDB is the pool or a transaction as the shared methods use it: their ?
+// placeholders numbered.
+type pgDB struct{ q querier }
+
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (d pgDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := d.q.Exec(ctx, sqlstore.Numbered(query), args...)
+	return tag.RowsAffected(), err
+}
+
+func (d pgDB) QueryRow(ctx context.Context, query string, args ...any) record.Scanner {
+	return d.q.QueryRow(ctx, sqlstore.Numbered(query), args...)
+}
+
+func (d pgDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := d.q.Query(ctx, sqlstore.Numbered(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no
@@ -154,12 +242,4 @@ func notFoundIfNoRows(err error, op, msg string) error {
 		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// mustAffect returns ENOTFOUND with msg when tag affected no row.
-func mustAffect(tag pgconn.CommandTag, msg string) error {
-	if tag.RowsAffected() == 0 {
-		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
-	}
-	return nil
 }

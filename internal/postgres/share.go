@@ -9,6 +9,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // shareFrom is the FROM of a listing of shares: each with the user it names.
@@ -217,7 +218,7 @@ func copyShared(ctx context.Context, tx pgx.Tx, cp datachat.ShareCopy) (*datacha
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 			error_reason, error_suggested_action, sources, number_checks, created_at, updated_at)
-		SELECT map.new_id, $3, role, CASE WHEN status = $4 THEN `+partsText+` ELSE content END,
+		SELECT map.new_id, $3, role, CASE WHEN status = $4 THEN `+sqlstore.PartsText(dialect)+` ELSE content END,
 			CASE WHEN status IN ($4, $5) THEN $6 ELSE status END, input_tokens, output_tokens, error,
 			error_reason, error_suggested_action, sources, number_checks, created_at, updated_at
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS map (old_id, new_id, n)

@@ -49,6 +49,33 @@ func NewLive() Live {
 	return Live{Users: map[string]bool{}, APIKeys: map[string]string{}, Sessions: map[string]string{}}
 }
 
+// ReadLive reads the rows of a store's credentials check into a Live: each
+// row a kind ('user', 'api_key' or 'session'), an id, and
+// for a user whether they are active (true spelled as active), else the
+// user the key or session is of.
+func ReadLive(rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}, active string) (Live, error) {
+	live := NewLive()
+	for rows.Next() {
+		var kind, id, value string
+		if err := rows.Scan(&kind, &id, &value); err != nil {
+			return Live{}, err
+		}
+		switch kind {
+		case "user":
+			live.Users[id] = value == active
+		case "api_key":
+			live.APIKeys[id] = value
+		default:
+			live.Sessions[id] = value
+		}
+	}
+	return live, rows.Err()
+}
+
 // Revocations is [datachat.Store.RevokedCredentials]'s answer once a store
 // has looked creds up in live. The user comes first: every credential of a
 // user disabled or removed is ended with ErrUserDisabled (disabling a user

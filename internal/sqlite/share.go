@@ -10,6 +10,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // shareFrom is the FROM of a listing of shares: each with the user it names.
@@ -133,7 +134,7 @@ func (s *Store) Shares(ctx context.Context, ownerID, conversationID string) ([]*
 		if err != nil {
 			return err
 		}
-		list, err = collect(rows, decode.Share)
+		list, err = sqlstore.Collect(sqlRows{rows}, decode.Share)
 		return err
 	})
 	if err != nil {
@@ -182,7 +183,7 @@ func (s *Store) SharedConversation(ctx context.Context, viewerID, conversationID
 // SharedWithMe lists the conversations shared with the viewer, most
 // recently shared first.
 func (s *Store) SharedWithMe(ctx context.Context, viewerID string) ([]*datachat.SharedConversation, error) {
-	return queryAll(ctx, s.read, decode.SharedConversation, "list shared conversations", `
+	return sqlstore.QueryAll(ctx, sqlDB{s.read}, decode.SharedConversation, "list shared conversations", `
 		SELECT `+record.SharedColumns+`, `+sharedAt+` AS shared_at
 		FROM conversations c JOIN users o ON o.id = c.user_id
 		WHERE c.id IN (SELECT conversation_id FROM shares WHERE user_id = ?1
@@ -248,7 +249,7 @@ func copyShared(ctx context.Context, tx *sql.Tx, cp datachat.ShareCopy) (*datach
 	if _, err := tx.ExecContext(ctx, `
 		INSERT INTO messages (id, conversation_id, role, content, status, input_tokens, output_tokens, error,
 			error_reason, error_suggested_action, sources, number_checks, created_at, updated_at)
-		SELECT j.value ->> 1, ?, role, CASE WHEN status = ? THEN `+partsText+` ELSE content END,
+		SELECT j.value ->> 1, ?, role, CASE WHEN status = ? THEN `+sqlstore.PartsText(dialect)+` ELSE content END,
 			CASE WHEN status IN (?, ?) THEN ? ELSE status END, input_tokens, output_tokens, error,
 			error_reason, error_suggested_action, sources, number_checks, created_at, updated_at
 		FROM json_each(?) j JOIN messages ON messages.id = j.value ->> 0

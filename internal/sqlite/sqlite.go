@@ -9,6 +9,10 @@
 //
 // Open a store with [Open], then bring its schema up to date with
 // [Store.Migrate]; [Store.PendingMigrations] reports what Migrate would apply.
+//
+// The methods whose SQL is PostgreSQL's too are [sqlstore.Store]'s, in
+// SQLite's [sqlstore.Dialect]; this package has those that are SQLite's
+// alone.
 package sqlite
 
 import (
@@ -29,6 +33,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // BusyTimeout is how long a connection waits for a lock held by another
@@ -39,6 +44,8 @@ var _ datachat.Store = (*Store)(nil)
 
 // Store is a [datachat.Store] on one SQLite file. It is safe for concurrent use.
 type Store struct {
+	*sqlstore.Store // the methods whose SQL is PostgreSQL's too
+
 	path  string
 	write *sql.DB // one connection; transactions BEGIN IMMEDIATE
 	read  *sql.DB // query_only connections
@@ -80,8 +87,71 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{path: path, write: write, read: read}, nil
+	s := &Store{path: path, write: write, read: read}
+	tx := func(begin func(context.Context, func(*sql.Tx) error) error) func(context.Context, func(sqlstore.DB) error) error {
+		return func(ctx context.Context, fn func(sqlstore.DB) error) error {
+			return begin(ctx, func(tx *sql.Tx) error { return fn(sqlDB{tx}) })
+		}
+	}
+	s.Store = sqlstore.New(sqlstore.Engine{
+		Read:    sqlDB{read},
+		Write:   sqlDB{write},
+		ReadTx:  tx(s.readTx),
+		WriteTx: tx(s.writeTx),
+		// One transaction, to spare the writer.
+		Touch: tx(s.writeTx),
+	}, dialect)
+	return s, nil
 }
+
+// dialect is how SQLite's SQL and values differ from PostgreSQL's.
+var dialect = sqlstore.Dialect{
+	Decode:    decode,
+	Time:      func(t time.Time) any { return ts(t) },
+	NullTime:  func(t *time.Time) any { return tsPtr(t) },
+	Bool:      func(b bool) any { return boolInt(b) },
+	Violation: violation,
+	RowSeq:    "rowid",
+	Bytewise:  "", // the default collation, BINARY
+	Greatest:  "MAX",
+	StringAgg: "group_concat",
+	Position:  "instr",
+	RecentMessages: `messages WHERE rowid IN (SELECT rowid FROM messages WHERE conversation_id = ?
+		ORDER BY created_at DESC, rowid DESC LIMIT ?)`,
+	NoLimit:     -1,
+	InsertParts: insertParts,
+	// Write transactions BEGIN IMMEDIATE, holding the database's write lock
+	// from the start: no row, admin or request lock is needed.
+	LockRows: "",
+}
+
+// sqlDB is a pool or transaction as the shared methods use it.
+type sqlDB struct{ q queryer }
+
+func (d sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := d.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (d sqlDB) QueryRow(ctx context.Context, query string, args ...any) record.Scanner {
+	return d.q.QueryRowContext(ctx, query, args...)
+}
+
+func (d sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := d.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+// sqlRows are *sql.Rows as [sqlstore.Rows]: Close's error is Err's.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }
 
 // Pools opens the two connection pools of the SQLite file at path the way
 // every datachat SQLite database is opened (the store's and the retrieval
@@ -271,38 +341,6 @@ var decode = record.Decoder{
 	NullTime: func(p **time.Time) any { return scanNullTime{p} },
 }
 
-// collect decodes every row of rows with decode and closes them; the list is
-// never nil.
-func collect[T any](rows *sql.Rows, decode func(record.Scanner) (T, error)) ([]T, error) {
-	defer rows.Close()
-	list := []T{}
-	for rows.Next() {
-		v, err := decode(rows)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return list, nil
-}
-
-// queryAll runs a query on db and decodes its rows, as [collect] does; what
-// names the listing in the error.
-func queryAll[T any](ctx context.Context, db *sql.DB, decode func(record.Scanner) (T, error), what, query string, args ...any) ([]T, error) {
-	rows, err := db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	list, err := collect(rows, decode)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return list, nil
-}
-
 // errorCode returns the extended SQLite result code of err, or 0.
 func errorCode(err error) int {
 	var e *sqlite.Error
@@ -336,18 +374,6 @@ func notFoundIfNoRows(err error, op, msg string) error {
 		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
-}
-
-// mustAffect returns ENOTFOUND with msg when res affected no row.
-func mustAffect(res sql.Result, op, msg string) error {
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if n == 0 {
-		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
-	}
-	return nil
 }
 
 func boolInt(b bool) int {

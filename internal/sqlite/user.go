@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"datachat"
 	"datachat/internal/record"
@@ -48,91 +46,6 @@ func (s *Store) userByName(ctx context.Context, q queryer, name string) (*datach
 	return &u, nil
 }
 
-// CreateAPIKey stores k; ENOTFOUND if its user does not exist, ECONFLICT if a
-// key with the same hash does.
-func (s *Store) CreateAPIKey(ctx context.Context, k *datachat.APIKey) error {
-	if err := record.FillAPIKey(k); err != nil {
-		return err
-	}
-	_, err := s.write.ExecContext(ctx, `
-		INSERT INTO api_keys (id, user_id, prefix, hash, created_at, last_used_at, revoked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.UserID, k.Prefix, k.Hash, ts(k.CreatedAt), tsPtr(k.LastUsedAt), tsPtr(k.RevokedAt))
-	return writeError(err, "create API key", "user not found", "API key already exists")
-}
-
-// APIKeys lists every key, revoked ones included, oldest first.
-func (s *Store) APIKeys(ctx context.Context) ([]*datachat.APIKey, error) {
-	return queryAll(ctx, s.read, decode.APIKey, "list API keys", `
-		SELECT k.id, k.user_id, u.name, k.prefix, k.hash, k.created_at, k.last_used_at, k.revoked_at
-		FROM api_keys k JOIN users u ON u.id = k.user_id
-		ORDER BY k.created_at, k.rowid`)
-}
-
-// CountAPIKeys counts keys that are not revoked.
-func (s *Store) CountAPIKeys(ctx context.Context) (int, error) {
-	var n int
-	if err := s.read.QueryRowContext(ctx,
-		`SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count API keys: %w", err)
-	}
-	return n, nil
-}
-
-// RevokeAPIKey revokes a key; revoking a revoked key changes nothing.
-func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
-	res, err := s.write.ExecContext(ctx,
-		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`, ts(record.Now()), id)
-	if err != nil {
-		return fmt.Errorf("revoke API key: %w", err)
-	}
-	return mustAffect(res, "revoke API key", "API key not found")
-}
-
-// Authenticate returns the user owning the unrevoked key with this hash, and
-// the key as a credential, and records its use and the user's (at most once
-// a minute per key, to spare the writer); a disabled user's key is refused.
-func (s *Store) Authenticate(ctx context.Context, hash string) (*datachat.User, datachat.Credential, error) {
-	if hash == "" {
-		return nil, datachat.Credential{}, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
-	}
-	var (
-		u        datachat.User
-		keyID    string
-		lastUsed *time.Time
-		disabled bool
-	)
-	err := s.read.QueryRowContext(ctx, `
-		SELECT u.id, u.name, u.created_at, k.id, k.last_used_at, u.disabled_at IS NOT NULL
-		FROM api_keys k JOIN users u ON u.id = k.user_id
-		WHERE k.hash = ? AND k.revoked_at IS NULL`, hash).
-		Scan(&u.ID, &u.Name, scanTime{&u.CreatedAt}, &keyID, scanNullTime{&lastUsed}, &disabled)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, datachat.Credential{}, datachat.Errorf(datachat.EUNAUTHORIZED, "invalid API key")
-	}
-	if err != nil {
-		return nil, datachat.Credential{}, fmt.Errorf("authenticate: %w", err)
-	}
-	if disabled {
-		return nil, datachat.Credential{}, datachat.ErrUserDisabled
-	}
-	t := record.Now()
-	if record.RecordUse(lastUsed, t) {
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ts(t), keyID); err != nil {
-				return err
-			}
-			return seen(ctx, tx, u.ID, t)
-		})
-		if err != nil && !datachat.IsNoSpace(err) {
-			// On a full disk the key still works, its use unrecorded: the
-			// user must be able to delete what fills it.
-			return nil, datachat.Credential{}, fmt.Errorf("authenticate: record use: %w", err)
-		}
-	}
-	return &u, datachat.Credential{Kind: datachat.CredentialAPIKey, ID: keyID, UserID: u.ID}, nil
-}
-
 // RevokedCredentials returns those of creds that no longer authenticate, with
 // why, in one statement (one snapshot) however many there are: the users'
 // state, the keys not revoked and the sessions there are, of those named.
@@ -163,22 +76,8 @@ func (s *Store) RevokedCredentials(ctx context.Context, creds []datachat.Credent
 		return nil, fmt.Errorf("check credentials: %w", err)
 	}
 	defer rows.Close()
-	live := record.NewLive()
-	for rows.Next() {
-		var kind, id, value string
-		if err := rows.Scan(&kind, &id, &value); err != nil {
-			return nil, fmt.Errorf("check credentials: %w", err)
-		}
-		switch kind {
-		case "user":
-			live.Users[id] = value == "1"
-		case "api_key":
-			live.APIKeys[id] = value
-		default:
-			live.Sessions[id] = value
-		}
-	}
-	if err := rows.Err(); err != nil {
+	live, err := record.ReadLive(rows, "1")
+	if err != nil {
 		return nil, fmt.Errorf("check credentials: %w", err)
 	}
 	return record.Revocations(creds, live), nil

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
@@ -16,11 +16,11 @@ func (s *Store) CreateDBSource(ctx context.Context, src *datachat.DBSource) erro
 		return err
 	}
 	record.FillTime(&src.CreatedAt)
-	_, err = s.write.ExecContext(ctx, `
+	_, err = s.write.Exec(ctx, `
 		INSERT INTO db_sources (name, kind, sealed_url, tables, users, all_users, origin, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		src.Name, src.Kind, src.SealedURL, tables, users, boolInt(src.AllUsers), src.Origin, ts(src.CreatedAt))
-	return writeError(err, "create database source", "", fmt.Sprintf("a database source named %q already exists", src.Name))
+		src.Name, src.Kind, src.SealedURL, tables, users, s.d.Bool(src.AllUsers), src.Origin, s.d.Time(src.CreatedAt))
+	return s.writeError(err, "create database source", "", fmt.Sprintf("a database source named %q already exists", src.Name))
 }
 
 // UpdateDBSource replaces a source's definition, keeping its attachments;
@@ -30,19 +30,16 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 	if err != nil {
 		return err
 	}
-	res, err := s.write.ExecContext(ctx, `
+	n, err := s.write.Exec(ctx, `
 		UPDATE db_sources SET kind = ?, sealed_url = ?, tables = ?, users = ?, all_users = ?, origin = ?
 		WHERE name = ?`,
-		src.Kind, src.SealedURL, tables, users, boolInt(src.AllUsers), src.Origin, src.Name)
-	if err != nil {
-		return fmt.Errorf("update database source: %w", err)
-	}
-	return mustAffect(res, "update database source", "database source not found")
+		src.Kind, src.SealedURL, tables, users, s.d.Bool(src.AllUsers), src.Origin, src.Name)
+	return mustAffect(n, err, "update database source", "database source not found")
 }
 
 // DBSource returns the source of this name; ENOTFOUND if there is none.
 func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, error) {
-	src, err := decode.DBSource(s.read.QueryRowContext(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
+	src, err := s.d.Decode.DBSource(s.read.QueryRow(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
 	if err != nil {
 		return nil, notFoundIfNoRows(err, "get database source", "database source not found")
 	}
@@ -51,43 +48,37 @@ func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, 
 
 // DBSources lists every source, by name.
 func (s *Store) DBSources(ctx context.Context) ([]*datachat.DBSource, error) {
-	return queryAll(ctx, s.read, decode.DBSource, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`)
+	return QueryAll(ctx, s.read, s.d.Decode.DBSource, "list database sources", `SELECT `+record.DBSourceColumns+` FROM db_sources s ORDER BY s.name`+s.d.Bytewise)
 }
 
 // DeleteDBSource removes a source and, by the foreign key's cascade, its
 // attachments; ENOTFOUND if there is none.
 func (s *Store) DeleteDBSource(ctx context.Context, name string) error {
-	res, err := s.write.ExecContext(ctx, `DELETE FROM db_sources WHERE name = ?`, name)
-	if err != nil {
-		return fmt.Errorf("delete database source: %w", err)
-	}
-	return mustAffect(res, "delete database source", "database source not found")
+	n, err := s.write.Exec(ctx, `DELETE FROM db_sources WHERE name = ?`, name)
+	return mustAffect(n, err, "delete database source", "database source not found")
 }
 
 // AttachDBSource attaches a source to a conversation, once; ENOTFOUND if
 // either does not exist.
 func (s *Store) AttachDBSource(ctx context.Context, conversationID, name string) error {
-	_, err := s.write.ExecContext(ctx, `
+	_, err := s.write.Exec(ctx, `
 		INSERT INTO conversation_db_sources (conversation_id, source_name, created_at) VALUES (?, ?, ?)
-		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, ts(record.Now()))
-	return writeError(err, "attach database source", "conversation or database source not found", "")
+		ON CONFLICT (conversation_id, source_name) DO NOTHING`, conversationID, name, s.d.Time(record.Now()))
+	return s.writeError(err, "attach database source", "conversation or database source not found", "")
 }
 
 // DetachDBSource detaches a source from a conversation; ENOTFOUND if it is
 // not attached.
 func (s *Store) DetachDBSource(ctx context.Context, conversationID, name string) error {
-	res, err := s.write.ExecContext(ctx,
+	n, err := s.write.Exec(ctx,
 		`DELETE FROM conversation_db_sources WHERE conversation_id = ? AND source_name = ?`, conversationID, name)
-	if err != nil {
-		return fmt.Errorf("detach database source: %w", err)
-	}
-	return mustAffect(res, "detach database source", "database source not attached to this conversation")
+	return mustAffect(n, err, "detach database source", "database source not attached to this conversation")
 }
 
 // ConversationDBSources lists the sources attached to a conversation, in the
 // order they were attached.
 func (s *Store) ConversationDBSources(ctx context.Context, conversationID string) ([]*datachat.DBSource, error) {
-	return queryAll(ctx, s.read, decode.DBSource, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
+	return QueryAll(ctx, s.read, s.d.Decode.DBSource, "list the conversation's database sources", `SELECT `+record.DBSourceColumns+`
 		FROM conversation_db_sources a JOIN db_sources s ON s.name = a.source_name
-		WHERE a.conversation_id = ? ORDER BY a.created_at, a.rowid`, conversationID)
+		WHERE a.conversation_id = ? ORDER BY a.created_at, a.`+s.d.RowSeq, conversationID)
 }
