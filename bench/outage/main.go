@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"log"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +39,7 @@ import (
 	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
+	"datachat/internal/testnet"
 )
 
 type options struct {
@@ -250,7 +250,7 @@ func startCluster() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testnet.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -289,13 +289,4 @@ func (c *cluster) start() error {
 func (c *cluster) remove() {
 	c.ctl("-m", "immediate", "stop")
 	os.RemoveAll(c.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

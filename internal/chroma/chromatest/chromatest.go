@@ -13,9 +13,9 @@ import (
 	"bytes"
 	"context"
 	"datachat/internal/testenv"
+	"datachat/internal/testnet"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,7 +108,7 @@ func StartServer(ctx context.Context) (*Server, error) {
 }
 
 func start(ctx context.Context, node, script string) (*Server, error) {
-	port, err := freePort()
+	port, err := testnet.FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("chromatest: %w", err)
 	}
@@ -192,13 +192,4 @@ func (s *Server) logTail() string {
 		b = b[len(b)-4096:]
 	}
 	return string(bytes.TrimSpace(b))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -9,7 +9,7 @@ package pgtest
 
 import (
 	"datachat/internal/testenv"
-	"net"
+	"datachat/internal/testnet"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +51,11 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{Dir: dir, Port: freePort(t), t: t, bindir: bindir}
+	port, err := testnet.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{Dir: dir, Port: port, t: t, bindir: bindir}
 	t.Cleanup(func() {
 		c.pgctl("-m", "immediate", "stop") // may already be stopped
 		os.RemoveAll(dir)
@@ -135,16 +139,6 @@ func version(bindir string) int {
 func isFile(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && !fi.IsDir()
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // WaitUntil polls cond every 20 ms until it holds or d passes, and returns
