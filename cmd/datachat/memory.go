@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -28,7 +29,7 @@ const memoryTrimInterval = 10 * time.Second
 type memoryTrimmer struct {
 	quietAlloc uint64
 	slack      uint64
-	free       func() // debug.FreeOSMemory
+	free       func() // freeMemory
 
 	samples   []metrics.Sample
 	lastAlloc uint64
@@ -36,7 +37,7 @@ type memoryTrimmer struct {
 }
 
 func newMemoryTrimmer() *memoryTrimmer {
-	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 8 << 20, free: debug.FreeOSMemory}
+	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 8 << 20, free: freeMemory}
 	for _, name := range []string{
 		"/gc/heap/allocs:bytes",              // 0: allocated since the start
 		"/memory/classes/heap/objects:bytes", // 1: objects, dead ones not yet swept included
@@ -75,6 +76,17 @@ func (t *memoryTrimmer) check() bool {
 	t.read()
 	t.lastAlloc, t.rest = t.value(0), t.held()
 	return true
+}
+
+// freeMemory collects, then collects again and returns what is free to the
+// system. What a sync.Pool holds survives one collection, as the pool's
+// victims, and goes with the next: encoding/json keeps the buffer it grew to
+// encode the last large response (16 MiB after a conversation of 8 MiB
+// answers was read), and an idle server has no next collection for two
+// minutes.
+func freeMemory() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // trimMemory looks at serve's heap every memoryTrimInterval until the
