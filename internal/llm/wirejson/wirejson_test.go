@@ -126,3 +126,33 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeHostile: what a hostile or broken stream could send decodes as
+// encoding/json decodes it, or fails as it fails, without exhausting the
+// stack: nesting far past MaxDepth (the reader gives up at MaxDepth,
+// encoding/json refuses past its own limit), a 4 MiB string of escapes, a
+// number too large for the field.
+func TestDecodeHostile(t *testing.T) {
+	for name, text := range map[string]string{
+		"nested 200,000 deep":   `{"x":` + strings.Repeat("[", 200_000) + strings.Repeat("]", 200_000) + `}`,
+		"nested objects":        strings.Repeat(`{"l":[`, 50_000) + strings.Repeat(`]}`, 50_000),
+		"4 MiB of escapes":      `{"s":"` + strings.Repeat(`\u00e9\n\"`, 4<<20/14) + `"}`,
+		"integer past int64":    `{"i64":92233720368547758070}`,
+		"a key of 1 MiB":        `{"` + strings.Repeat("k", 1<<20) + `":1}`,
+		"unterminated escapes":  `{"s":"` + strings.Repeat(`\`, 1001) + `"}`,
+		"lone surrogates 10000": `{"s":"` + strings.Repeat(`\ud800`, 10_000) + `"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var got, want value
+			var r Reader
+			err := Decode(&r, []byte(text), &got, readValue)
+			werr := json.Unmarshal([]byte(text), &want)
+			if fmt.Sprint(err) != fmt.Sprint(werr) {
+				t.Fatalf("error %v, encoding/json's %v", err, werr)
+			}
+			if err == nil && !reflect.DeepEqual(got, want) {
+				t.Error("decoded differently from encoding/json")
+			}
+		})
+	}
+}
