@@ -37,6 +37,7 @@ type xmlScanner struct {
 	cr       bool // the text so far ends in a \r, read as a line break
 	buf      []byte
 	longAttr []byte // scratch: an attribute value longer than the reader's buffer, joined; CDATA with its line breaks read
+	breaks   []byte // scratch: an attribute value with its line breaks read
 	err      error
 }
 
@@ -496,14 +497,37 @@ func (s *xmlScanner) readStart() error {
 		if len(raw) > maxXMLAttr || bytes.IndexByte(raw, '<') >= 0 {
 			return errors.New("XML attribute value malformed")
 		}
+		value := raw[:len(raw)-1]
+		if bytes.IndexByte(value, '\r') >= 0 {
+			// Line breaks in a value are read as in text (\r\n or \r alone
+			// is \n), before references: &#13; stays a \r.
+			s.breaks = appendBreaks(s.breaks[:0], value)
+			value = s.breaks
+		}
 		sp.v0 = len(s.buf)
-		if s.buf, err = appendRefsOnly(s.buf, raw[:len(raw)-1]); err != nil {
+		if s.buf, err = appendRefsOnly(s.buf, value); err != nil {
 			return err
 		}
 		sp.v1 = len(s.buf)
 		spans[n] = sp
 		n++
 	}
+}
+
+// appendBreaks appends text with each line break (\r\n, or \r alone) read
+// as \n.
+func appendBreaks(dst, text []byte) []byte {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\r' {
+			c = '\n'
+			if i+1 < len(text) && text[i+1] == '\n' {
+				i++
+			}
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // readQuoted reads an attribute value up to and including its closing
