@@ -175,7 +175,7 @@ func main() {
 		}
 	}
 	fmt.Println()
-	fmt.Println("| N | round | run | turns | tokens | latency p50 / p90 / p99 / max (ms) | first token p50 / p99 (ms) | server CPU per token (µs) | harness CPU per token (µs) | server CPU (cores) | server peak RSS (MiB) | stalled answers stored complete | errors | lost |")
+	fmt.Println("| N | round | run | turns | tokens | latency p50 / p90 / p99 / max (ms) | first token p50 / p99 (ms) | server CPU per token (µs) | harness CPU per token (µs) | server CPU (cores) | server peak RSS during the run (MiB) | stalled answers stored complete | errors | lost |")
 	fmt.Println("|---:|---:|---|---:|---:|---|---|---:|---:|---:|---:|---|---:|---:|")
 	for _, r := range rows {
 		fmt.Println(r.row())
@@ -216,7 +216,7 @@ type result struct {
 	errs          map[string]int
 	loadAverage   string
 	first         []time.Duration // chat_send to the first token, sorted
-	peakRSS       float64         // MiB; 0 for the baseline and the relay
+	peakRSS       float64         // MiB, from the load's start (start-up's peak reset); 0 for the baseline and the relay
 	restRSS       float64         // MiB: the server's RSS before the load
 	settledRSS    float64         // MiB: its RSS -settle after every client left; 0: not read
 	settledMemory string          // what the Go runtime held then (memoryBreakdown)

@@ -52,6 +52,9 @@ func runServer(o options, work string, n, round int, b build, extra extra) resul
 	serve.WaitIdle(srv.pid)
 
 	r := result{loadAverage: report.LoadAvg(), restRSS: serve.MiB(serve.Status(srv.pid, "VmRSS:"))}
+	if !serve.ResetPeak(srv.pid) {
+		log.Printf("%s: the peak RSS could not be reset: it includes start-up's", name)
+	}
 	if o.settle > 0 && o.stalled > 0 {
 		r.restMemory = memoryBreakdown(srv.addr, srv.key, srv.pid)
 	}
