@@ -326,15 +326,8 @@ function updateShareButton() {
  * composer, the data panel or anything that acts on the owner's data.
  */
 async function openShared(id) {
-  const gen = ++state.openGen;
-  closeSocket();
-  dialog.dismiss();
-  hidePopover();
-  closeDrawers();
+  const gen = leaveOpen();
   state.current = null;
-  state.turn = null;
-  state.pending = null;
-  setStreaming(false);
   const known = state.sharedWithMe.find((c) => c.id === id);
   state.shared = { id, owner: known ? known.owner : '', title: known ? known.title : '' };
   setReadOnly(true);
@@ -346,26 +339,14 @@ async function openShared(id) {
   renderConversations();
   renderShared();
   panel.load(null);
-  const list = $('message-list');
-  clear(list);
+  clear($('message-list'));
   $('empty').hidden = true;
-  list.append(h('div.loading', null, h('span.spinner'), 'Loading the shared conversation…'));
-  let detail;
-  try {
-    detail = await state.api.get(`/api/shared/${encodeURIComponent(id)}`);
-  } catch (err) {
-    if (gen !== state.openGen) return;
-    clear(list);
-    if (err.status === 404) {
-      state.sharedWithMe = state.sharedWithMe.filter((c) => c.id !== id);
-      renderShared();
-      list.append(errorBlock({ message: 'This conversation is no longer shared with you.', suggested_action: 'Ask its owner to share it again.' }));
-    } else {
-      list.append(errorBlock({ message: err.message }));
-    }
-    return;
-  }
-  if (gen !== state.openGen) return;
+  const detail = await loadDetail(gen, 'Loading the shared conversation…', `/api/shared/${encodeURIComponent(id)}`, (list) => {
+    state.sharedWithMe = state.sharedWithMe.filter((c) => c.id !== id);
+    renderShared();
+    list.append(errorBlock({ message: 'This conversation is no longer shared with you.', suggested_action: 'Ask its owner to share it again.' }));
+  });
+  if (!detail) return;
   state.shared = { id, owner: String(detail.owner || state.shared.owner || ''), title: String(detail.title || state.shared.title || '') };
   $('conv-title').textContent = state.shared.title || 'Shared conversation';
   renderReadOnlyBar(state.shared, detail);
@@ -787,7 +768,13 @@ function showEmpty() {
   renderShared();
 }
 
-async function openConversation(id, { fresh = null } = {}) {
+/**
+ * leaveOpen ends what the conversation on screen has running (its socket, a
+ * dialog or popover, the drawers, a turn) before another opens, and returns
+ * the new opening's generation: what is read for it is dropped once
+ * state.openGen has moved on.
+ */
+function leaveOpen() {
   const gen = ++state.openGen;
   closeSocket();
   dialog.dismiss();
@@ -796,6 +783,11 @@ async function openConversation(id, { fresh = null } = {}) {
   state.turn = null;
   state.pending = null;
   setStreaming(false);
+  return gen;
+}
+
+async function openConversation(id, { fresh = null } = {}) {
+  const gen = leaveOpen();
   const known = state.conversations.find((c) => c.id === id);
   state.current = fresh || known || { id, title: '' };
   state.shared = null;
@@ -806,31 +798,40 @@ async function openConversation(id, { fresh = null } = {}) {
   $('conv-title').classList.remove('placeholder');
   renderConversations();
   renderShared();
-  const list = $('message-list');
-  clear(list);
+  clear($('message-list'));
   $('empty').hidden = !fresh; // a new conversation shows the welcome
   panel.load(id);
   if (!fresh) {
-    list.append(h('div.loading', null, h('span.spinner'), 'Loading conversation…'));
-    let detail;
-    try {
-      detail = await state.api.get(`/api/conversations/${encodeURIComponent(id)}`);
-    } catch (err) {
-      if (gen !== state.openGen) return;
-      clear(list);
-      if (err.status === 404) {
-        state.conversations = state.conversations.filter((c) => c.id !== id);
-        toast('That conversation no longer exists.', 'error');
-        showEmpty();
-      } else {
-        list.append(errorBlock({ message: err.message }));
-      }
-      return;
-    }
-    if (gen !== state.openGen) return;
+    const detail = await loadDetail(gen, 'Loading conversation…', `/api/conversations/${encodeURIComponent(id)}`, () => {
+      state.conversations = state.conversations.filter((c) => c.id !== id);
+      toast('That conversation no longer exists.', 'error');
+      showEmpty();
+    });
+    if (!detail) return;
     renderHistory(detail);
   }
   connectSocket(id);
+}
+
+/**
+ * loadDetail reads path (a conversation's detail) with a loading line in the
+ * message list. It returns null when another conversation was opened
+ * meanwhile (gen is no longer state.openGen) or the read failed: a 404 is
+ * handed to gone with the emptied list, any other failure is shown there.
+ */
+async function loadDetail(gen, label, path, gone) {
+  const list = $('message-list');
+  list.append(h('div.loading', null, h('span.spinner'), label));
+  try {
+    const detail = await state.api.get(path);
+    return gen === state.openGen ? detail : null;
+  } catch (err) {
+    if (gen !== state.openGen) return null;
+    clear(list);
+    if (err.status === 404) gone(list);
+    else list.append(errorBlock({ message: err.message }));
+    return null;
+  }
 }
 
 /**
