@@ -97,14 +97,17 @@ func NewHTTPClient(connectTimeout time.Duration) *http.Client {
 	// answer holds a connection of its own: with hundreds of conversations
 	// streaming, a small idle pool closes most connections at the end of each
 	// answer and dials again for the next, which costs more CPU than relaying
-	// the answer's tokens.
+	// the answer's tokens. An idle connection is closed after 30 s: each holds
+	// two goroutines and their buffers, and with Go's default of 90 s the
+	// connections of a burst of 300 answers still held 2 MiB of stacks a
+	// minute after it (BENCHMARKS, "Stalled clients").
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   512,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       30 * time.Second,
 		TLSHandshakeTimeout:   max(connectTimeout, 0),
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
