@@ -2,6 +2,7 @@ package numcheck
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -150,13 +151,7 @@ func buildIndex(ev *Evidence, windows []window) *index {
 		keys[i] = key{ix.vals[i].abs, int32(i)}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		switch {
-		case a.abs < b.abs:
-			return -1
-		case a.abs > b.abs:
-			return 1
-		}
-		return int(a.i - b.i)
+		return cmp.Or(cmp.Compare(a.abs, b.abs), int(a.i-b.i))
 	})
 	sorted := make([]val, len(keys))
 	for i, k := range keys {
