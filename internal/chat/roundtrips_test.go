@@ -2,17 +2,13 @@ package chat
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"datachat"
-	"datachat/internal/llm"
 	"datachat/internal/llmtest"
-	"datachat/internal/openai"
 	"datachat/internal/sqlite/sqlitetest"
 )
 
@@ -112,23 +108,7 @@ func TestTurnStoreRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	st := &countingStore{TurnStore: sqlitetest.Open(t)}
 	u, conv := sqlitetest.Conversation(t, st.TurnStore.(datachat.Store), "alice")
-	answer := make([]string, 40)
-	for i := range answer {
-		answer[i] = fmt.Sprintf("tok%02d ", i)
-	}
-	fake := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
-		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("search_documents", `{"query":"regional revenue"}`)}},
-		{Match: &llmtest.Match{LastRole: "tool"}, Text: answer},
-	}})
-	r := &Runner{
-		Store: st, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
-		Model: openai.New(openai.Options{
-			APIKey:    "k",
-			BaseURL:   fake.URL,
-			Transport: llm.Transport{ConnectTimeout: 5 * time.Second, StreamIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)},
-		}),
-		MaxOutputTokens: 100, Streaming: true, Logger: slog.New(slog.DiscardHandler),
-	}
+	r := newLoadRunner(st, llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{Turns: loadTurns()}))
 	out, err := r.Send(ctx, u, conv.ID, "Revenue by region?", TurnOptions{}, func(Event) {})
 	if err != nil || out.Message.Status != datachat.StatusComplete {
 		t.Fatalf("Send: %v, %+v", err, out)

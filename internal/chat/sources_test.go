@@ -92,19 +92,28 @@ func lastNumber(req *llmtest.Request) string {
 	return "There are " + strings.TrimSpace(lines[1]) + " penguins."
 }
 
+// newSourceQueryFixture is a turn in which the model runs query on the
+// source warehouse, which answers countResult(n), then answers with the
+// number it got.
+func newSourceQueryFixture(t *testing.T, query string, n int) (*turnFixture, *fakeSources) {
+	t.Helper()
+	f := newTurnFixture(t, llmtest.Script{Turns: []llmtest.Turn{
+		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{
+			llmtest.Call("execute_sql", `{"query": "`+query+`", "source": "warehouse"}`)}},
+		{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: lastNumber},
+	}})
+	src := &fakeSources{result: countResult(n)}
+	f.r.Sources = src
+	return f, src
+}
+
 // TestExecuteSQLOnASource: the prompt lists the attached source with its
 // dialect and tables, execute_sql declares source among the attached ones,
 // and a call with source runs there, for the turn's user and conversation,
 // with the result given to the model as a file's would be.
 func TestExecuteSQLOnASource(t *testing.T) {
 	const query = "SELECT count(*) AS n FROM public.penguins"
-	f := newTurnFixture(t, llmtest.Script{Turns: []llmtest.Turn{
-		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{
-			llmtest.Call("execute_sql", `{"query": "`+query+`", "source": "warehouse"}`)}},
-		{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: lastNumber},
-	}})
-	src := &fakeSources{result: countResult(344)}
-	f.r.Sources = src
+	f, src := newSourceQueryFixture(t, query, 344)
 	evs, out, err := f.send(t, "How many penguins are there?")
 	if err != nil {
 		t.Fatal(err)
@@ -194,13 +203,7 @@ func TestSourceFailuresCount(t *testing.T) {
 // parameters, and runs there once approved.
 func TestConfirmSourceQuery(t *testing.T) {
 	const query = "SELECT species FROM public.penguins"
-	f := newTurnFixture(t, llmtest.Script{Turns: []llmtest.Turn{
-		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{
-			llmtest.Call("execute_sql", `{"query": "`+query+`", "source": "warehouse"}`)}},
-		{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: lastNumber},
-	}})
-	src := &fakeSources{result: countResult(7)}
-	f.r.Sources = src
+	f, src := newSourceQueryFixture(t, query, 7)
 	f.r.ConfirmAlways = true
 	_, out, err := f.send(t, "Which species?")
 	if err != nil {

@@ -30,26 +30,11 @@ func BenchmarkTurn(b *testing.B) {
 	for i := range convs {
 		u, convs[i] = sqlitetest.Conversation(b, st, "alice")
 	}
-	answer := make([]string, 40)
-	for i := range answer {
-		answer[i] = fmt.Sprintf("tok%02d ", i)
-	}
 	var script llmtest.Script
 	for range b.N {
-		script.Turns = append(script.Turns,
-			llmtest.Turn{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("search_documents", `{"query":"regional revenue"}`)}},
-			llmtest.Turn{Match: &llmtest.Match{LastRole: "tool"}, Text: answer})
+		script.Turns = append(script.Turns, loadTurns()...)
 	}
-	fake := llmtest.NewServer(b, llmtest.OpenAI, script)
-	r := &Runner{
-		Store: st, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
-		Model: openai.New(openai.Options{
-			APIKey:    "k",
-			BaseURL:   fake.URL,
-			Transport: llm.Transport{ConnectTimeout: 5 * time.Second, StreamIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)},
-		}),
-		MaxOutputTokens: 100, Streaming: true, Logger: slog.New(slog.DiscardHandler),
-	}
+	r := newLoadRunner(st, llmtest.NewServer(b, llmtest.OpenAI, script))
 	tokens := 0
 	sink := func(ev Event) {
 		if ev.Type == EventToken {
@@ -65,5 +50,32 @@ func BenchmarkTurn(b *testing.B) {
 	b.StopTimer()
 	if tokens < 40*b.N {
 		b.Fatalf("%d tokens streamed in %d turns, want %d", tokens, b.N, 40*b.N)
+	}
+}
+
+// loadTurns are the model's two answers in a turn of the token-latency
+// load: a search_documents call, then 40 streamed chunks.
+func loadTurns() []llmtest.Turn {
+	answer := make([]string, 40)
+	for i := range answer {
+		answer[i] = fmt.Sprintf("tok%02d ", i)
+	}
+	return []llmtest.Turn{
+		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("search_documents", `{"query":"regional revenue"}`)}},
+		{Match: &llmtest.Match{LastRole: "tool"}, Text: answer},
+	}
+}
+
+// newLoadRunner is the Runner of the token-latency load: store st, the
+// OpenAI-protocol fake as its model, streaming, no limits set.
+func newLoadRunner(st TurnStore, fake *llmtest.Server) *Runner {
+	return &Runner{
+		Store: st, Data: newBenchData(), Provider: "openai", ModelID: "m", Window: 1_000_000,
+		Model: openai.New(openai.Options{
+			APIKey:    "k",
+			BaseURL:   fake.URL,
+			Transport: llm.Transport{ConnectTimeout: 5 * time.Second, StreamIdleTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)},
+		}),
+		MaxOutputTokens: 100, Streaming: true, Logger: slog.New(slog.DiscardHandler),
 	}
 }

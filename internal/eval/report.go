@@ -93,18 +93,8 @@ type Result struct {
 func (r *Report) summarize() {
 	t := Totals{}
 	for _, q := range r.Questions {
-		if q.ExecutionMatch != nil {
-			t.ExecutionScored++
-			if *q.ExecutionMatch {
-				t.ExecutionMatches++
-			}
-		}
-		if q.AnswerMatch != nil {
-			t.AnswerScored++
-			if *q.AnswerMatch {
-				t.AnswerMatches++
-			}
-		}
+		tally(q.ExecutionMatch, &t.ExecutionScored, &t.ExecutionMatches)
+		tally(q.AnswerMatch, &t.AnswerScored, &t.AnswerMatches)
 		t.ToolCalls += q.ToolCalls
 		t.FailedSQL += q.FailedSQL
 		t.InputTokens += q.InputTokens
@@ -113,18 +103,8 @@ func (r *Report) summarize() {
 		if q.Error != nil {
 			t.Errors++
 		}
-		if q.AbstainMatch != nil {
-			t.AbstainScored++
-			if *q.AbstainMatch {
-				t.AbstainMatches++
-			}
-		}
-		if q.TablesInPrompt != nil {
-			t.TablesScored++
-			if *q.TablesInPrompt {
-				t.TablesInPrompt++
-			}
-		}
+		tally(q.AbstainMatch, &t.AbstainScored, &t.AbstainMatches)
+		tally(q.TablesInPrompt, &t.TablesScored, &t.TablesInPrompt)
 		t.MaxPromptTokens = max(t.MaxPromptTokens, q.PromptTokens)
 		t.DescribeTableCalls += len(q.DescribeTable)
 		t.ListTablesCalls += q.ListTables
@@ -134,6 +114,17 @@ func (r *Report) summarize() {
 	r.AbstentionAccuracy = share(t.AbstainMatches, t.AbstainScored)
 	r.ExecutionAccuracy = share(t.ExecutionMatches, t.ExecutionScored)
 	r.AnswerAccuracy = share(t.AnswerMatches, t.AnswerScored)
+}
+
+// tally counts a match that applies (not null) in scored, and in matched
+// when it holds.
+func tally(match *bool, scored, matched *int) {
+	if match != nil {
+		*scored++
+		if *match {
+			*matched++
+		}
+	}
 }
 
 func share(n, of int) *float64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -90,26 +91,10 @@ func number(v any) (float64, bool) {
 		return n, !math.IsNaN(n)
 	case float32:
 		return float64(n), true
-	case int:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case uint8:
-		return float64(n), true
-	case uint16:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
+	case int, int8, int16, int32, int64:
+		return float64(reflect.ValueOf(n).Int()), true
+	case uint, uint8, uint16, uint32, uint64:
+		return float64(reflect.ValueOf(n).Uint()), true
 	case *big.Int:
 		f, _ := new(big.Float).SetInt(n).Float64()
 		return f, true

@@ -259,15 +259,6 @@ func TestMapErrorDetails(t *testing.T) {
 	}
 }
 
-func readJSON(t *testing.T, name string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(llmtest.Recording(t, name), &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // The recorded go-genai requests, rebuilt from datachat's model types: the
 // same JSON, key for key.
 func TestRequestMatchesRecording(t *testing.T) {
@@ -290,7 +281,7 @@ func TestRequestMatchesRecording(t *testing.T) {
 		var got any
 		b, _ := json.Marshal(wire)
 		json.Unmarshal(b, &got)
-		if want := readJSON(t, name); !reflect.DeepEqual(got, want) {
+		if want := llmtest.RecordedRequest(t, name); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\ngot  %s\nwant %s", name, b, mustJSON(want))
 		}
 	}

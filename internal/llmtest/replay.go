@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,17 @@ import (
 func Recording(tb testing.TB, name string) []byte {
 	tb.Helper()
 	return sharedtest.Read(tb, "fixtures/providers/"+name)
+}
+
+// RecordedRequest returns a recorded request body (see [Recording]) decoded
+// as a JSON object.
+func RecordedRequest(tb testing.TB, name string) map[string]any {
+	tb.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(Recording(tb, name), &v); err != nil {
+		tb.Fatal(err)
+	}
+	return v
 }
 
 // Replay is a loopback server that answers every request with one status and

@@ -306,11 +306,19 @@ func (s Suite) testErrors(t *testing.T) {
 
 func (s Suite) testErrorMidStream(t *testing.T) {
 	after := s.framesBefore(1)
-	srv, m := s.start(t, Script{Turns: []Turn{{Text: []string{"one", "two"}, Error: &ErrorReply{Preset: "unavailable", After: &after}}}})
+	turn := Turn{Text: []string{"one", "two"}, Error: &ErrorReply{Preset: "unavailable", After: &after}}
+	s.checkFailure(t, Script{Turns: []Turn{turn}}, datachat.ProviderUnavailable, "one")
+}
+
+// checkFailure streams script, whose first turn fails: the client must fail
+// with an error of kind, having emitted text, without retrying.
+func (s Suite) checkFailure(t *testing.T, script Script, kind, text string) {
+	t.Helper()
+	srv, m := s.start(t, script)
 	evs, err := Collect(context.Background(), m, baseRequest())
-	providerError(t, err, datachat.ProviderUnavailable)
-	if evs.Text() != "one" {
-		t.Errorf("text before the error: got %q, want %q", evs.Text(), "one")
+	providerError(t, err, kind)
+	if evs.Text() != text {
+		t.Errorf("text before the failure: got %q, want %q", evs.Text(), text)
 	}
 	wantRequests(t, srv, 1)
 }
@@ -342,13 +350,7 @@ func (s Suite) testDropTwice(t *testing.T) {
 }
 
 func (s Suite) testDropAfter(t *testing.T) {
-	srv, m := s.start(t, Script{Turns: []Turn{Faulty(FaultDrop, s.framesBefore(1), "one", "two"), Texts("never")}})
-	evs, err := Collect(context.Background(), m, baseRequest())
-	providerError(t, err, datachat.ProviderConnection)
-	if evs.Text() != "one" {
-		t.Errorf("text before the drop: got %q, want %q", evs.Text(), "one")
-	}
-	wantRequests(t, srv, 1)
+	s.checkFailure(t, Script{Turns: []Turn{Faulty(FaultDrop, s.framesBefore(1), "one", "two"), Texts("never")}}, datachat.ProviderConnection, "one")
 }
 
 func (s Suite) testStallBefore(t *testing.T) {
@@ -388,13 +390,7 @@ func (s Suite) testHang(t *testing.T) {
 func (s Suite) testMalformed(t *testing.T) {
 	t.Run("AfterTokens", func(t *testing.T) {
 		t.Parallel()
-		srv, m := s.start(t, Script{Turns: []Turn{Faulty(FaultMalformed, s.framesBefore(1), "one", "two"), Texts("never")}})
-		evs, err := Collect(context.Background(), m, baseRequest())
-		providerError(t, err, datachat.ProviderMalformed)
-		if evs.Text() != "one" {
-			t.Errorf("text before the bad data: got %q", evs.Text())
-		}
-		wantRequests(t, srv, 1)
+		s.checkFailure(t, Script{Turns: []Turn{Faulty(FaultMalformed, s.framesBefore(1), "one", "two"), Texts("never")}}, datachat.ProviderMalformed, "one")
 	})
 	t.Run("First", func(t *testing.T) {
 		t.Parallel()
@@ -406,13 +402,7 @@ func (s Suite) testMalformed(t *testing.T) {
 }
 
 func (s Suite) testTruncated(t *testing.T) {
-	srv, m := s.start(t, Script{Turns: []Turn{Faulty(FaultTruncate, 0, "one", "two"), Texts("never")}})
-	evs, err := Collect(context.Background(), m, baseRequest())
-	providerError(t, err, datachat.ProviderConnection)
-	if evs.Text() != "onetwo" {
-		t.Errorf("text: got %q", evs.Text())
-	}
-	wantRequests(t, srv, 1)
+	s.checkFailure(t, Script{Turns: []Turn{Faulty(FaultTruncate, 0, "one", "two"), Texts("never")}}, datachat.ProviderConnection, "onetwo")
 }
 
 func (s Suite) testCancel(t *testing.T) {

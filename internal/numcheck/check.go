@@ -1,6 +1,7 @@
 package numcheck
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -223,15 +224,7 @@ const (
 )
 
 func mergeWindows(ws []window) []window {
-	slices.SortFunc(ws, func(a, b window) int {
-		switch {
-		case a.lo < b.lo:
-			return -1
-		case a.lo > b.lo:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ws, func(a, b window) int { return cmp.Compare(a.lo, b.lo) })
 	var out []window
 	for _, w := range ws {
 		if n := len(out); n > 0 && w.lo <= out[n-1].hi {

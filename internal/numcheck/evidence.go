@@ -2,8 +2,10 @@ package numcheck
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -150,13 +152,7 @@ func buildIndex(ev *Evidence, windows []window) *index {
 		keys[i] = key{ix.vals[i].abs, int32(i)}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
-		switch {
-		case a.abs < b.abs:
-			return -1
-		case a.abs > b.abs:
-			return 1
-		}
-		return int(a.i - b.i)
+		return cmp.Or(cmp.Compare(a.abs, b.abs), int(a.i-b.i))
 	})
 	sorted := make([]val, len(keys))
 	for i, k := range keys {
@@ -211,26 +207,12 @@ const maxDepth = 8
 func (b *builder) cell(v any, r ref, gcol, depth int) {
 	switch x := v.(type) {
 	case nil, bool:
-	case int64:
-		b.num(float64(x), decOfInt(x), "", r, gcol)
-	case int:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case int32:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case int16:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case int8:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case uint64:
-		b.num(float64(x), dec{c: x}.norm(), "", r, gcol)
-	case uint32:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case uint16:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case uint8:
-		b.num(float64(x), decOfInt(int64(x)), "", r, gcol)
-	case uint:
-		b.num(float64(x), dec{c: uint64(x)}.norm(), "", r, gcol)
+	case int, int8, int16, int32, int64:
+		n := reflect.ValueOf(x).Int()
+		b.num(float64(n), decOfInt(n), "", r, gcol)
+	case uint, uint8, uint16, uint32, uint64:
+		n := reflect.ValueOf(x).Uint()
+		b.num(float64(n), dec{c: n}.norm(), "", r, gcol)
 	case float64:
 		b.num(x, dec{}, strconv.FormatFloat(x, 'g', -1, 64), r, gcol)
 	case float32:

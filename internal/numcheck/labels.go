@@ -61,11 +61,11 @@ func containsWordFold(hay, needle string) bool {
 	}
 	n := len(needle)
 	for i := 0; i+n <= len(hay); i++ {
-		if hay[i] != lowerByte(needle[0]) || (i > 0 && isWordByte(hay[i-1])) || (i+n < len(hay) && isWordByte(hay[i+n])) {
+		if hay[i] != lowerASCII(needle[0]) || (i > 0 && isWordByte(hay[i-1])) || (i+n < len(hay) && isWordByte(hay[i+n])) {
 			continue
 		}
 		k := 1
-		for k < n && hay[i+k] == lowerByte(needle[k]) {
+		for k < n && hay[i+k] == lowerASCII(needle[k]) {
 			k++
 		}
 		if k == n {
@@ -73,13 +73,6 @@ func containsWordFold(hay, needle string) bool {
 		}
 	}
 	return false
-}
-
-func lowerByte(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + 'a' - 'A'
-	}
-	return c
 }
 
 // containsWord reports whether hay holds needle with no letter or digit

@@ -56,36 +56,31 @@ func (s Source) IsRowCount() bool {
 
 // MarshalJSON writes exactly one of the shapes documented on [Source].
 func (s Source) MarshalJSON() ([]byte, error) {
+	var key, value string
 	switch {
 	case s.Question:
 		return []byte(`{"question":true}`), nil
 	case s.Metric != "":
-		m, err := json.Marshal(s.Metric)
-		if err != nil {
-			return nil, err
-		}
-		b := append([]byte(`{"metric":`), m...)
-		return append(b, '}'), nil
+		key, value = "metric", s.Metric
 	case s.SourceID != "":
-		id, err := json.Marshal(s.SourceID)
-		if err != nil {
-			return nil, err
-		}
-		b := append([]byte(`{"source_id":`), id...)
-		return append(b, '}'), nil
+		key, value = "source_id", s.SourceID
 	case s.ToolCallID != "":
-		id, err := json.Marshal(s.ToolCallID)
-		if err != nil {
-			return nil, err
-		}
-		b := append([]byte(`{"tool_call_id":`), id...)
+		key, value = "tool_call_id", s.ToolCallID
+	default:
+		return []byte("null"), nil
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(`{"`+key+`":`), v...)
+	if key == "tool_call_id" {
 		b = append(b, `,"row":`...)
 		b = appendIntOrNull(b, s.Row)
 		b = append(b, `,"column":`...)
 		b = appendIntOrNull(b, s.Column)
-		return append(b, '}'), nil
 	}
-	return []byte("null"), nil
+	return append(b, '}'), nil
 }
 
 func appendIntOrNull(b []byte, p *int) []byte {

@@ -379,18 +379,20 @@ func hasPrefixFold(rs []rune, i int, p string) bool {
 	for k := 0; k < len(p); k++ {
 		r := rs[i+k]
 		c := rune(p[k])
-		if r != c && !(r < 128 && toLowerASCII(r) == toLowerASCII(c)) {
+		if r != c && !(r < 128 && lowerASCII(r) == lowerASCII(c)) {
 			return false
 		}
 	}
 	return true
 }
 
-func toLowerASCII(r rune) rune {
-	if r >= 'A' && r <= 'Z' {
-		return r + 'a' - 'A'
+// lowerASCII lowers an ASCII capital letter, a byte or a rune, and returns
+// anything else as it is.
+func lowerASCII[C byte | rune](c C) C {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
 	}
-	return r
+	return c
 }
 
 func isDigit(r rune) bool       { return r >= '0' && r <= '9' }

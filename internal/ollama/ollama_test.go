@@ -239,15 +239,13 @@ func TestRequestMatchesRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(wire)
-	var got, want map[string]any
+	var got map[string]any
 	json.Unmarshal(b, &got)
-	raw := llmtest.Recording(t, "ollama_chat_tool_result_followup.request.json")
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := llmtest.RecordedRequest(t, "ollama_chat_tool_result_followup.request.json")
 	delete(want, "max_tokens")
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got  %s\nwant %s", b, raw)
+		w, _ := json.Marshal(want)
+		t.Errorf("got  %s\nwant %s", b, w)
 	}
 }
 

@@ -206,15 +206,6 @@ func TestMapError(t *testing.T) {
 	}
 }
 
-func readJSON(t *testing.T, name string) map[string]any {
-	t.Helper()
-	var v map[string]any
-	if err := json.Unmarshal(llmtest.Recording(t, name), &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // The recorded openai-go requests, rebuilt from datachat's model types: the
 // same JSON except tools' "strict":false, which datachat leaves to its
 // default.
@@ -235,7 +226,7 @@ func TestRequestMatchesRecording(t *testing.T) {
 		var got map[string]any
 		b, _ := json.Marshal(wire)
 		json.Unmarshal(b, &got)
-		want := readJSON(t, name)
+		want := llmtest.RecordedRequest(t, name)
 		for _, tool := range want["tools"].([]any) {
 			delete(tool.(map[string]any)["function"].(map[string]any), "strict")
 		}

@@ -36,42 +36,19 @@ func (p *porter) cons(i int) bool {
 	return true
 }
 
-// m measures the number of consonant-vowel sequences in b[0..j].
+// m measures b[0..j] as [C](VC)^m[V]: the number of times a consonant
+// follows a vowel.
 func (p *porter) m() int {
-	n, i := 0, 0
-	for {
-		if i > p.j {
-			return n
+	n := 0
+	prev := p.cons(0)
+	for i := 1; i <= p.j; i++ {
+		c := p.cons(i)
+		if c && !prev {
+			n++
 		}
-		if !p.cons(i) {
-			break
-		}
-		i++
+		prev = c
 	}
-	i++
-	for {
-		for {
-			if i > p.j {
-				return n
-			}
-			if p.cons(i) {
-				break
-			}
-			i++
-		}
-		i++
-		n++
-		for {
-			if i > p.j {
-				return n
-			}
-			if !p.cons(i) {
-				break
-			}
-			i++
-		}
-		i++
-	}
+	return n
 }
 
 // vowelInStem reports whether b[0..j] has a vowel.

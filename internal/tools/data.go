@@ -60,11 +60,7 @@ func excerptsText(sources []datachat.Source, first int) string {
 
 // listDatasets lists the conversation's datasets and its databases.
 func (cat *Catalog) listDatasets(ctx context.Context, c Call) (*Result, error) {
-	ds, err := cat.Workspace.Datasets(ctx, c.Conversation)
-	if err != nil {
-		return nil, err
-	}
-	dbs, err := cat.databases(ctx, c)
+	ds, dbs, err := cat.data(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +91,19 @@ func (cat *Catalog) datasetsText(ds []*datachat.Dataset, dbs []datachat.DBSource
 		fmt.Fprintf(&b, "; %d table%s to read (list_tables names them, describe_table gives their columns).\n", len(s.Tables), plural(len(s.Tables)))
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// data returns the conversation's datasets and its databases.
+func (cat *Catalog) data(ctx context.Context, c Call) ([]*datachat.Dataset, []datachat.DBSourceInfo, error) {
+	ds, err := cat.Workspace.Datasets(ctx, c.Conversation)
+	if err != nil {
+		return nil, nil, err
+	}
+	dbs, err := cat.databases(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, dbs, nil
 }
 
 // databases are the conversation's database sources; none without

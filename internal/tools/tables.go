@@ -20,15 +20,11 @@ func (cat *Catalog) Tables(ctx context.Context, c Call) ([]datachat.CatalogTable
 	if c.Tables != nil {
 		return c.Tables, nil
 	}
-	ds, err := cat.Workspace.Datasets(ctx, c.Conversation)
+	ds, dbs, err := cat.data(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	srcs, err := cat.databases(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return datachat.Catalog(ds, srcs), nil
+	return datachat.Catalog(ds, dbs), nil
 }
 
 // listTables finds the tables of a.Source whose name matches a.Pattern
