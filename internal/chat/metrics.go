@@ -87,7 +87,7 @@ func (t *turn) namedMetrics(answer string) []namedMetric {
 				}
 			}
 			for _, term := range terms {
-				if containsWord(lower, strings.ToLower(term)) {
+				if numcheck.ContainsWord(lower, strings.ToLower(term), identByte) {
 					all = append(all, namedMetric{name: name, metric: metrics[name], source: source, table: table})
 					break
 				}
@@ -109,23 +109,4 @@ func (t *turn) namedMetrics(answer string) []namedMetric {
 		all = all[:maxMetricsChecked]
 	}
 	return all
-}
-
-// containsWord reports whether s holds w, not inside a longer word.
-func containsWord(s, w string) bool {
-	if w == "" {
-		return false
-	}
-	for from := 0; ; {
-		i := strings.Index(s[from:], w)
-		if i < 0 {
-			return false
-		}
-		i += from
-		j := i + len(w)
-		if (i == 0 || !identByte(s[i-1])) && (j == len(s) || !identByte(s[j])) {
-			return true
-		}
-		from = i + 1
-	}
 }

@@ -77,7 +77,14 @@ func containsWordFold(hay, needle string) bool {
 
 // containsWord reports whether hay holds needle with no letter or digit
 // right before or after it.
-func containsWord(hay, needle string) bool {
+func containsWord(hay, needle string) bool { return ContainsWord(hay, needle, isWordByte) }
+
+// ContainsWord reports whether hay holds needle (not empty) with no byte of a
+// word (word reports which are) right before or after it.
+func ContainsWord(hay, needle string, word func(byte) bool) bool {
+	if needle == "" {
+		return false
+	}
 	for off := 0; ; {
 		i := strings.Index(hay[off:], needle)
 		if i < 0 {
@@ -85,9 +92,7 @@ func containsWord(hay, needle string) bool {
 		}
 		i += off
 		j := i + len(needle)
-		okL := i == 0 || !isWordByte(hay[i-1])
-		okR := j >= len(hay) || !isWordByte(hay[j])
-		if okL && okR {
+		if (i == 0 || !word(hay[i-1])) && (j == len(hay) || !word(hay[j])) {
 			return true
 		}
 		off = i + 1
