@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -435,6 +436,40 @@ func testAuditPrune(t *testing.T, s datachat.Store) {
 	if got := auditList(t, s, datachat.AuditFilter{}).Events; len(got) != 3 {
 		t.Errorf("after a refused prune: got %d events, want 3", len(got))
 	}
+}
+
+// AuditAppendOnly checks that statements run on s's database directly, not
+// through the store, cannot change or delete its audit events, before a
+// prune and after it, and that a prune deletes only what is older than its
+// cutoff. refused gives the statements, in the engine's SQL, that must fail
+// with the append-only trigger's error when exec runs them; id is an
+// event's they may name.
+func AuditAppendOnly(t *testing.T, s datachat.Store, exec func(ctx context.Context, query string) error, refused func(id string) []string) {
+	ctx := t.Context()
+	old := &datachat.AuditEvent{Time: time.Now().AddDate(-2, 0, 0), Kind: datachat.AuditSignIn, Outcome: datachat.AuditOK, UserName: "alice"}
+	ev := &datachat.AuditEvent{Kind: datachat.AuditSourceQuery, Outcome: datachat.AuditOK, UserName: "alice", SQL: "SELECT 1"}
+	for _, e := range []*datachat.AuditEvent{old, ev} {
+		if err := s.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, q := range refused(ev.ID) {
+			if err := exec(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+				t.Errorf("%s: %.60s: got %v, want it refused by the append-only trigger", when, q, err)
+			}
+		}
+		got, err := s.AuditEvents(ctx, datachat.AuditFilter{Kind: datachat.AuditSourceQuery})
+		if err != nil || len(got.Events) != 1 || got.Events[0].SQL != "SELECT 1" || got.Events[0].UserName != "alice" {
+			t.Fatalf("%s: the event after the statements: %+v, %v; want it unchanged", when, got, err)
+		}
+	}
+	check("before a prune")
+	if n, err := s.PruneAudit(ctx, time.Now().AddDate(-1, 0, 0)); err != nil || n != 1 {
+		t.Fatalf("PruneAudit: %d, %v; want 1 deleted", n, err)
+	}
+	check("after a prune")
 }
 
 // BenchAudit measures the audit log of the stores open makes (each
