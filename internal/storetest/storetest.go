@@ -225,6 +225,9 @@ func mustMessage(t *testing.T, s datachat.Store, conversationID, role, status st
 	return m
 }
 
+// text is a text part of a message.
+func text(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
+
 func ids(list []*datachat.Conversation) []string {
 	out := make([]string, len(list))
 	for i, c := range list {
