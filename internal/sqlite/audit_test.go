@@ -38,10 +38,6 @@ func TestAuditAppendOnly(t *testing.T) {
 	}
 	storetest.AuditAppendOnly(t, s, exec, func(id string) []string {
 		return []string{
-			`UPDATE audit_events SET sql_text = 'SELECT 2' WHERE id = '` + id + `'`,
-			`UPDATE audit_events SET user_name = 'mallory'`,
-			`DELETE FROM audit_events WHERE id = '` + id + `'`,
-			`DELETE FROM audit_events`,
 			`DELETE FROM audit_events WHERE at < '9999'`,
 			`INSERT OR REPLACE INTO audit_events (id, at, kind, outcome) VALUES ('` + id + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')`,
 			`REPLACE INTO audit_events (id, at, kind, outcome) VALUES ('` + id + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')`,

@@ -441,9 +441,9 @@ func testAuditPrune(t *testing.T, s datachat.Store) {
 // AuditAppendOnly checks that statements run on s's database directly, not
 // through the store, cannot change or delete its audit events, before a
 // prune and after it, and that a prune deletes only what is older than its
-// cutoff. refused gives the statements, in the engine's SQL, that must fail
-// with the append-only trigger's error when exec runs them; id is an
-// event's they may name.
+// cutoff. exec runs a statement on the database; the statements here, and
+// those refused gives in the engine's own SQL (naming the event id), must
+// fail with the append-only trigger's error.
 func AuditAppendOnly(t *testing.T, s datachat.Store, exec func(ctx context.Context, query string) error, refused func(id string) []string) {
 	ctx := t.Context()
 	old := &datachat.AuditEvent{Time: time.Now().AddDate(-2, 0, 0), Kind: datachat.AuditSignIn, Outcome: datachat.AuditOK, UserName: "alice"}
@@ -455,7 +455,12 @@ func AuditAppendOnly(t *testing.T, s datachat.Store, exec func(ctx context.Conte
 	}
 	check := func(when string) {
 		t.Helper()
-		for _, q := range refused(ev.ID) {
+		for _, q := range append([]string{
+			`UPDATE audit_events SET sql_text = 'SELECT 2' WHERE id = '` + ev.ID + `'`,
+			`UPDATE audit_events SET user_name = 'mallory'`,
+			`DELETE FROM audit_events WHERE id = '` + ev.ID + `'`,
+			`DELETE FROM audit_events`,
+		}, refused(ev.ID)...) {
 			if err := exec(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
 				t.Errorf("%s: %.60s: got %v, want it refused by the append-only trigger", when, q, err)
 			}
