@@ -13,10 +13,7 @@ import (
 )
 
 // The accounts' cases ([datachat.AccountStore]), run by [Run].
-var accountTests = []struct {
-	name string
-	fn   func(t *testing.T, s datachat.Store)
-}{
+var accountTests = []storeTest{
 	{"Accounts", testAccounts},
 	{"AccountNames", testAccountNames},
 	{"Roles", testRoles},

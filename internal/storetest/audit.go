@@ -17,10 +17,7 @@ import (
 // from a test of its own (TestAudit), so that `go test -run Audit` runs them.
 // open is as [Run]'s.
 func RunAudit(t *testing.T, open func(t *testing.T) datachat.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s datachat.Store)
-	}{
+	runTests(t, open, []storeTest{
 		{"Append", testAuditAppend},
 		{"Text", testAuditText},
 		{"Filters", testAuditFilters},
@@ -28,12 +25,7 @@ func RunAudit(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"PagingEqualTimes", testAuditPagingEqualTimes},
 		{"ConcurrentAppends", testAuditConcurrent},
 		{"Prune", testAuditPrune},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, open(t))
-		})
-	}
+	})
 }
 
 // mustAppend appends each event, failing t on an error.
