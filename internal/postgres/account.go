@@ -59,7 +59,7 @@ func lockUser(ctx context.Context, tx pgx.Tx, userID, lock string) (*time.Time, 
 	var disabled *time.Time
 	err := tx.QueryRow(ctx, `SELECT disabled_at FROM users WHERE id = $1 `+lock, userID).Scan(&disabled)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "lock user", record.ErrNoUser.Message)
+		return nil, sqlstore.NotFoundIfNoRows(err, "lock user", record.ErrNoUser.Message)
 	}
 	return disabled, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"datachat"
 	"datachat/internal/record"
+	"datachat/internal/sqlstore"
 )
 
 // ResolveConfirmation moves a pending confirmation to status, approved or
@@ -32,7 +33,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 	var cur string
 	err = s.pool.QueryRow(ctx, `SELECT status FROM confirmations WHERE id = $1`, id).Scan(&cur)
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "resolve confirmation", "confirmation not found")
+		return nil, sqlstore.NotFoundIfNoRows(err, "resolve confirmation", "confirmation not found")
 	}
 	return nil, datachat.Errorf(datachat.ECONFLICT, "confirmation already %s", cur)
 }

@@ -144,21 +144,7 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 		}
 	}
 	err := pgx.BeginFunc(ctx, ix.pool, func(tx pgx.Tx) error {
-		// The locks keep the conversation, the document and so its chunks as
-		// they are until commit: deleting or replacing them waits.
-		if err := lockConversation(ctx, tx, conversationID); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notStored(doc.ID)
-			}
-			return err
-		}
-		var name string
-		var rowSeq int64
-		err := tx.QueryRow(ctx, `SELECT name, row_seq FROM documents WHERE id = $1 AND conversation_id = $2 FOR SHARE`,
-			doc.ID, conversationID).Scan(&name, &rowSeq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notStored(doc.ID)
-		}
+		name, rowSeq, err := lockDocument(ctx, tx, conversationID, doc.ID)
 		if err != nil {
 			return err
 		}
@@ -215,6 +201,25 @@ func (ix *Index) Add(ctx context.Context, conversationID string, doc *datachat.D
 func lockConversation(ctx context.Context, tx pgx.Tx, conversationID string) error {
 	var ok bool
 	return tx.QueryRow(ctx, `SELECT true FROM conversations WHERE id = $1 FOR KEY SHARE`, conversationID).Scan(&ok)
+}
+
+// lockDocument locks the conversation ([lockConversation]) and the
+// document row until commit, and so its chunks as they are: deleting or
+// replacing them waits. It returns the document's name and row_seq, or
+// ENOTFOUND when the conversation has no such document.
+func lockDocument(ctx context.Context, tx pgx.Tx, conversationID, documentID string) (name string, rowSeq int64, err error) {
+	if err := lockConversation(ctx, tx, conversationID); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", 0, notStored(documentID)
+		}
+		return "", 0, err
+	}
+	err = tx.QueryRow(ctx, `SELECT name, row_seq FROM documents WHERE id = $1 AND conversation_id = $2 FOR SHARE`,
+		documentID, conversationID).Scan(&name, &rowSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, notStored(documentID)
+	}
+	return name, rowSeq, err
 }
 
 // bumpVersion gives the conversation a new index version, as the last

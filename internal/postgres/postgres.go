@@ -110,7 +110,7 @@ var dialect = sqlstore.Dialect{
 	LockRows:    ` FOR UPDATE`,
 	LockConversation: func(ctx context.Context, tx sqlstore.DB, id string) error {
 		if err := tx.QueryRow(ctx, `SELECT id FROM conversations WHERE id = ? FOR UPDATE`, id).Scan(&id); err != nil {
-			return notFoundIfNoRows(err, "lock conversation", "conversation not found")
+			return sqlstore.NotFoundIfNoRows(err, "lock conversation", "conversation not found")
 		}
 		return nil
 	},
@@ -233,13 +233,4 @@ func violation(err error) record.Violation {
 		return record.UniqueViolation
 	}
 	return record.NoViolation
-}
-
-// notFoundIfNoRows turns pgx.ErrNoRows into ENOTFOUND with msg and wraps any
-// other error with op.
-func notFoundIfNoRows(err error, op, msg string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
-	}
-	return fmt.Errorf("%s: %w", op, err)
 }

@@ -146,7 +146,7 @@ func (s *Store) SharedConversation(ctx context.Context, viewerID, conversationID
 		FROM conversations c JOIN users o ON o.id = c.user_id
 		WHERE c.id = $2 AND `+sharedWith, viewerID, conversationID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get shared conversation", record.ErrConversationNotFound.Message)
+		return nil, sqlstore.NotFoundIfNoRows(err, "get shared conversation", record.ErrConversationNotFound.Message)
 	}
 	return c, nil
 }

@@ -31,18 +31,7 @@ func (ix *Index) CopyDocument(ctx context.Context, conversationID string, doc *d
 		return err
 	}
 	err := pgx.BeginFunc(ctx, ix.pool, func(tx pgx.Tx) error {
-		if err := lockConversation(ctx, tx, conversationID); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notStored(doc.ID)
-			}
-			return err
-		}
-		var name string
-		err := tx.QueryRow(ctx, `SELECT name FROM documents WHERE id = $1 AND conversation_id = $2 FOR SHARE`,
-			doc.ID, conversationID).Scan(&name)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notStored(doc.ID)
-		}
+		name, _, err := lockDocument(ctx, tx, conversationID, doc.ID)
 		if err != nil {
 			return err
 		}

@@ -34,15 +34,21 @@ func sortedIDs(res *retrieval.Result) []string {
 	return out
 }
 
+// twoProcesses opens two stores on one new schema, each with its index over
+// one embedder, as two server processes would be.
+func twoProcesses(t *testing.T) (s1, s2 *postgres.Store, ix1, ix2 *postgres.Index) {
+	t.Helper()
+	dsn := newSchema(t)
+	s1, s2 = mustOpen(t, dsn), mustOpen(t, dsn)
+	emb := &retrievaltest.HashEmbedder{Dim: 32}
+	return s1, s2, postgres.NewIndex(s1, postgres.IndexOptions{Embedder: emb}), postgres.NewIndex(s2, postgres.IndexOptions{Embedder: emb})
+}
+
 // TestIndexCacheAcrossStores uses two pools on one schema with an embedder,
 // as two server processes would: the first's cached vectors follow what the
 // second adds and deletes.
 func TestIndexCacheAcrossStores(t *testing.T) {
-	dsn := newSchema(t)
-	s1, s2 := mustOpen(t, dsn), mustOpen(t, dsn)
-	emb := &retrievaltest.HashEmbedder{Dim: 32}
-	ix1 := postgres.NewIndex(s1, postgres.IndexOptions{Embedder: emb})
-	ix2 := postgres.NewIndex(s2, postgres.IndexOptions{Embedder: emb})
+	s1, s2, ix1, ix2 := twoProcesses(t)
 	ds1, ds2 := newDocStore(t, s1), newDocStore(t, s2)
 	ds2.convs["c"] = true // created by the first
 
@@ -243,11 +249,7 @@ func distance(s retrieval.Source) string {
 // conversation share one load, and once the adds are done every document is
 // found.
 func TestIndexCacheConcurrent(t *testing.T) {
-	dsn := newSchema(t)
-	s1, s2 := mustOpen(t, dsn), mustOpen(t, dsn)
-	emb := &retrievaltest.HashEmbedder{Dim: 32}
-	ix1 := postgres.NewIndex(s1, postgres.IndexOptions{Embedder: emb})
-	ix2 := postgres.NewIndex(s2, postgres.IndexOptions{Embedder: emb})
+	s1, _, ix1, ix2 := twoProcesses(t)
 	ds := newDocStore(t, s1)
 	first, fchunks := backendtest.TextDoc("d0", nil, "Swifts sleep on the wing.")
 	ds.add(t, ix1, "c", first, fchunks)

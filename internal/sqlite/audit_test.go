@@ -1,11 +1,10 @@
 package sqlite_test
 
 import (
+	"context"
 	"database/sql"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -28,45 +27,24 @@ func TestAuditAppendOnly(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "datachat.db")
 	s := mustOpen(t, path)
-	old := &datachat.AuditEvent{Time: time.Now().AddDate(-2, 0, 0), Kind: datachat.AuditSignIn, Outcome: datachat.AuditOK, UserName: "alice"}
-	ev := &datachat.AuditEvent{Kind: datachat.AuditSourceQuery, Outcome: datachat.AuditOK, UserName: "alice", SQL: "SELECT 1"}
-	for _, e := range []*datachat.AuditEvent{old, ev} {
-		if err := s.AppendAudit(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	refused := func(when string) {
-		t.Helper()
-		for _, q := range []string{
-			`UPDATE audit_events SET sql_text = 'SELECT 2' WHERE id = '` + ev.ID + `'`,
-			`UPDATE audit_events SET user_name = 'mallory'`,
-			`DELETE FROM audit_events WHERE id = '` + ev.ID + `'`,
-			`DELETE FROM audit_events`,
+	exec := func(ctx context.Context, q string) error {
+		_, err := db.ExecContext(ctx, q)
+		return err
+	}
+	storetest.AuditAppendOnly(t, s, exec, func(id string) []string {
+		return []string{
 			`DELETE FROM audit_events WHERE at < '9999'`,
-			`INSERT OR REPLACE INTO audit_events (id, at, kind, outcome) VALUES ('` + ev.ID + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')`,
-			`REPLACE INTO audit_events (id, at, kind, outcome) VALUES ('` + ev.ID + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')`,
-			`INSERT INTO audit_events (id, at, kind, outcome) VALUES ('` + ev.ID + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')
+			`INSERT OR REPLACE INTO audit_events (id, at, kind, outcome) VALUES ('` + id + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')`,
+			`REPLACE INTO audit_events (id, at, kind, outcome) VALUES ('` + id + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')`,
+			`INSERT INTO audit_events (id, at, kind, outcome) VALUES ('` + id + `', '2000-01-01T00:00:00.000000Z', 'sign_in', 'ok')
 				ON CONFLICT (id) DO UPDATE SET sql_text = 'SELECT 2'`,
-		} {
-			if _, err := db.ExecContext(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
-				t.Errorf("%s: %.60s: got %v, want it refused by the append-only trigger", when, q, err)
-			}
 		}
-		got, err := s.AuditEvents(ctx, datachat.AuditFilter{Kind: datachat.AuditSourceQuery})
-		if err != nil || len(got.Events) != 1 || got.Events[0].SQL != "SELECT 1" || got.Events[0].UserName != "alice" {
-			t.Fatalf("%s: the event after the statements: %+v, %v; want it unchanged", when, got, err)
-		}
-	}
-	refused("before a prune")
-	if n, err := s.PruneAudit(ctx, time.Now().AddDate(-1, 0, 0)); err != nil || n != 1 {
-		t.Fatalf("PruneAudit: %d, %v; want 1 deleted", n, err)
-	}
-	refused("after a prune")
+	})
 	var marks int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit_prune`).Scan(&marks); err != nil || marks != 0 {
 		t.Errorf("audit_prune after a prune: %d rows, %v; want none left", marks, err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 
 	"datachat"
@@ -387,23 +386,10 @@ func copyShared(ctx context.Context, tx *sql.Tx, cp datachat.ShareCopy) (*datach
 
 // ids returns the first column of a query's rows.
 func ids(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var list []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		list = append(list, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("copy: %w", err)
-	}
-	return list, nil
+	return sqlstore.QueryAll(ctx, sqlDB{tx}, func(r record.Scanner) (id string, err error) {
+		err = r.Scan(&id)
+		return id, err
+	}, "copy", query, args...)
 }
 
 // jsonList binds a list of id tuples as a JSON array, for json_each.

@@ -57,8 +57,5 @@ func TestAccountsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.MigrateWithout(t.Context(), "0009_accounts.sql"); err != nil {
-		t.Fatal(err)
-	}
-	storetest.AccountsMigration(t, s, func() error { return s.Migrate(t.Context()) })
+	storetest.AccountsMigration(t, s, "0009_accounts.sql")
 }

@@ -29,7 +29,7 @@ func (s *Store) AccountByName(ctx context.Context, name string) (*datachat.Accou
 func AccountWhere(ctx context.Context, db DB, d Dialect, where string, arg any) (*datachat.Account, error) {
 	a, err := d.Decode.Account(db.QueryRow(ctx, `SELECT `+record.AccountColumns+` FROM users u WHERE `+where, arg))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get account", record.ErrNoUser.Message)
+		return nil, NotFoundIfNoRows(err, "get account", record.ErrNoUser.Message)
 	}
 	return a, nil
 }
@@ -141,7 +141,7 @@ func (s *Store) PasswordHash(ctx context.Context, name string) (*datachat.Accoun
 	a, err := s.d.Decode.Account(record.Also(s.read.QueryRow(ctx,
 		`SELECT `+record.AccountColumns+`, u.password_hash FROM users u WHERE u.name = ?`, name), &hash))
 	if err != nil {
-		return nil, "", notFoundIfNoRows(err, "get password hash", record.ErrNoUser.Message)
+		return nil, "", NotFoundIfNoRows(err, "get password hash", record.ErrNoUser.Message)
 	}
 	return a, hash, nil
 }
@@ -155,7 +155,7 @@ func (s *Store) AccountByIdentity(ctx context.Context, id datachat.Identity) (*d
 		SELECT `+record.AccountColumns+` FROM identities idn JOIN users u ON u.id = idn.user_id
 		WHERE idn.issuer = ? AND idn.subject = ?`, id.Issuer, id.Subject))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get account by identity", "no user has this identity")
+		return nil, NotFoundIfNoRows(err, "get account by identity", "no user has this identity")
 	}
 	return a, nil
 }

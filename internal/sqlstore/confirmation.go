@@ -33,7 +33,7 @@ func (s *Store) PendingConfirmation(ctx context.Context, conversationID string) 
 		WHERE conversation_id = ? AND status = 'pending'
 		ORDER BY created_at DESC, `+s.d.RowSeq+` DESC LIMIT 1`, conversationID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get pending confirmation", "no pending confirmation")
+		return nil, NotFoundIfNoRows(err, "get pending confirmation", "no pending confirmation")
 	}
 	return c, nil
 }

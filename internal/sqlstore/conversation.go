@@ -25,7 +25,7 @@ func (s *Store) Conversation(ctx context.Context, userID, id string) (*datachat.
 	c, err := s.d.Decode.Conversation(s.read.QueryRow(ctx,
 		`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get conversation", "conversation not found")
+		return nil, NotFoundIfNoRows(err, "get conversation", "conversation not found")
 	}
 	return c, nil
 }
@@ -43,7 +43,7 @@ func (s *Store) RenameConversation(ctx context.Context, userID, id, title string
 		WHERE id = ? AND user_id = ?
 		RETURNING `+record.ConversationColumns, title, s.d.Time(record.Now()), id, userID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "rename conversation", "conversation not found")
+		return nil, NotFoundIfNoRows(err, "rename conversation", "conversation not found")
 	}
 	return c, nil
 }
@@ -203,7 +203,7 @@ func (s *Store) TurnStart(ctx context.Context, userID, conversationID string, n 
 		conv, err = s.d.Decode.Conversation(tx.QueryRow(ctx,
 			`SELECT `+record.ConversationColumns+` FROM conversations WHERE id = ? AND user_id = ?`, conversationID, userID))
 		if err != nil {
-			return notFoundIfNoRows(err, "get conversation", "conversation not found")
+			return NotFoundIfNoRows(err, "get conversation", "conversation not found")
 		}
 		pending, err = s.d.Decode.Confirmation(tx.QueryRow(ctx, `SELECT `+record.ConfirmationColumns+` FROM confirmations
 			WHERE conversation_id = ? AND status = 'pending'

@@ -33,7 +33,7 @@ func (s *Store) Dataset(ctx context.Context, conversationID, id string) (*datach
 	d, err := s.d.Decode.Dataset(s.read.QueryRow(ctx, `SELECT `+record.DatasetColumns+` FROM datasets
 		WHERE id = ? AND conversation_id = ?`, id, conversationID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get dataset", "dataset not found")
+		return nil, NotFoundIfNoRows(err, "get dataset", "dataset not found")
 	}
 	return d, nil
 }
@@ -65,7 +65,7 @@ func (s *Store) Document(ctx context.Context, conversationID, id string) (*datac
 	d, err := s.d.Decode.Document(s.read.QueryRow(ctx, `SELECT `+record.DocumentColumns+` FROM documents
 		WHERE id = ? AND conversation_id = ?`, id, conversationID))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get document", "document not found")
+		return nil, NotFoundIfNoRows(err, "get document", "document not found")
 	}
 	return d, nil
 }

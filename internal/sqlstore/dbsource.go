@@ -41,7 +41,7 @@ func (s *Store) UpdateDBSource(ctx context.Context, src *datachat.DBSource) erro
 func (s *Store) DBSource(ctx context.Context, name string) (*datachat.DBSource, error) {
 	src, err := s.d.Decode.DBSource(s.read.QueryRow(ctx, `SELECT `+record.DBSourceColumns+` FROM db_sources s WHERE s.name = ?`, name))
 	if err != nil {
-		return nil, notFoundIfNoRows(err, "get database source", "database source not found")
+		return nil, NotFoundIfNoRows(err, "get database source", "database source not found")
 	}
 	return src, nil
 }

@@ -19,7 +19,7 @@ func (s *Store) UpdateDictionary(ctx context.Context, userID, conversationID str
 		var one int
 		if err := tx.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = ? AND user_id = ?`+s.d.LockRows,
 			conversationID, userID).Scan(&one); err != nil {
-			return notFoundIfNoRows(err, "update dictionary", "conversation not found")
+			return NotFoundIfNoRows(err, "update dictionary", "conversation not found")
 		}
 		var datasets []*datachat.Dataset
 		layer := record.ChangesLayer(d)

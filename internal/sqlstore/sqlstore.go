@@ -201,9 +201,9 @@ func (s *Store) writeError(err error, op, notFound, conflict string) error {
 	return record.WriteError(err, s.d.Violation(err), op, notFound, conflict)
 }
 
-// notFoundIfNoRows turns sql.ErrNoRows into ENOTFOUND with msg and wraps any
-// other error with op.
-func notFoundIfNoRows(err error, op, msg string) error {
+// NotFoundIfNoRows turns sql.ErrNoRows (which pgx.ErrNoRows is too) into
+// ENOTFOUND with msg and wraps any other error with op.
+func NotFoundIfNoRows(err error, op, msg string) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return datachat.Errorf(datachat.ENOTFOUND, "%s", msg)
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,10 +17,7 @@ import (
 // from a test of its own (TestAudit), so that `go test -run Audit` runs them.
 // open is as [Run]'s.
 func RunAudit(t *testing.T, open func(t *testing.T) datachat.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s datachat.Store)
-	}{
+	runTests(t, open, []storeTest{
 		{"Append", testAuditAppend},
 		{"Text", testAuditText},
 		{"Filters", testAuditFilters},
@@ -27,12 +25,7 @@ func RunAudit(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"PagingEqualTimes", testAuditPagingEqualTimes},
 		{"ConcurrentAppends", testAuditConcurrent},
 		{"Prune", testAuditPrune},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, open(t))
-		})
-	}
+	})
 }
 
 // mustAppend appends each event, failing t on an error.
@@ -435,6 +428,45 @@ func testAuditPrune(t *testing.T, s datachat.Store) {
 	if got := auditList(t, s, datachat.AuditFilter{}).Events; len(got) != 3 {
 		t.Errorf("after a refused prune: got %d events, want 3", len(got))
 	}
+}
+
+// AuditAppendOnly checks that statements run on s's database directly, not
+// through the store, cannot change or delete its audit events, before a
+// prune and after it, and that a prune deletes only what is older than its
+// cutoff. exec runs a statement on the database; the statements here, and
+// those refused gives in the engine's own SQL (naming the event id), must
+// fail with the append-only trigger's error.
+func AuditAppendOnly(t *testing.T, s datachat.Store, exec func(ctx context.Context, query string) error, refused func(id string) []string) {
+	ctx := t.Context()
+	old := &datachat.AuditEvent{Time: time.Now().AddDate(-2, 0, 0), Kind: datachat.AuditSignIn, Outcome: datachat.AuditOK, UserName: "alice"}
+	ev := &datachat.AuditEvent{Kind: datachat.AuditSourceQuery, Outcome: datachat.AuditOK, UserName: "alice", SQL: "SELECT 1"}
+	for _, e := range []*datachat.AuditEvent{old, ev} {
+		if err := s.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, q := range append([]string{
+			`UPDATE audit_events SET sql_text = 'SELECT 2' WHERE id = '` + ev.ID + `'`,
+			`UPDATE audit_events SET user_name = 'mallory'`,
+			`DELETE FROM audit_events WHERE id = '` + ev.ID + `'`,
+			`DELETE FROM audit_events`,
+		}, refused(ev.ID)...) {
+			if err := exec(ctx, q); err == nil || !strings.Contains(err.Error(), "append-only") {
+				t.Errorf("%s: %.60s: got %v, want it refused by the append-only trigger", when, q, err)
+			}
+		}
+		got, err := s.AuditEvents(ctx, datachat.AuditFilter{Kind: datachat.AuditSourceQuery})
+		if err != nil || len(got.Events) != 1 || got.Events[0].SQL != "SELECT 1" || got.Events[0].UserName != "alice" {
+			t.Fatalf("%s: the event after the statements: %+v, %v; want it unchanged", when, got, err)
+		}
+	}
+	check("before a prune")
+	if n, err := s.PruneAudit(ctx, time.Now().AddDate(-1, 0, 0)); err != nil || n != 1 {
+		t.Fatalf("PruneAudit: %d, %v; want 1 deleted", n, err)
+	}
+	check("after a prune")
 }
 
 // BenchAudit measures the audit log of the stores open makes (each

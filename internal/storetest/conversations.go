@@ -333,7 +333,6 @@ func testMessageParts(t *testing.T, s datachat.Store) {
 	alice := mustUser(t, s, "alice")
 	c := mustConversation(t, s, alice.ID)
 	m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
-	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
 	call := func(id string) datachat.Part { return datachat.Part{Type: datachat.PartToolCall, CallID: id} }
 	appends := []struct {
 		first int
@@ -389,7 +388,6 @@ func testFinishMessage(t *testing.T, s datachat.Store) {
 	alice := mustUser(t, s, "alice")
 	c := mustConversation(t, s, alice.ID)
 	m := mustMessage(t, s, c.ID, datachat.RoleAssistant, datachat.StatusStreaming)
-	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
 	call := datachat.Part{Type: datachat.PartToolCall, CallID: "c1"}
 	if err := s.AppendParts(ctx, m.ID, 0, []datachat.Part{text("Checking"), text("..."), call}); err != nil {
 		t.Fatal(err)

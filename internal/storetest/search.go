@@ -8,10 +8,7 @@ import (
 )
 
 // searchTests are the conformance tests of conversation search.
-var searchTests = []struct {
-	name string
-	fn   func(t *testing.T, s datachat.Store)
-}{
+var searchTests = []storeTest{
 	{"SearchConversations", testSearchConversations},
 }
 

@@ -11,10 +11,7 @@ import (
 )
 
 // shareTests are the cases of [datachat.ShareStore], run by [Run].
-var shareTests = []struct {
-	name string
-	fn   func(t *testing.T, s datachat.Store)
-}{
+var shareTests = []storeTest{
 	{"Shares", testShares},
 	{"ShareNames", testShareNames},
 	{"SharedConversation", testSharedConversation},

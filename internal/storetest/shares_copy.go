@@ -43,7 +43,6 @@ func newSharedFixture(t *testing.T, s datachat.Store) *sharedFixture {
 			t.Fatal(err)
 		}
 	}
-	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
 	a.Content, a.Status, a.InputTokens, a.OutputTokens = "There are 344 penguins [1].", datachat.StatusComplete, 100, 20
 	a.Parts = []datachat.Part{text("Counting. "), {Type: datachat.PartToolCall, CallID: "c1"}, {Type: datachat.PartToolCall, CallID: "c2"}, text("There are 344 penguins [1].")}
 	a.Sources = []datachat.Source{{ID: "s1", Text: "Penguins live south.", Metadata: map[string]any{"document": "guide.pdf", "page": float64(2)}}}

@@ -18,10 +18,7 @@ import (
 // Run runs the suite. open returns a new, empty, migrated store for one
 // subtest; it should close the store in t.Cleanup.
 func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s datachat.Store)
-	}{
+	tests := []storeTest{
 		{"Ping", testPing},
 		{"Users", testUsers},
 		{"UsersConcurrent", testUsersConcurrent},
@@ -56,7 +53,18 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"Examples", testExamples},
 		{"DBSources", testDBSources},
 	}
-	for _, tt := range append(append(append(tests, accountTests...), shareTests...), searchTests...) {
+	runTests(t, open, append(append(append(tests, accountTests...), shareTests...), searchTests...))
+}
+
+// storeTest is a case of the suite: a subtest on a new store.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s datachat.Store)
+}
+
+// runTests runs each test as a subtest, on a new store from open.
+func runTests(t *testing.T, open func(t *testing.T) datachat.Store, tests []storeTest) {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, open(t))
 		})
@@ -224,6 +232,9 @@ func mustMessage(t *testing.T, s datachat.Store, conversationID, role, status st
 	}
 	return m
 }
+
+// text is a text part of a message.
+func text(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
 
 func ids(list []*datachat.Conversation) []string {
 	out := make([]string, len(list))

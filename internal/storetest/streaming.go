@@ -17,7 +17,6 @@ import (
 func testFlushStreaming(t *testing.T, s datachat.Store) {
 	ctx := t.Context()
 	alice := mustUser(t, s, "alice")
-	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
 	call := func(id string) datachat.Part { return datachat.Part{Type: datachat.PartToolCall, CallID: id} }
 	now := time.Now()
 	// Each message's lease lapsed a second ago; the flush renews some.
@@ -345,7 +344,6 @@ func testBeginTurnConcurrent(t *testing.T, s datachat.Store) {
 func testFinishKeepsStreamedParts(t *testing.T, s datachat.Store) {
 	ctx := t.Context()
 	alice := mustUser(t, s, "alice")
-	text := func(s string) datachat.Part { return datachat.Part{Type: datachat.PartText, Text: s} }
 	call := func(id string) datachat.Part { return datachat.Part{Type: datachat.PartToolCall, CallID: id} }
 	streamed := func() (*datachat.Conversation, *datachat.Message) {
 		c := mustConversation(t, s, alice.ID)
