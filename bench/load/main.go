@@ -27,10 +27,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,12 +83,8 @@ func main() {
 	if o.env, err = serve.ParseEnv(*serverEnv); err != nil {
 		log.Fatalf("-server-env: %v", err)
 	}
-	for _, s := range strings.Split(*levels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			log.Fatalf("-n: %q is not a positive number", s)
-		}
-		o.levels = append(o.levels, n)
+	if o.levels, err = serve.ParseLevels(*levels); err != nil {
+		log.Fatalf("-n: %v", err)
 	}
 	if o.tool != "search_documents" && o.tool != "execute_sql" {
 		log.Fatalf("-tool: want search_documents or execute_sql, got %q", o.tool)
@@ -101,12 +95,8 @@ func main() {
 		log.Fatal(err)
 	}
 	defer done()
-	if o.bin == "" {
-		o.bin = filepath.Join(work, "datachat")
-		log.Printf("building datachat into %s", o.bin)
-		if err := serve.Build("", o.bin); err != nil {
-			log.Fatalf("%v (run from the repository root)", err)
-		}
+	if o.bin, err = serve.Binary(work, o.bin); err != nil {
+		log.Fatal(err)
 	}
 	printMachine(o.bin)
 	if o.footprint {

@@ -38,6 +38,35 @@ func Build(dir, out string) error {
 	return nil
 }
 
+// Binary is bin, the datachat binary a benchmark runs, or where bin is "",
+// ./cmd/datachat of the current directory (the repository root) built into
+// work.
+func Binary(work, bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(work, "datachat")
+	log.Printf("building datachat into %s", bin)
+	if err := Build("", bin); err != nil {
+		return "", fmt.Errorf("%w (run from the repository root)", err)
+	}
+	return bin, nil
+}
+
+// ParseLevels reads the numbers of concurrent conversations of a -n flag,
+// one run each: positive numbers separated by commas.
+func ParseLevels(s string) ([]int, error) {
+	var levels []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
+}
+
 // ParseEnv reads extra server environment given as KEY=VALUE pairs
 // separated by commas (a -server-env flag); blank pairs are passed over.
 func ParseEnv(s string) (map[string]string, error) {
