@@ -100,20 +100,30 @@ func save(ctx context.Context, job wire.SaveJob, memoryLimit int64, threads int)
 // lockDown puts an ingest or save DuckDB in the sandbox of a query's: only
 // the job's directory, nothing else reachable, no setting changed after.
 func lockDown(conn mapping.Connection) error {
-	dir, err := filepath.Abs(".")
+	qs, err := lockDownStatements()
 	if err != nil {
 		return err
 	}
-	for _, q := range []string{
-		"SET GLOBAL allowed_directories = [" + datachat.QuoteLiteral(dir+string(filepath.Separator)) + "]",
-		"SET GLOBAL enable_external_access = false",
-		"SET GLOBAL lock_configuration = true",
-	} {
+	for _, q := range qs {
 		if err := execOne(conn, q); err != nil {
 			return fmt.Errorf("sandbox setup %q: %w", q, err)
 		}
 	}
 	return nil
+}
+
+// lockDownStatements are the statements of [lockDown], which the save
+// worker's appender connection runs too.
+func lockDownStatements() ([]string, error) {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"SET GLOBAL allowed_directories = [" + datachat.QuoteLiteral(dir+string(filepath.Separator)) + "]",
+		"SET GLOBAL enable_external_access = false",
+		"SET GLOBAL lock_configuration = true",
+	}, nil
 }
 
 // appendSpool creates the table, appends the spool's rows with DuckDB's
@@ -138,16 +148,11 @@ func appendSpool(ctx context.Context, job wire.SaveJob, defs []string, memoryLim
 		_, err := c.(driver.ExecerContext).ExecContext(ctx, q, nil)
 		return err
 	}
-	dir, err := filepath.Abs(".")
+	qs, err := lockDownStatements()
 	if err != nil {
 		return err
 	}
-	for _, q := range []string{
-		"SET GLOBAL allowed_directories = [" + datachat.QuoteLiteral(dir+string(filepath.Separator)) + "]",
-		"SET GLOBAL enable_external_access = false",
-		"SET GLOBAL lock_configuration = true",
-		"CREATE TABLE " + datachat.QuoteIdent(savedTable) + " (" + strings.Join(defs, ", ") + ")",
-	} {
+	for _, q := range append(qs, "CREATE TABLE "+datachat.QuoteIdent(savedTable)+" ("+strings.Join(defs, ", ")+")") {
 		if err := exec(q); err != nil {
 			return fmt.Errorf("%s: %w", strings.SplitN(q, " (", 2)[0], err)
 		}
