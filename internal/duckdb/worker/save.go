@@ -237,19 +237,18 @@ func saveValue(v any, typ string) (driver.Value, error) {
 		return nil, fmt.Errorf("a %T does not fit %s", v, typ)
 	}
 	bad := func() (driver.Value, error) { return nil, fmt.Errorf("%q does not fit %s", clipText(s), typ) }
+	// fit is a parser's value, or bad() where it failed.
+	fit := func(v driver.Value, err error) (driver.Value, error) {
+		if err != nil {
+			return bad()
+		}
+		return v, nil
+	}
 	switch {
 	case typ == "BIGINT":
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return bad()
-		}
-		return n, nil
+		return fit(strconv.ParseInt(s, 10, 64))
 	case typ == "UBIGINT":
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return bad()
-		}
-		return n, nil
+		return fit(strconv.ParseUint(s, 10, 64))
 	case typ == "DOUBLE":
 		f, ok := wire.ParseFloat(s)
 		if !ok {
@@ -267,23 +266,11 @@ func saveValue(v any, typ string) (driver.Value, error) {
 		}
 		return duckdbdriver.Decimal{Width: uint8(w), Scale: uint8(sc), Value: n}, nil
 	case typ == "DATE":
-		t, err := wire.ParseDate(s)
-		if err != nil {
-			return bad()
-		}
-		return t, nil
+		return fit(wire.ParseDate(s))
 	case typ == "TIME":
-		t, err := wire.ParseClock(s)
-		if err != nil {
-			return bad()
-		}
-		return t, nil
+		return fit(wire.ParseClock(s))
 	case typ == "TIMESTAMP", typ == "TIMESTAMPTZ":
-		t, err := wire.ParseTimestamp(s, typ == "TIMESTAMPTZ")
-		if err != nil {
-			return bad()
-		}
-		return t, nil
+		return fit(wire.ParseTimestamp(s, typ == "TIMESTAMPTZ"))
 	case typ == "UUID":
 		u, err := uuid.Parse(s)
 		if err != nil {
@@ -291,11 +278,7 @@ func saveValue(v any, typ string) (driver.Value, error) {
 		}
 		return duckdbdriver.UUID(u), nil
 	case typ == "BLOB":
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return bad()
-		}
-		return b, nil
+		return fit(base64.StdEncoding.DecodeString(s))
 	}
 	return bad()
 }
