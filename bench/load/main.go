@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sync/errgroup"
 
 	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
@@ -459,12 +460,10 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 // client received.
 func verifyStored(s *server, results []*convResult) int {
 	var bad atomic.Int64
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var g errgroup.Group
+	g.SetLimit(8)
 	for _, r := range results {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			var c struct {
 				Messages []struct {
 					Role, Content, Status string
@@ -472,7 +471,7 @@ func verifyStored(s *server, results []*convResult) int {
 			}
 			if st, err := apiJSON(s, "GET", "/api/conversations/"+r.id, "", &c); err != nil || st != 200 {
 				bad.Add(int64(len(r.texts)))
-				return
+				return nil
 			}
 			var answers []string
 			for _, m := range c.Messages {
@@ -485,9 +484,10 @@ func verifyStored(s *server, results []*convResult) int {
 					bad.Add(1)
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return int(bad.Load())
 }
 

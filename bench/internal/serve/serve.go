@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Build compiles ./cmd/datachat of the module at dir ("" for the current
@@ -247,16 +249,15 @@ func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error
 func (p *Process) CreateConversations(n int, title string) ([]string, error) {
 	ids := make([]string, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			ids[i], errs[i] = p.createConversation(fmt.Sprintf("%s %d", title, i))
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return ids, errors.Join(errs...)
 }
 
