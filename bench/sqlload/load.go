@@ -266,7 +266,7 @@ func chatOp(s *server, c *conv) sample {
 func uploadOp(s *server, c *conv, extra []byte) sample {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ct, mp := multipartCSV("extra.csv", extra)
+	ct, mp := serve.Multipart("extra.csv", extra)
 	start := time.Now()
 	st, b, err := call(ctx, s, c.key, "POST", "/api/conversations/"+c.id+"/datasets", ct, bytes.NewReader(mp))
 	sm := classify(start, st, b, err)

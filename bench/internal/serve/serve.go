@@ -12,6 +12,7 @@ import (
 	"io"
 	"log"
 	"maps"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -279,6 +280,17 @@ func (p *Process) createConversation(title string) (string, error) {
 		return "", fmt.Errorf("create conversation: HTTP %d %s", resp.StatusCode, b)
 	}
 	return c.ID, nil
+}
+
+// Multipart is a multipart body with data as the field "file", as an upload
+// sends a file, and its content type.
+func Multipart(name string, data []byte) (contentType string, body []byte) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	part, _ := w.CreateFormFile("file", name)
+	part.Write(data)
+	w.Close()
+	return w.FormDataContentType(), b.Bytes()
 }
 
 // Stop ends the server with SIGTERM, as an operator would, and kills it if
