@@ -84,14 +84,9 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 	if err != nil {
 		return nil, jobFailed(ctx, err, job.Name, "loaded")
 	}
-	d, err := wire.DecodeReply(b)
-	if err != nil {
-		return nil, err
-	}
 	r := &IngestResult{}
-	r.Decode(d)
-	if d.Err() != nil {
-		return nil, d.Err()
+	if err := wire.DecodeReplyWith(b, r.Decode); err != nil {
+		return nil, err
 	}
 	if len(r.Tables) == 0 {
 		return nil, errors.New("sql worker stored no table")

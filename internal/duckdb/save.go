@@ -205,14 +205,9 @@ func (e *Engine) Save(ctx context.Context, job SaveJob) (*IngestTable, error) {
 	if err != nil {
 		return nil, jobFailed(ctx, err, job.Name, "saved")
 	}
-	d, err := wire.DecodeReply(b)
-	if err != nil {
-		return nil, err
-	}
 	t := &IngestTable{}
-	t.DecodeSaved(d)
-	if d.Err() != nil {
-		return nil, d.Err()
+	if err := wire.DecodeReplyWith(b, t.DecodeSaved); err != nil {
+		return nil, err
 	}
 	if err := checkOutput(t.Output); err != nil {
 		return nil, err
