@@ -27,16 +27,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/sync/errgroup"
 
 	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
@@ -85,12 +84,8 @@ func main() {
 	if o.env, err = serve.ParseEnv(*serverEnv); err != nil {
 		log.Fatalf("-server-env: %v", err)
 	}
-	for _, s := range strings.Split(*levels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			log.Fatalf("-n: %q is not a positive number", s)
-		}
-		o.levels = append(o.levels, n)
+	if o.levels, err = serve.ParseLevels(*levels); err != nil {
+		log.Fatalf("-n: %v", err)
 	}
 	if o.tool != "search_documents" && o.tool != "execute_sql" {
 		log.Fatalf("-tool: want search_documents or execute_sql, got %q", o.tool)
@@ -101,12 +96,8 @@ func main() {
 		log.Fatal(err)
 	}
 	defer done()
-	if o.bin == "" {
-		o.bin = filepath.Join(work, "datachat")
-		log.Printf("building datachat into %s", o.bin)
-		if err := serve.Build("", o.bin); err != nil {
-			log.Fatalf("%v (run from the repository root)", err)
-		}
+	if o.bin, err = serve.Binary(work, o.bin); err != nil {
+		log.Fatal(err)
 	}
 	printMachine(o.bin)
 	if o.footprint {
@@ -469,12 +460,10 @@ func mb(b int64) float64 { return float64(b) / (1 << 20) }
 // client received.
 func verifyStored(s *server, results []*convResult) int {
 	var bad atomic.Int64
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var g errgroup.Group
+	g.SetLimit(8)
 	for _, r := range results {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			var c struct {
 				Messages []struct {
 					Role, Content, Status string
@@ -482,7 +471,7 @@ func verifyStored(s *server, results []*convResult) int {
 			}
 			if st, err := apiJSON(s, "GET", "/api/conversations/"+r.id, "", &c); err != nil || st != 200 {
 				bad.Add(int64(len(r.texts)))
-				return
+				return nil
 			}
 			var answers []string
 			for _, m := range c.Messages {
@@ -495,9 +484,10 @@ func verifyStored(s *server, results []*convResult) int {
 					bad.Add(1)
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return int(bad.Load())
 }
 

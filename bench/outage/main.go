@@ -72,11 +72,8 @@ func main() {
 		log.Fatal(err)
 	}
 	defer cleanup()
-	if o.bin == "" {
-		o.bin = filepath.Join(work, "datachat")
-		if err := serve.Build("", o.bin); err != nil {
-			log.Fatal(err)
-		}
+	if o.bin, err = serve.Binary(work, o.bin); err != nil {
+		log.Fatal(err)
 	}
 	pg, err := startCluster()
 	if err != nil {

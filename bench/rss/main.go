@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -242,20 +241,13 @@ func pdfFile(n int) []byte {
 }
 
 func uploadPDF(ctx context.Context, p *serve.Process, conv, name string, data []byte) error {
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	fw, err := w.CreateFormFile("file", name)
-	if err != nil {
-		return err
-	}
-	fw.Write(data)
-	w.Close()
-	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+p.Addr+"/api/conversations/"+conv+"/documents", &b)
+	ct, upload := serve.Multipart(name, data)
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://"+p.Addr+"/api/conversations/"+conv+"/documents", bytes.NewReader(upload))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("X-API-Key", p.Key)
-	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("Content-Type", ct)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"datachat/bench/internal/serve"
 	"datachat/bench/schema/wide"
 	"datachat/internal/dbsource/dbsourcetest"
 	"datachat/internal/eval"
@@ -44,16 +45,13 @@ func main() {
 		log.Fatal("set DATACHAT_TEST_POSTGRES_URL or -postgres-url (internal/postgres/testdata/start-test-cluster.sh starts a cluster)")
 	}
 	ctx := context.Background()
-	tmp, err := os.MkdirTemp("", "bench-schema-")
+	tmp, done, err := serve.WorkDir("schema", false)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(tmp)
-	if *bin == "" {
-		*bin = filepath.Join(tmp, "datachat")
-		if out, err := exec.Command("go", "build", "-o", *bin, "./cmd/datachat").CombinedOutput(); err != nil {
-			log.Fatalf("go build: %v\n%s", err, out)
-		}
+	defer done()
+	if *bin, err = serve.Binary(tmp, *bin); err != nil {
+		log.Fatal(err)
 	}
 
 	sfx := dbsourcetest.Suffix()

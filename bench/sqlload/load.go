@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"datachat/bench/internal/report"
 	"datachat/bench/internal/serve"
 )
@@ -41,21 +43,12 @@ func timeEachConv(what string, convs []*conv, op func(*conv) (time.Duration, err
 // eachConv runs op on every conversation, at most limit at a time; an error
 // ends the program, named by what.
 func eachConv(what string, limit int, convs []*conv, op func(*conv) error) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, limit)
-	errs := make(chan error, len(convs))
+	var g errgroup.Group
+	g.SetLimit(limit)
 	for _, c := range convs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if err := op(c); err != nil {
-				errs <- err
-			}
-		})
+		g.Go(func() error { return op(c) })
 	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := g.Wait(); err != nil {
 		fatalf("%s: %v", what, err)
 	}
 }
@@ -273,7 +266,7 @@ func chatOp(s *server, c *conv) sample {
 func uploadOp(s *server, c *conv, extra []byte) sample {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ct, mp := multipartCSV("extra.csv", extra)
+	ct, mp := serve.Multipart("extra.csv", extra)
 	start := time.Now()
 	st, b, err := call(ctx, s, c.key, "POST", "/api/conversations/"+c.id+"/datasets", ct, bytes.NewReader(mp))
 	sm := classify(start, st, b, err)

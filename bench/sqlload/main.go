@@ -132,12 +132,8 @@ func main() {
 	}
 	atExit(done)
 	defer runExit()
-	if o.bin == "" {
-		o.bin = filepath.Join(work, "datachat")
-		log.Printf("building datachat into %s", o.bin)
-		if err := serve.Build("", o.bin); err != nil {
-			fatalf("%v (run from the repository root)", err)
-		}
+	if o.bin, err = serve.Binary(work, o.bin); err != nil {
+		fatalf("%v", err)
 	}
 	m := readMachine()
 	log.Printf("machine: %s", m)

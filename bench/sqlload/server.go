@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -158,16 +157,6 @@ func errorMessage(status int, body []byte, err error) string {
 	return fmt.Sprintf("%d %.100s", status, body)
 }
 
-// multipartCSV is a multipart body with the CSV as field "file".
-func multipartCSV(name string, data []byte) (string, []byte) {
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	part, _ := w.CreateFormFile("file", name)
-	part.Write(data)
-	w.Close()
-	return w.FormDataContentType(), b.Bytes()
-}
-
 // setup creates each user's conversation and uploads its main CSV, 8 at a
 // time, and returns the upload latencies.
 func setup(s *server, convs []*conv) []time.Duration {
@@ -184,7 +173,7 @@ func setup(s *server, convs []*conv) []time.Duration {
 		if err != nil {
 			return 0, err
 		}
-		ct, mp := multipartCSV("sales.csv", data)
+		ct, mp := serve.Multipart("sales.csv", data)
 		start := time.Now()
 		st, body, err = call(ctx, s, c.key, "POST", "/api/conversations/"+c.id+"/datasets", ct, bytes.NewReader(mp))
 		took := time.Since(start)

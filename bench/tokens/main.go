@@ -29,11 +29,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,42 +91,30 @@ func main() {
 	flag.BoolVar(&o.reading, "stalled-control", false, "with -stalled: a third run of each build, NAME+reading, whose S extra clients ask the same and read every frame (the cost of the extra turns, apart from the clients' stalling)")
 	flag.DurationVar(&o.settle, "settle", 0, "with -stalled: after the run, close every client, wait this long and read the server's RSS again (0: don't)")
 	flag.Parse()
-	o.env = map[string]string{}
-	for _, kv := range strings.Split(*serverEnv, ",") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-			o.env[k] = v
-		} else if kv != "" {
-			log.Fatalf("-server-env: %q is not K=V", kv)
-		}
+	var err error
+	if o.env, err = serve.ParseEnv(*serverEnv); err != nil {
+		log.Fatalf("-server-env: %v", err)
 	}
-	for _, s := range strings.Split(*levels, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			log.Fatalf("-n: %q is not a positive number", s)
-		}
-		o.levels = append(o.levels, n)
+	if o.levels, err = serve.ParseLevels(*levels); err != nil {
+		log.Fatalf("-n: %v", err)
 	}
 	if o.tool != "search_documents" && o.tool != "none" {
 		log.Fatalf("-tool: want search_documents or none, got %q", o.tool)
 	}
-	work, err := os.MkdirTemp("", "datachat-tokens-")
+	work, done, err := serve.WorkDir("tokens", o.keep)
 	if err != nil {
 		log.Fatal(err)
 	}
-	if !o.keep {
-		defer os.RemoveAll(work)
-	}
+	defer done()
 	for _, kv := range strings.Split(*bins, ",") {
 		if name, path, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
 			o.bins = append(o.bins, build{name, path})
 		}
 	}
 	if len(o.bins) == 0 {
-		path := filepath.Join(work, "datachat")
-		cmd := exec.Command("go", "build", "-o", path, "./cmd/datachat")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			log.Fatalf("go build: %v (run from the repository root)", err)
+		path, err := serve.Binary(work, "")
+		if err != nil {
+			log.Fatal(err)
 		}
 		o.bins = []build{{"head", path}}
 	}

@@ -23,8 +23,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"datachat/bench/internal/serve"
 	"datachat/internal/llmtest"
@@ -81,24 +82,23 @@ func stalledTurns(o options) []llmtest.Turn {
 // them.
 func stallClients(addr, key string, convs []string, read bool) (close func()) {
 	conns := make([]net.Conn, len(convs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i, id := range convs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			c, err := stallOne(addr, key, id)
 			if err != nil {
 				log.Printf("stalled client %d: %v", i, err)
-				return
+				return nil
 			}
 			conns[i] = c
 			if read {
 				go io.Copy(io.Discard, c)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return func() {
 		for _, c := range conns {
 			if c != nil {

@@ -54,6 +54,18 @@ func mustRefuse(t *testing.T, e *Engine, tables []Table, sql string) {
 	}
 }
 
+// mustRefuseAll runs each of sqls as a subtest that requires the sandbox to
+// refuse it (see [mustRefuse]) and the conversation to answer after it (check).
+func mustRefuseAll(t *testing.T, e *Engine, tables []Table, check func(t *testing.T), sqls []string) {
+	t.Helper()
+	for _, sql := range sqls {
+		t.Run(firstLine(sql), func(t *testing.T) {
+			mustRefuse(t, e, tables, sql)
+			check(t)
+		})
+	}
+}
+
 // mustRefuseEach requires the sandbox to refuse each call put in each of
 // forms (at its %s; see [mustRefuse]), and returns how many it tried.
 func mustRefuseEach(t *testing.T, e *Engine, tables []Table, forms []string, calls ...string) int {
@@ -153,7 +165,7 @@ func checkWorkerKept(t *testing.T, e *Engine, tables []Table, conv string, pid i
 // keeps answering — including after the form that once aborted the process.
 func TestExplainForms(t *testing.T) {
 	e, tables, check := sandboxEngine(t, Options{Timeout: 5 * time.Second})
-	for _, sql := range []string{
+	mustRefuseAll(t, e, tables, check, []string{
 		"EXPLAIN ANALYZE SELECT 1",
 		"EXPLAIN ANALYSE SELECT 1",
 		"explain analyze select count(*) from t",
@@ -190,12 +202,7 @@ func TestExplainForms(t *testing.T) {
 		"EXPLAIN (SELECT 1)",
 		"EXPLAIN ( SELECT * FROM query('SELECT 42') )",
 		"EXPLAIN WITH x AS (SELECT * FROM query('SELECT 42')) SELECT * FROM x",
-	} {
-		t.Run(firstLine(sql), func(t *testing.T) {
-			mustRefuse(t, e, tables, sql)
-			check(t)
-		})
-	}
+	})
 	// Plain EXPLAIN answers with a plan.
 	res, err := e.Query(context.Background(), "conv", tables, "EXPLAIN SELECT g, count(*) FROM t GROUP BY g")
 	if err != nil || len(res.Rows) == 0 {

@@ -302,11 +302,7 @@ func (e *Engine) do(ctx context.Context, conv string, tables []Table, op byte, s
 			slog.String("stderr_first", head), slog.String("stderr_last", lastLine(w.p.stderr.String())))
 		return err
 	}
-	d, err := wire.DecodeReply(b)
-	if err == nil {
-		read(d)
-		err = d.Err()
-	}
+	err = wire.DecodeReplyWith(b, read)
 	// A worker whose answer does not decode is not trusted with another
 	// query; one whose query ran out of memory is replaced too, so the next
 	// query starts with all of its memory rather than with what DuckDB's

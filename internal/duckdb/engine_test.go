@@ -279,15 +279,23 @@ func TestEstimateRows(t *testing.T) {
 	}
 }
 
-func TestTablesChange(t *testing.T) {
-	dir := t.TempDir()
-	a := mustParquet(t, dir, "a.parquet", "SELECT 1 AS x")
-	b := mustParquet(t, dir, "b.parquet", "SELECT 2 AS y")
-	e := mustEngine(t, Options{})
-	ctx := context.Background()
-	if _, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM a"); err != nil {
+// mustEngineAB starts an engine whose conversation "c" has queried table a
+// (x = 1) in dir; b (y = 2) is written beside it, not added yet.
+func mustEngineAB(t *testing.T) (e *Engine, dir, a, b string) {
+	t.Helper()
+	dir = t.TempDir()
+	a = mustParquet(t, dir, "a.parquet", "SELECT 1 AS x")
+	b = mustParquet(t, dir, "b.parquet", "SELECT 2 AS y")
+	e = mustEngine(t, Options{})
+	if _, err := e.Query(context.Background(), "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM a"); err != nil {
 		t.Fatal(err)
 	}
+	return e, dir, a, b
+}
+
+func TestTablesChange(t *testing.T) {
+	e, dir, a, b := mustEngineAB(t)
+	ctx := context.Background()
 	if _, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM b"); err == nil {
 		t.Fatal("b visible before it was added")
 	}
@@ -469,14 +477,8 @@ func TestResultJSONMore(t *testing.T) {
 // in the background; the next query uses it rather than starting another,
 // even when it comes while the worker is still opening.
 func TestPrepare(t *testing.T) {
-	dir := t.TempDir()
-	a := mustParquet(t, dir, "a.parquet", "SELECT 1 AS x")
-	b := mustParquet(t, dir, "b.parquet", "SELECT 2 AS y")
-	e := mustEngine(t, Options{})
+	e, _, a, b := mustEngineAB(t)
 	ctx := context.Background()
-	if _, err := e.Query(ctx, "c", []Table{{Name: "a", Path: a}}, "SELECT * FROM a"); err != nil {
-		t.Fatal(err)
-	}
 	old := workerPid(e, "c")
 	both := []Table{{Name: "a", Path: a}, {Name: "b", Path: b}}
 	e.Prepare("c", both)

@@ -49,11 +49,7 @@ func (e *Engine) start(ctx context.Context, key string, tables []Table) (*worker
 	}
 	b, err := p.call(ctx, wire.OpOpen, req.Encode(), e.opts.Timeout+e.opts.KillGrace, e.opts.KillGrace, wire.TimeoutError(e.opts.Timeout))
 	if err == nil {
-		var d *wire.Dec
-		if d, err = wire.DecodeReply(b); err == nil {
-			(&wire.OpenAnswer{}).Decode(d)
-			err = d.Err()
-		}
+		err = wire.DecodeReplyWith(b, (&wire.OpenAnswer{}).Decode)
 	}
 	if err != nil {
 		e.stopWorker(w)

@@ -82,34 +82,45 @@ func (e *Engine) Ingest(ctx context.Context, job IngestJob) (*IngestResult, erro
 	onHard := datachat.Errorf(datachat.EINVALID, "%s took longer than %s to load and was stopped; load a smaller file, or convert it to Parquet first", job.Name, e.opts.IngestTimeout)
 	b, err := p.callWith(ctx, wire.OpIngest, req.Encode(), e.opts.IngestTimeout, e.opts.KillGrace, onHard, relay.frame)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var qe *datachat.QueryError
-		if errors.As(err, &qe) {
-			// The worker died of what the file made it do.
-			return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be loaded: %s", job.Name, qe.Message)
-		}
-		return nil, err
-	}
-	d, err := wire.DecodeReply(b)
-	if err != nil {
-		return nil, err
+		return nil, jobFailed(ctx, err, job.Name, "loaded")
 	}
 	r := &IngestResult{}
-	r.Decode(d)
-	if d.Err() != nil {
-		return nil, d.Err()
+	if err := wire.DecodeReplyWith(b, r.Decode); err != nil {
+		return nil, err
 	}
 	if len(r.Tables) == 0 {
 		return nil, errors.New("sql worker stored no table")
 	}
 	for _, t := range r.Tables {
-		if filepath.Base(t.Output) != t.Output || t.Output == "" || t.Output == "." || t.Output == ".." {
-			return nil, fmt.Errorf("sql worker named an output outside its directory: %q", t.Output)
+		if err := checkOutput(t.Output); err != nil {
+			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// jobFailed is the error of an ingest or save job that did not answer:
+// ctx's error once the caller gave up; EINVALID naming the file when the
+// worker died of what the file made it do (it could not be loaded, or
+// saved: verb); else err.
+func jobFailed(ctx context.Context, err error, name, verb string) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var qe *datachat.QueryError
+	if errors.As(err, &qe) {
+		return datachat.Errorf(datachat.EINVALID, "%s cannot be %s: %s", name, verb, qe.Message)
+	}
+	return err
+}
+
+// checkOutput refuses an output file a worker named that is not a plain
+// name in its job directory.
+func checkOutput(name string) error {
+	if filepath.Base(name) != name || name == "" || name == "." || name == ".." {
+		return fmt.Errorf("sql worker named an output outside its directory: %q", name)
+	}
+	return nil
 }
 
 // reserveAfter holds a query slot for an upload once d has passed, until

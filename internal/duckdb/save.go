@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -204,26 +203,14 @@ func (e *Engine) Save(ctx context.Context, job SaveJob) (*IngestTable, error) {
 	onHard := datachat.Errorf(datachat.EINVALID, "saving %s took longer than %s and was stopped; save fewer rows", job.Name, e.opts.IngestTimeout)
 	b, err := p.call(ctx, wire.OpSave, req.Encode(), e.opts.IngestTimeout, e.opts.KillGrace, onHard)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var qe *datachat.QueryError
-		if errors.As(err, &qe) {
-			return nil, datachat.Errorf(datachat.EINVALID, "%s cannot be saved: %s", job.Name, qe.Message)
-		}
-		return nil, err
-	}
-	d, err := wire.DecodeReply(b)
-	if err != nil {
-		return nil, err
+		return nil, jobFailed(ctx, err, job.Name, "saved")
 	}
 	t := &IngestTable{}
-	t.DecodeSaved(d)
-	if d.Err() != nil {
-		return nil, d.Err()
+	if err := wire.DecodeReplyWith(b, t.DecodeSaved); err != nil {
+		return nil, err
 	}
-	if filepath.Base(t.Output) != t.Output || t.Output == "" || t.Output == "." || t.Output == ".." {
-		return nil, fmt.Errorf("sql worker named an output outside its directory: %q", t.Output)
+	if err := checkOutput(t.Output); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

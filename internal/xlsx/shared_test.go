@@ -47,6 +47,14 @@ func wantColumns(t *testing.T, s *Sheet, want []string) {
 	}
 }
 
+// wantRows checks a sheet's rows, spelled as [rows] spells them.
+func wantRows(t *testing.T, s *Sheet, want [][]string) {
+	t.Helper()
+	if got := rows(t, s); !reflect.DeepEqual(got, want) {
+		t.Errorf("got rows %q, want %q", got, want)
+	}
+}
+
 func wantRow(t *testing.T, s *Sheet, i int, want []string) {
 	t.Helper()
 	all := rows(t, s)

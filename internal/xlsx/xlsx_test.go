@@ -32,13 +32,8 @@ func TestTitleBlockHeaderAndNotes(t *testing.T) {
 		)
 	})
 	s := sheetNamed(t, open(t, p, Limits{}), "Sheet1")
-	if got, want := columns(s), []string{"Region:VARCHAR", "Units:BIGINT", "Price:DOUBLE", "Shipped:BOOLEAN"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
-	want := [][]string{{"North", "10", "2.5", "true"}, {"South", "20", "3.25", "false"}, {"East", "30", "4", "true"}}
-	if got := rows(t, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("got rows %q, want %q", got, want)
-	}
+	wantColumns(t, s, []string{"Region:VARCHAR", "Units:BIGINT", "Price:DOUBLE", "Shipped:BOOLEAN"})
+	wantRows(t, s, [][]string{{"North", "10", "2.5", "true"}, {"South", "20", "3.25", "false"}, {"East", "30", "4", "true"}})
 	if s.Rows != 3 {
 		t.Errorf("got Rows %d, want 3", s.Rows)
 	}
@@ -65,9 +60,7 @@ func TestMergedTwoRowHeader(t *testing.T) {
 		}
 	})
 	s := sheetNamed(t, open(t, p, Limits{}), "Sheet1")
-	if got, want := columns(s), []string{"Region:VARCHAR", "Total Units:BIGINT", "Total Revenue:DOUBLE", "Share:DOUBLE"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
+	wantColumns(t, s, []string{"Region:VARCHAR", "Total Units:BIGINT", "Total Revenue:DOUBLE", "Share:DOUBLE"})
 	if s.Rows != 2 {
 		t.Errorf("got Rows %d, want 2", s.Rows)
 	}
@@ -89,16 +82,11 @@ func TestRepeatedHeaderAndSections(t *testing.T) {
 		)
 	})
 	s := sheetNamed(t, open(t, p, Limits{}), "Sheet1")
-	if got, want := columns(s), []string{"section:VARCHAR", "Region:VARCHAR", "Units:BIGINT"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
-	want := [][]string{
+	wantColumns(t, s, []string{"section:VARCHAR", "Region:VARCHAR", "Units:BIGINT"})
+	wantRows(t, s, [][]string{
 		{"Northeast", "Maine", "1"}, {"Northeast", "Vermont", "2"},
 		{"Midwest", "Ohio", "3"}, {"Midwest", "Iowa", ""},
-	}
-	if got := rows(t, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("got rows %q, want %q", got, want)
-	}
+	})
 }
 
 func TestNumbersStoredAsText(t *testing.T) {
@@ -111,20 +99,15 @@ func TestNumbersStoredAsText(t *testing.T) {
 		)
 	})
 	s := sheetNamed(t, open(t, p, Limits{}), "Sheet1")
-	if got, want := columns(s), []string{"amount:DOUBLE", "code:VARCHAR", "share:DOUBLE", "id:VARCHAR", "mixed:VARCHAR", "year:BIGINT"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
+	wantColumns(t, s, []string{"amount:DOUBLE", "code:VARCHAR", "share:DOUBLE", "id:VARCHAR", "mixed:VARCHAR", "year:BIGINT"})
 	if !s.Columns[2].Percent || s.Columns[0].Percent {
 		t.Errorf("got Percent %v and %v, want true only for share", s.Columns[0].Percent, s.Columns[2].Percent)
 	}
-	want := [][]string{
+	wantRows(t, s, [][]string{
 		{"1234.5", "007", "0.125", "12345678901234567890", "3", "2016"},
 		{"-3", "010", "0.07", "1", "n/a", "2017"},
 		{"12", "123", "1", "2", "4", "2018"},
-	}
-	if got := rows(t, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("got rows %q, want %q", got, want)
-	}
+	})
 }
 
 func TestParseNumber(t *testing.T) {
@@ -208,16 +191,11 @@ func TestDatesAndTimes(t *testing.T) {
 <row r="3"><c r="A3" s="1"><v>45001</v></c><c r="B3" s="2"><v>45001</v></c><c r="C3" s="3"><v>0.0001</v></c><c r="D3" s="4"><v>0.25</v></c><c r="E3" t="d"><v>2024-03-01</v></c><c r="F3" t="inlineStr"><is><t>2024-02-01 08:00</t></is></c></row>`}},
 		nil, []string{"dd/mm/yyyy", "yyyy-mm-dd hh:mm", "h:mm:ss AM/PM", "[h]:mm"}, false)
 	s := sheetNamed(t, open(t, p, Limits{}), "d")
-	if got, want := columns(s), []string{"day:DATE", "stamp:TIMESTAMP", "clock:TIME", "elapsed:DOUBLE", "iso:TIMESTAMP", "text:TIMESTAMP"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
-	want := [][]string{
+	wantColumns(t, s, []string{"day:DATE", "stamp:TIMESTAMP", "clock:TIME", "elapsed:DOUBLE", "iso:TIMESTAMP", "text:TIMESTAMP"})
+	wantRows(t, s, [][]string{
 		{"2023-03-15", "2023-03-15 12:00:00", "18:00:00", "1.5", "2024-02-29 10:30:00", "2024-01-31 00:00:00"},
 		{"2023-03-16", "2023-03-16 00:00:00", "00:00:08.640", "0.25", "2024-03-01 00:00:00", "2024-02-01 08:00:00"},
-	}
-	if got := rows(t, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("got rows %q, want %q", got, want)
-	}
+	})
 }
 
 func TestDate1904(t *testing.T) {
@@ -226,10 +204,7 @@ func TestDate1904(t *testing.T) {
 <row r="2"><c r="A2" s="1"><v>0</v></c></row>
 <row r="3"><c r="A3" s="1"><v>60</v></c></row>`}}, nil, []string{"14"}, true)
 	s := sheetNamed(t, open(t, p, Limits{}), "d")
-	want := [][]string{{"1904-01-01"}, {"1904-03-01"}}
-	if got := rows(t, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("got rows %q, want %q", got, want)
-	}
+	wantRows(t, s, [][]string{{"1904-01-01"}, {"1904-03-01"}})
 }
 
 func TestCachedValues(t *testing.T) {
@@ -246,13 +221,8 @@ func TestCachedValues(t *testing.T) {
 <row r="4"><c r="A4" t="s"><v>3</v></c><c r="B4"><f>2/4</f></c><c r="C4" t="inlineStr"><is><t>#REF!</t></is></c><c r="D4" t="b"><v>1</v></c></row>`}},
 		sst, nil, false)
 	s := sheetNamed(t, open(t, p, Limits{}), "f")
-	if got, want := columns(s), []string{"name:VARCHAR", "ratio:DOUBLE", "label:VARCHAR", "ok:BOOLEAN"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
-	want := [][]string{{"Zsa Zsa", "0.25", "ab", "true"}, {"padded", "", "", "false"}, {"line\rbreak", "", "", "true"}}
-	if got := rows(t, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("got rows %q, want %q", got, want)
-	}
+	wantColumns(t, s, []string{"name:VARCHAR", "ratio:DOUBLE", "label:VARCHAR", "ok:BOOLEAN"})
+	wantRows(t, s, [][]string{{"Zsa Zsa", "0.25", "ab", "true"}, {"padded", "", "", "false"}, {"line\rbreak", "", "", "true"}})
 	if notes := strings.Join(s.Notes, "; "); !strings.Contains(notes, "3 cells held an Excel error") {
 		t.Errorf("notes %q do not count the 3 errors", notes)
 	}
@@ -298,9 +268,7 @@ func TestHeaderOnlyAndDuplicateNames(t *testing.T) {
 		setRows(t, f, "Header", "A1", []any{"only", "a header"})
 	})
 	wb := open(t, p, Limits{})
-	if got, want := columns(sheetNamed(t, wb, "Sheet1")), []string{"x:BIGINT", "x_2:BIGINT", "column3_2:BIGINT", "X_3:BIGINT", "column3:BIGINT"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("got columns %q, want %q", got, want)
-	}
+	wantColumns(t, sheetNamed(t, wb, "Sheet1"), []string{"x:BIGINT", "x_2:BIGINT", "column3_2:BIGINT", "X_3:BIGINT", "column3:BIGINT"})
 	h := sheetNamed(t, wb, "Header")
 	if got, want := columns(h), []string{"only:VARCHAR", "a header:VARCHAR"}; !reflect.DeepEqual(got, want) || h.Rows != 0 {
 		t.Errorf("got columns %q and %d rows, want %q and none", got, h.Rows, want)

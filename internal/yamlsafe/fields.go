@@ -53,40 +53,36 @@ func checkFields(doc *yaml.Node, v any, o Options) error {
 				stack = append(stack, item{c, t.Elem(), appendPath(it.path, fmt.Sprintf("[%d]", i))})
 			}
 		case yaml.MappingNode:
-			switch t.Kind() {
-			case reflect.Map:
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					k, val := n.Content[i], n.Content[i+1]
-					if isMergeKey(k) {
-						for _, m := range mergeTargets(val) {
-							stack = append(stack, item{m, t, it.path})
-						}
-						continue
+			if t.Kind() != reflect.Map && t.Kind() != reflect.Struct {
+				continue // a shape error the decoder reports
+			}
+			var fields map[string]reflect.Type
+			if t.Kind() == reflect.Struct {
+				fields = fieldsOf(t)
+			}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, val := n.Content[i], n.Content[i+1]
+				if isMergeKey(k) {
+					for _, m := range mergeTargets(val) {
+						stack = append(stack, item{m, t, it.path})
 					}
+					continue
+				}
+				if t.Kind() == reflect.Map {
 					stack = append(stack, item{val, t.Elem(), appendPath(it.path, k.Value)})
+					continue
 				}
-			case reflect.Struct:
-				fields := fieldsOf(t)
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					k, val := n.Content[i], n.Content[i+1]
-					if isMergeKey(k) {
-						for _, m := range mergeTargets(val) {
-							stack = append(stack, item{m, t, it.path})
-						}
-						continue
+				f, ok := fields[k.Value]
+				if !ok {
+					names := slices.Sorted(maps.Keys(fields))
+					where := ""
+					if len(it.path) > 0 {
+						where = " in " + joinPath(it.path)
 					}
-					f, ok := fields[k.Value]
-					if !ok {
-						names := slices.Sorted(maps.Keys(fields))
-						where := ""
-						if len(it.path) > 0 {
-							where = " in " + joinPath(it.path)
-						}
-						return &Error{Kind: UnknownField, Line: k.Line, Path: appendPath(it.path, k.Value), Key: true,
-							msg: fmt.Sprintf("%s: line %d: unknown field %q%s (the fields there are %s)", o.What, k.Line, k.Value, where, strings.Join(names, ", "))}
-					}
-					stack = append(stack, item{val, f, appendPath(it.path, k.Value)})
+					return &Error{Kind: UnknownField, Line: k.Line, Path: appendPath(it.path, k.Value), Key: true,
+						msg: fmt.Sprintf("%s: line %d: unknown field %q%s (the fields there are %s)", o.What, k.Line, k.Value, where, strings.Join(names, ", "))}
 				}
+				stack = append(stack, item{val, f, appendPath(it.path, k.Value)})
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log"
 	"maps"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Build compiles ./cmd/datachat of the module at dir ("" for the current
@@ -36,6 +39,35 @@ func Build(dir, out string) error {
 		return fmt.Errorf("go build: %w", err)
 	}
 	return nil
+}
+
+// Binary is bin, the datachat binary a benchmark runs, or where bin is "",
+// ./cmd/datachat of the current directory (the repository root) built into
+// work.
+func Binary(work, bin string) (string, error) {
+	if bin != "" {
+		return bin, nil
+	}
+	bin = filepath.Join(work, "datachat")
+	log.Printf("building datachat into %s", bin)
+	if err := Build("", bin); err != nil {
+		return "", fmt.Errorf("%w (run from the repository root)", err)
+	}
+	return bin, nil
+}
+
+// ParseLevels reads the numbers of concurrent conversations of a -n flag,
+// one run each: positive numbers separated by commas.
+func ParseLevels(s string) ([]int, error) {
+	var levels []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		levels = append(levels, n)
+	}
+	return levels, nil
 }
 
 // ParseEnv reads extra server environment given as KEY=VALUE pairs
@@ -218,16 +250,15 @@ func Start(cmd *exec.Cmd, logf *os.File, timeout time.Duration) (*Process, error
 func (p *Process) CreateConversations(n int, title string) ([]string, error) {
 	ids := make([]string, n)
 	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	var g errgroup.Group
+	g.SetLimit(16)
 	for i := range n {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			ids[i], errs[i] = p.createConversation(fmt.Sprintf("%s %d", title, i))
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	return ids, errors.Join(errs...)
 }
 
@@ -249,6 +280,17 @@ func (p *Process) createConversation(title string) (string, error) {
 		return "", fmt.Errorf("create conversation: HTTP %d %s", resp.StatusCode, b)
 	}
 	return c.ID, nil
+}
+
+// Multipart is a multipart body with data as the field "file", as an upload
+// sends a file, and its content type.
+func Multipart(name string, data []byte) (contentType string, body []byte) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	part, _ := w.CreateFormFile("file", name)
+	part.Write(data)
+	w.Close()
+	return w.FormDataContentType(), b.Bytes()
 }
 
 // Stop ends the server with SIGTERM, as an operator would, and kills it if

@@ -3,6 +3,7 @@ package serve
 import (
 	"maps"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -17,6 +18,20 @@ func TestParseEnv(t *testing.T) {
 	}
 	if _, err := ParseEnv("GOGC=200,GOMAXPROCS"); err == nil || err.Error() != `"GOMAXPROCS" is not KEY=VALUE` {
 		t.Errorf("a pair without =: got %v", err)
+	}
+}
+
+func TestParseLevels(t *testing.T) {
+	if got, err := ParseLevels("100, 500,1000"); err != nil || !slices.Equal(got, []int{100, 500, 1000}) {
+		t.Errorf("got %v, %v; want [100 500 1000]", got, err)
+	}
+	for _, s := range []string{"", "100,", "0", "-5", "10,x"} {
+		if got, err := ParseLevels(s); err == nil {
+			t.Errorf("%q: got %v, want an error", s, got)
+		}
+	}
+	if _, err := ParseLevels("1,two"); err == nil || err.Error() != `"two" is not a positive number` {
+		t.Errorf("1,two: got %v", err)
 	}
 }
 

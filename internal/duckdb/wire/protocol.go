@@ -384,6 +384,17 @@ func EncodeError(e *Enc, err error, noSpace bool) {
 	}
 }
 
+// DecodeReplyWith reads a reply (see [DecodeReply]) and, for a success, its
+// payload with decode; it returns the error of either.
+func DecodeReplyWith(b []byte, decode func(*Dec)) error {
+	d, err := DecodeReply(b)
+	if err != nil {
+		return err
+	}
+	decode(d)
+	return d.Err()
+}
+
 // DecodeReply reads a reply's status; for an error it returns the error,
 // else the decoder positioned at the payload.
 func DecodeReply(b []byte) (*Dec, error) {

@@ -275,42 +275,41 @@ func (t *thrift) skip(typ byte, depth int) error {
 func parseFooter(b []byte) ([]columnChunk, error) {
 	t := &thrift{b: b}
 	var chunks []columnChunk
-	err := t.fields(func(id int16, typ byte) (bool, error) {
-		if id != 4 || typ != tList { // FileMetaData.row_groups
+	err := t.listField(4, func(rg int) error { // FileMetaData.row_groups
+		return t.listField(1, func(int) error { // RowGroup.columns
+			c, err := parseColumnChunk(t)
+			if err != nil {
+				return err
+			}
+			if c.length > 0 {
+				c.rowGroup = rg
+				chunks = append(chunks, c)
+			}
+			return nil
+		})
+	})
+	return chunks, err
+}
+
+// listField reads the struct t is at, calling each for every element (by
+// its index) of its field id where that is a list; each must consume the
+// element. Other fields are skipped.
+func (t *thrift) listField(id int16, each func(i int) error) error {
+	return t.fields(func(fid int16, typ byte) (bool, error) {
+		if fid != id || typ != tList {
 			return false, nil
 		}
 		_, n, err := t.listHeader()
 		if err != nil {
 			return false, err
 		}
-		for rg := range n {
-			err := t.fields(func(id int16, typ byte) (bool, error) {
-				if id != 1 || typ != tList { // RowGroup.columns
-					return false, nil
-				}
-				_, n, err := t.listHeader()
-				if err != nil {
-					return false, err
-				}
-				for range n {
-					c, err := parseColumnChunk(t)
-					if err != nil {
-						return false, err
-					}
-					if c.length > 0 {
-						c.rowGroup = rg
-						chunks = append(chunks, c)
-					}
-				}
-				return true, nil
-			})
-			if err != nil {
+		for i := range n {
+			if err := each(i); err != nil {
 				return false, err
 			}
 		}
 		return true, nil
 	})
-	return chunks, err
 }
 
 func parseColumnChunk(t *thrift) (columnChunk, error) {

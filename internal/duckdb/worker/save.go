@@ -100,20 +100,30 @@ func save(ctx context.Context, job wire.SaveJob, memoryLimit int64, threads int)
 // lockDown puts an ingest or save DuckDB in the sandbox of a query's: only
 // the job's directory, nothing else reachable, no setting changed after.
 func lockDown(conn mapping.Connection) error {
-	dir, err := filepath.Abs(".")
+	qs, err := lockDownStatements()
 	if err != nil {
 		return err
 	}
-	for _, q := range []string{
-		"SET GLOBAL allowed_directories = [" + datachat.QuoteLiteral(dir+string(filepath.Separator)) + "]",
-		"SET GLOBAL enable_external_access = false",
-		"SET GLOBAL lock_configuration = true",
-	} {
+	for _, q := range qs {
 		if err := execOne(conn, q); err != nil {
 			return fmt.Errorf("sandbox setup %q: %w", q, err)
 		}
 	}
 	return nil
+}
+
+// lockDownStatements are the statements of [lockDown], which the save
+// worker's appender connection runs too.
+func lockDownStatements() ([]string, error) {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"SET GLOBAL allowed_directories = [" + datachat.QuoteLiteral(dir+string(filepath.Separator)) + "]",
+		"SET GLOBAL enable_external_access = false",
+		"SET GLOBAL lock_configuration = true",
+	}, nil
 }
 
 // appendSpool creates the table, appends the spool's rows with DuckDB's
@@ -138,16 +148,11 @@ func appendSpool(ctx context.Context, job wire.SaveJob, defs []string, memoryLim
 		_, err := c.(driver.ExecerContext).ExecContext(ctx, q, nil)
 		return err
 	}
-	dir, err := filepath.Abs(".")
+	qs, err := lockDownStatements()
 	if err != nil {
 		return err
 	}
-	for _, q := range []string{
-		"SET GLOBAL allowed_directories = [" + datachat.QuoteLiteral(dir+string(filepath.Separator)) + "]",
-		"SET GLOBAL enable_external_access = false",
-		"SET GLOBAL lock_configuration = true",
-		"CREATE TABLE " + datachat.QuoteIdent(savedTable) + " (" + strings.Join(defs, ", ") + ")",
-	} {
+	for _, q := range append(qs, "CREATE TABLE "+datachat.QuoteIdent(savedTable)+" ("+strings.Join(defs, ", ")+")") {
 		if err := exec(q); err != nil {
 			return fmt.Errorf("%s: %w", strings.SplitN(q, " (", 2)[0], err)
 		}
@@ -232,19 +237,18 @@ func saveValue(v any, typ string) (driver.Value, error) {
 		return nil, fmt.Errorf("a %T does not fit %s", v, typ)
 	}
 	bad := func() (driver.Value, error) { return nil, fmt.Errorf("%q does not fit %s", clipText(s), typ) }
+	// fit is a parser's value, or bad() where it failed.
+	fit := func(v driver.Value, err error) (driver.Value, error) {
+		if err != nil {
+			return bad()
+		}
+		return v, nil
+	}
 	switch {
 	case typ == "BIGINT":
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return bad()
-		}
-		return n, nil
+		return fit(strconv.ParseInt(s, 10, 64))
 	case typ == "UBIGINT":
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return bad()
-		}
-		return n, nil
+		return fit(strconv.ParseUint(s, 10, 64))
 	case typ == "DOUBLE":
 		f, ok := wire.ParseFloat(s)
 		if !ok {
@@ -262,23 +266,11 @@ func saveValue(v any, typ string) (driver.Value, error) {
 		}
 		return duckdbdriver.Decimal{Width: uint8(w), Scale: uint8(sc), Value: n}, nil
 	case typ == "DATE":
-		t, err := wire.ParseDate(s)
-		if err != nil {
-			return bad()
-		}
-		return t, nil
+		return fit(wire.ParseDate(s))
 	case typ == "TIME":
-		t, err := wire.ParseClock(s)
-		if err != nil {
-			return bad()
-		}
-		return t, nil
+		return fit(wire.ParseClock(s))
 	case typ == "TIMESTAMP", typ == "TIMESTAMPTZ":
-		t, err := wire.ParseTimestamp(s, typ == "TIMESTAMPTZ")
-		if err != nil {
-			return bad()
-		}
-		return t, nil
+		return fit(wire.ParseTimestamp(s, typ == "TIMESTAMPTZ"))
 	case typ == "UUID":
 		u, err := uuid.Parse(s)
 		if err != nil {
@@ -286,11 +278,7 @@ func saveValue(v any, typ string) (driver.Value, error) {
 		}
 		return duckdbdriver.UUID(u), nil
 	case typ == "BLOB":
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return bad()
-		}
-		return b, nil
+		return fit(base64.StdEncoding.DecodeString(s))
 	}
 	return bad()
 }
