@@ -22,6 +22,7 @@ func TestPragmas(t *testing.T) {
 		"journal_mode": "wal",
 		"synchronous":  "1", // NORMAL
 		"foreign_keys": "1",
+		"cache_size":   "-512", // KiB
 	}
 	for name, db := range map[string]*sql.DB{"writer": s.write, "reader": s.read} {
 		for pragma, w := range want {
