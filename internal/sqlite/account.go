@@ -20,8 +20,8 @@ import (
 // DeleteUser removes a user; the foreign keys delete what they own, and
 // their requests' counts go too.
 func (s *Store) DeleteUser(ctx context.Context, userID string) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		if _, err := sqlstore.AdminChange(ctx, sqlDB{tx}, dialect, userID, "remove", false); err != nil {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := sqlstore.AdminChange(ctx, sqlDB{q: tx}, dialect, userID, "remove", false); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM rate_limit_events WHERE user_id = ?`, userID); err != nil {
@@ -39,7 +39,7 @@ func (s *Store) CreateInvite(ctx context.Context, inv *datachat.Invite) error {
 	if err := record.FillInvite(inv); err != nil {
 		return err
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE user_id = ?`, inv.UserID); err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func (s *Store) UseInvite(ctx context.Context, hash, passwordHash string, now ti
 		return nil, datachat.ErrInviteInvalid
 	}
 	var a *datachat.Account
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var userID string
 		err := tx.QueryRowContext(ctx, `
 			DELETE FROM invites
@@ -79,7 +79,7 @@ func (s *Store) UseInvite(ctx context.Context, hash, passwordHash string, now ti
 		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, userID); err != nil {
 			return err
 		}
-		a, err = sqlstore.AccountWhere(ctx, sqlDB{tx}, dialect, "u.id = ?", userID)
+		a, err = sqlstore.AccountWhere(ctx, sqlDB{q: tx}, dialect, "u.id = ?", userID)
 		return err
 	})
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *Store) LinkIdentity(ctx context.Context, userID string, id datachat.Ide
 	if err := record.CheckIdentity(id); err != nil {
 		return err
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var owner string
 		err := tx.QueryRowContext(ctx, `SELECT user_id FROM identities WHERE issuer = ? AND subject = ?`,
 			id.Issuer, id.Subject).Scan(&owner)
@@ -129,7 +129,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *datachat.Session) error
 	if err := record.FillSession(sess); err != nil {
 		return err
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var disabled *time.Time
 		err := tx.QueryRowContext(ctx, `SELECT disabled_at FROM users WHERE id = ?`, sess.UserID).Scan(scanNullTime{&disabled})
 		if err != nil {
@@ -160,12 +160,12 @@ func (s *Store) TakeAttempt(ctx context.Context, key string, now time.Time, wind
 		ok    bool
 		retry time.Duration
 	)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM auth_attempts WHERE until <= ?`, ts(now)); err != nil {
 			return err
 		}
 		var err error
-		ok, retry, err = sqlstore.SlidingWindow(ctx, sqlDB{tx}, dialect, `auth_attempts WHERE key = ?`, k, now, window, limit)
+		ok, retry, err = sqlstore.SlidingWindow(ctx, sqlDB{q: tx}, dialect, `auth_attempts WHERE key = ?`, k, now, window, limit)
 		if err != nil || !ok {
 			return err
 		}
@@ -182,7 +182,7 @@ func (s *Store) TakeAttempt(ctx context.Context, key string, now time.Time, wind
 // day first, then by user name.
 func (s *Store) UsageByDay(ctx context.Context, since time.Time) ([]datachat.UsageDay, error) {
 	// Stored times are UTC text: the day is their first ten characters.
-	return sqlstore.QueryAll(ctx, sqlDB{s.read}, decode.UsageDay, "usage by day", `
+	return sqlstore.QueryAll(ctx, sqlDB{q: s.read}, decode.UsageDay, "usage by day", `
 		SELECT u.id, u.name, substr(t.created_at, 1, 10) || 'T00:00:00.000000Z' AS day,
 			COUNT(*), SUM(t.input_tokens), SUM(t.output_tokens)
 		FROM token_usage t JOIN users u ON u.id = t.user_id

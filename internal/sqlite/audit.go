@@ -18,7 +18,7 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 		return 0, err
 	}
 	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_prune (before) VALUES (?)`, ts(before)); err != nil {
 			return err
 		}
@@ -35,7 +35,7 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error)
 		if n == 0 {
 			return nil
 		}
-		return sqlstore.InsertAudit(ctx, sqlDB{tx}, dialect, record.PrunedEvent(n, before))
+		return sqlstore.InsertAudit(ctx, sqlDB{q: tx}, dialect, record.PrunedEvent(n, before))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune audit log: %w", err)

@@ -17,7 +17,7 @@ func (s *Store) ResolveConfirmation(ctx context.Context, id, status, note string
 		return nil, err
 	}
 	var c *datachat.Confirmation
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		c, err = decode.Confirmation(tx.QueryRowContext(ctx, `
 			UPDATE confirmations SET status = ?, note = ?, resolved_at = ?

@@ -27,7 +27,7 @@ func insertParts(ctx context.Context, tx sqlstore.DB, messageID string, first in
 // in one transaction, skipping (and returning) those that no longer exist.
 func (s *Store) FlushStreaming(ctx context.Context, batch []datachat.StreamingFlush) ([]string, error) {
 	var gone []string
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		gone = nil
 		for _, f := range batch {
 			if f.Lease == nil && len(f.Parts) == 0 {
@@ -72,5 +72,5 @@ func flushOne(ctx context.Context, tx *sql.Tx, f datachat.StreamingFlush) (bool,
 			return false, err
 		}
 	}
-	return true, insertParts(ctx, sqlDB{tx}, f.MessageID, f.First, f.Parts)
+	return true, insertParts(ctx, sqlDB{q: tx}, f.MessageID, f.First, f.Parts)
 }

@@ -17,7 +17,7 @@ func (s *Store) CreateDocument(ctx context.Context, d *datachat.Document, chunks
 	if err != nil {
 		return fmt.Errorf("create document: %w", err)
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO documents (id, conversation_id, name, media_type, pages, chunks, bytes, metadata, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

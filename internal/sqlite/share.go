@@ -42,7 +42,7 @@ func (s *Store) CreateShares(ctx context.Context, ownerID, conversationID string
 	if err != nil {
 		return nil, nil, err
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		shares, created = nil, nil
 		if err := ownConversation(ctx, tx, ownerID, conversationID); err != nil {
 			return err
@@ -145,7 +145,7 @@ func (s *Store) Shares(ctx context.Context, ownerID, conversationID string) ([]*
 // DeleteShare revokes a share of the owner's conversation and returns it.
 func (s *Store) DeleteShare(ctx context.Context, ownerID, conversationID, shareID string) (*datachat.Share, error) {
 	var sh *datachat.Share
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		sh, err = decode.Share(tx.QueryRowContext(ctx, `SELECT `+record.ShareColumns+shareFrom+`
 			JOIN conversations c ON c.id = s.conversation_id
@@ -182,7 +182,7 @@ func (s *Store) SharedConversation(ctx context.Context, viewerID, conversationID
 // SharedWithMe lists the conversations shared with the viewer, most
 // recently shared first.
 func (s *Store) SharedWithMe(ctx context.Context, viewerID string) ([]*datachat.SharedConversation, error) {
-	return sqlstore.QueryAll(ctx, sqlDB{s.read}, decode.SharedConversation, "list shared conversations", `
+	return sqlstore.QueryAll(ctx, sqlDB{q: s.read}, decode.SharedConversation, "list shared conversations", `
 		SELECT `+record.SharedColumns+`, `+sharedAt+` AS shared_at
 		FROM conversations c JOIN users o ON o.id = c.user_id
 		WHERE c.id IN (SELECT conversation_id FROM shares WHERE user_id = ?1
@@ -197,7 +197,7 @@ func (s *Store) CopyShared(ctx context.Context, cp datachat.ShareCopy) (*datacha
 		return nil, datachat.Errorf(datachat.EINVALID, "a copy needs a title")
 	}
 	var out *datachat.ShareCopied
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations c JOIN users o ON o.id = c.user_id
 			WHERE c.id = ?2 AND `+sharedWith, cp.ViewerID, cp.ConversationID).Scan(&one)
@@ -386,7 +386,7 @@ func copyShared(ctx context.Context, tx *sql.Tx, cp datachat.ShareCopy) (*datach
 
 // ids returns the first column of a query's rows.
 func ids(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
-	return sqlstore.QueryAll(ctx, sqlDB{tx}, func(r record.Scanner) (id string, err error) {
+	return sqlstore.QueryAll(ctx, sqlDB{q: tx}, func(r record.Scanner) (id string, err error) {
 		err = r.Scan(&id)
 		return id, err
 	}, "copy", query, args...)

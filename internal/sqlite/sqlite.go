@@ -46,9 +46,10 @@ var _ datachat.Store = (*Store)(nil)
 type Store struct {
 	*sqlstore.Store // the methods whose SQL is PostgreSQL's too
 
-	path  string
-	write *sql.DB // one connection; transactions BEGIN IMMEDIATE
-	read  *sql.DB // query_only connections
+	path   string
+	write  *sql.DB // one connection; transactions BEGIN IMMEDIATE
+	read   *sql.DB // query_only connections
+	commit *committer
 }
 
 // pingBusy opens a first connection, retrying while the file is locked: when
@@ -87,19 +88,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, write: write, read: read}
-	tx := func(begin func(context.Context, func(*sql.Tx) error) error) func(context.Context, func(sqlstore.DB) error) error {
-		return func(ctx context.Context, fn func(sqlstore.DB) error) error {
-			return begin(ctx, func(tx *sql.Tx) error { return fn(sqlDB{tx}) })
-		}
+	s := &Store{path: path, write: write, read: read, commit: newCommitter(write)}
+	readTx := func(ctx context.Context, fn func(sqlstore.DB) error) error {
+		return s.readTx(ctx, func(tx *sql.Tx) error { return fn(sqlDB{q: tx}) })
+	}
+	writeTx := func(ctx context.Context, fn func(sqlstore.DB) error) error {
+		return s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return fn(sqlDB{q: tx, ctx: ctx}) })
 	}
 	s.Store = sqlstore.New(sqlstore.Engine{
-		Read:    sqlDB{read},
-		Write:   sqlDB{write},
-		ReadTx:  tx(s.readTx),
-		WriteTx: tx(s.writeTx),
+		Read:    sqlDB{q: read},
+		Write:   sqlDB{q: write},
+		ReadTx:  readTx,
+		WriteTx: writeTx,
 		// One transaction, to spare the writer.
-		Touch: tx(s.writeTx),
+		Touch: writeTx,
 	}, dialect)
 	return s, nil
 }
@@ -125,11 +127,23 @@ var dialect = sqlstore.Dialect{
 	LockRows: "",
 }
 
-// sqlDB is a pool or transaction as the shared methods use it.
-type sqlDB struct{ q queryer }
+// sqlDB is a pool or transaction as the shared methods use it. In a write
+// transaction its statements run under the transaction's context, not the
+// one the shared method passes (see [committer]).
+type sqlDB struct {
+	q   queryer
+	ctx context.Context // when set, every statement's context
+}
+
+func (d sqlDB) on(ctx context.Context) context.Context {
+	if d.ctx != nil {
+		return d.ctx
+	}
+	return ctx
+}
 
 func (d sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := d.q.ExecContext(ctx, query, args...)
+	res, err := d.q.ExecContext(d.on(ctx), query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -137,11 +151,11 @@ func (d sqlDB) Exec(ctx context.Context, query string, args ...any) (int64, erro
 }
 
 func (d sqlDB) QueryRow(ctx context.Context, query string, args ...any) record.Scanner {
-	return d.q.QueryRowContext(ctx, query, args...)
+	return d.q.QueryRowContext(d.on(ctx), query, args...)
 }
 
 func (d sqlDB) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	rows, err := d.q.QueryContext(ctx, query, args...)
+	rows, err := d.q.QueryContext(d.on(ctx), query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +234,7 @@ func cloneValues(v url.Values) url.Values {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.commit.close()
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
@@ -232,10 +247,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// writeTx runs fn in a write transaction on the writer connection. fn must not
-// use s.write itself: with one connection that would wait forever.
-func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return inTx(ctx, s.write, fn)
+// writeTx runs fn in a write transaction on the writer connection, perhaps
+// together with others ([committer]); fn's statements run under the context
+// it is given. fn must not use s.write itself: with one connection that would
+// wait forever.
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.commit.run(ctx, fn)
 }
 
 // inTx runs fn in a transaction on db, committed when fn returns nil.

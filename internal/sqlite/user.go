@@ -20,7 +20,7 @@ func (s *Store) EnsureUser(ctx context.Context, name string) (*datachat.User, er
 	if err == nil || datachat.ErrorCode(err) != datachat.ENOTFOUND {
 		return u, err
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO users (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
 			record.NewID(), name, ts(record.Now()))
