@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,12 +48,8 @@ func (m *Main) parseDictionary(args []string) error {
 	fs := commandFlags("dictionary", f.sub, f)
 	usageText := helpText("dictionary", fs)
 	var err error
-	if m.Args, err = parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(m.Stdout, usageText)
-			return err
-		}
-		return &usageError{"dictionary " + f.sub + ": " + err.Error(), usageText}
+	if m.Args, err = m.parseArgs(fs, args, usageText); err != nil {
+		return err
 	}
 	wrong := func(msg string) error { return &usageError{msg, usageText} }
 	switch {

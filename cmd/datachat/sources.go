@@ -73,15 +73,10 @@ func (m *Main) parseSources(args []string) error {
 	}
 	fs := commandFlags("sources", f.sub, f)
 	usageText := helpText("sources", commandFlags("sources", "add", &cmdFlags{}))
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(m.Stdout, usageText)
-			return err
-		}
-		return &usageError{"sources " + f.sub + ": " + err.Error(), usageText}
+	var err error
+	if m.Args, err = m.parseArgs(fs, args, usageText); err != nil {
+		return err
 	}
-	m.Args = rest
 	wrong := func(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...), usageText} }
 	switch f.sub {
 	case "add":

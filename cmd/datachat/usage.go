@@ -170,6 +170,22 @@ func helpText(name string, fs *flag.FlagSet) string {
 	return b.String()
 }
 
+// parseArgs parses args with fs, flags before or after the arguments (see
+// parseInterspersed), and returns the arguments. Asked for help, it prints
+// usage on stdout and returns flag.ErrHelp; a wrong flag is a usageError
+// naming the command, with usage.
+func (m *Main) parseArgs(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
+	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(m.Stdout, usage)
+		return nil, err
+	}
+	if err != nil {
+		return nil, &usageError{strings.TrimPrefix(fs.Name(), "datachat ") + ": " + err.Error(), usage}
+	}
+	return rest, nil
+}
+
 // commandFlags returns the flag set of a command (sub: of keys), its
 // flags stored in f.
 func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
@@ -245,18 +261,14 @@ func (m *Main) parseCommand(args []string) error {
 		}
 	}
 	fs := commandFlags(name, f.sub, f)
+	usage := helpText(name, fs)
 	// Flags may follow the arguments too: datachat eval SUITE --out FILE,
 	// datachat keys revoke ID --config FILE.
 	var err error
-	m.Args, err = parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			helpFor(m.Stdout, name, fs)
-			return err
-		}
-		return &usageError{fs.Name()[len("datachat "):] + ": " + err.Error(), helpText(name, fs)}
+	if m.Args, err = m.parseArgs(fs, args, usage); err != nil {
+		return err
 	}
-	wrong := func(msg string) error { return &usageError{msg, helpText(name, fs)} }
+	wrong := func(msg string) error { return &usageError{msg, usage} }
 	switch name {
 	case "serve", "migrate", "version":
 		if len(m.Args) > 0 {
