@@ -133,7 +133,7 @@ func TestServeKeysAndOwnership(t *testing.T) {
 	if strings.Contains(stdout.String(), "#key=") {
 		t.Errorf("serve printed a key URL: %q", stdout.String())
 	}
-	admin, err := openStoreOf(t, env).UseInvite(t.Context(), datachat.HashAPIKey(match[2]), "$argon2id$test", time.Now())
+	admin, err := storeOf(t, env).UseInvite(t.Context(), datachat.HashAPIKey(match[2]), "$argon2id$test", time.Now())
 	if err != nil || admin.Name != "admin" || admin.Role != datachat.RoleAdmin {
 		t.Fatalf("the setup URL's invite: %+v, %v; want the admin admin's", admin, err)
 	}
