@@ -136,6 +136,15 @@ func writeList[T any](w http.ResponseWriter, key string, list []T) {
 // maxJSONBody caps request bodies of JSON endpoints.
 const maxJSONBody = 1 << 20
 
+// decodeOptionalJSON is decodeJSON for a body the client may leave out: an
+// empty one (Content-Length: 0) leaves v as it is.
+func decodeOptionalJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(w, r, v)
+}
+
 // decodeJSON reads a JSON request body into v, refusing unknown fields, trailing
 // data and bodies over maxJSONBody with EINVALID errors a client can act on.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
