@@ -562,16 +562,28 @@ func (ts *testServer) getJSON(t *testing.T, url string) (int, map[string]any) {
 	return doJSON(t, req)
 }
 
-func TestChatLoadsURLFromMessage(t *testing.T) {
+// servePenguins serves the penguins CSV at every path of the server whose
+// URL it returns, until the test ends.
+func servePenguins(t *testing.T) string {
 	csvBytes := testfiles.PenguinsCSV()
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
-	defer files.Close()
-	url := files.URL + "/penguins.csv"
-	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
+	t.Cleanup(files.Close)
+	return files.URL
+}
+
+// countRowsScript: the model loads the penguins CSV at url with
+// load_dataset, counts its rows with execute_sql and answers "N rows.".
+func countRowsScript(url string) llmtest.Script {
+	return llmtest.Script{Turns: []llmtest.Turn{
 		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("load_dataset", `{"url":"`+url+`"}`)}},
 		{Match: &llmtest.Match{LastRole: "tool", Contains: "Loaded"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(*) FROM penguins"}`)}},
 		{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: func(r *llmtest.Request) string { return cell(r.LastToolResult(), 0, 0) + " rows." }},
-	}})
+	}}
+}
+
+func TestChatLoadsURLFromMessage(t *testing.T) {
+	url := servePenguins(t) + "/penguins.csv"
+	cs := newChatServer(t, llmtest.OpenAI, countRowsScript(url))
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
 	c.send("chat_send", map[string]string{"content": "How many rows in " + url + " ?"})
