@@ -17,24 +17,7 @@ import (
 	"datachat"
 	"datachat/internal/dbsource/dbsourcetest"
 	"datachat/internal/llmtest"
-	"datachat/internal/sqlite"
 )
-
-// openStoreOf opens the SQLite store of a test's data directory, as serve
-// and the commands do, closed when the test ends.
-func openStoreOf(t *testing.T, env func(string) (string, bool)) *sqlite.Store {
-	t.Helper()
-	dir, _ := env("DATACHAT_DATA_DIR")
-	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "datachat.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 // auditJSON runs `datachat audit --json args…` and decodes its lines.
 func auditJSON(t *testing.T, env func(string) (string, bool), args ...string) []datachat.AuditEvent {
@@ -69,7 +52,7 @@ func TestAuditCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := strings.TrimSpace(key)[:10]
-	st := openStoreOf(t, env)
+	st := storeOf(t, env)
 	keys, err := st.APIKeys(t.Context())
 	if err != nil || len(keys) != 1 {
 		t.Fatalf("keys: %v %v", keys, err)
@@ -217,7 +200,7 @@ func TestAuditCommand(t *testing.T) {
 // every new audit event, as a store whose audit log cannot be written.
 func refuseAuditWrites(t *testing.T, env func(string) (string, bool)) {
 	t.Helper()
-	openStoreOf(t, env) // migrated
+	storeOf(t, env) // migrated
 	dir, _ := env("DATACHAT_DATA_DIR")
 	db, err := sql.Open("sqlite", filepath.Join(dir, "datachat.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -244,7 +227,7 @@ func TestAuditFailClosedCommands(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "audit log") || !strings.Contains(err.Error(), "undone") || strings.Contains(out, "dck_") {
 		t.Errorf("keys create with the audit log down: %v, printed %q; want it refused, no key printed", err, out)
 	}
-	st := openStoreOf(t, env)
+	st := storeOf(t, env)
 	keys, err := st.APIKeys(t.Context())
 	if err != nil || len(keys) != 2 {
 		t.Fatalf("keys: %v %v", keys, err)
@@ -281,7 +264,7 @@ func TestAuditFailClosedCommands(t *testing.T) {
 // directory.)
 func TestAuditRetention(t *testing.T) {
 	dir := t.TempDir()
-	st := openStoreOf(t, testEnv(t, map[string]string{"DATACHAT_DATA_DIR": dir}))
+	st := storeOf(t, testEnv(t, map[string]string{"DATACHAT_DATA_DIR": dir}))
 	now := time.Now()
 	for _, e := range []struct {
 		name string

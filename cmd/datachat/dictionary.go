@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,27 +33,14 @@ func dictionaryFlags(fs *flag.FlagSet, f *cmdFlags) {
 // parseDictionary reads `dictionary import|export`'s flags.
 func (m *Main) parseDictionary(args []string) error {
 	f := &m.flags
-	if len(args) == 0 {
-		return &usageError{"dictionary: want import or export", dictionaryUsage}
-	}
-	switch args[0] {
-	case "import", "export":
-		f.sub, args = args[0], args[1:]
-	case "-h", "-help", "--help", "help":
-		helpFor(m.Stdout, "dictionary", commandFlags("dictionary", "import", &cmdFlags{}))
-		return flag.ErrHelp
-	default:
-		return &usageError{fmt.Sprintf("dictionary: unknown subcommand %q: want import or export", args[0]), dictionaryUsage}
+	args, err := m.subcommand("dictionary", args, "import", "import", "export")
+	if err != nil {
+		return err
 	}
 	fs := commandFlags("dictionary", f.sub, f)
 	usageText := helpText("dictionary", fs)
-	var err error
-	if m.Args, err = parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(m.Stdout, usageText)
-			return err
-		}
-		return &usageError{"dictionary " + f.sub + ": " + err.Error(), usageText}
+	if m.Args, err = m.parseArgs(fs, args, usageText); err != nil {
+		return err
 	}
 	wrong := func(msg string) error { return &usageError{msg, usageText} }
 	switch {

@@ -114,6 +114,21 @@ func writeEvalSuite(t *testing.T) string {
 	return p
 }
 
+// runEval runs `datachat eval args… --out FILE` and returns its stdout, the
+// report it wrote and FILE.
+func runEval(t *testing.T, env func(string) (string, bool), args ...string) (stdout string, rep *eval.Report, out string) {
+	t.Helper()
+	out = filepath.Join(t.TempDir(), "report.json")
+	stdout, stderr, err := runMain(t, env, append(append([]string{"eval"}, args...), "--out", out)...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if rep, err = eval.ReadReport(out); err != nil {
+		t.Fatal(err)
+	}
+	return stdout, rep, out
+}
+
 func TestEvalScores(t *testing.T) {
 	fake := llmtest.NewServer(t, llmtest.OpenAI, evalScript())
 	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"})
@@ -195,18 +210,14 @@ func TestEvalScores(t *testing.T) {
 	// Both levers off: the same answers, and none of it in the prompts.
 	fake2 := llmtest.NewServer(t, llmtest.OpenAI, evalScript())
 	env2 := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake2.URL, "LLM_RETRY_DELAY": "10ms"})
-	out2 := filepath.Join(t.TempDir(), "b.json")
-	if _, stderr, err := runMain(t, env2, "eval", "--no-dictionary", suite, "--no-examples", "--out", out2); err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
+	_, rep2, out2 := runEval(t, env2, "--no-dictionary", suite, "--no-examples")
 	for _, r := range fake2.ChatRequests() {
 		if sys := r.Messages[0].Text; strings.Contains(sys, "Count every bird") || strings.Contains(sys, "Verified examples") || strings.Contains(sys, "Body mass in grams") {
 			t.Fatalf("with --no-dictionary --no-examples a prompt has them:\n%s", sys)
 		}
 	}
-	rep2, err := eval.ReadReport(out2)
-	if err != nil || !rep2.NoDictionary || !rep2.NoExamples {
-		t.Fatalf("second report: %+v, %v", rep2, err)
+	if !rep2.NoDictionary || !rep2.NoExamples {
+		t.Fatalf("second report: %+v", rep2)
 	}
 
 	cmp, _, err := runMain(t, env, "eval", "--compare", out, out2)
@@ -332,14 +343,7 @@ func TestEvalExampleSuite(t *testing.T) {
 	}
 	fake := llmtest.NewServer(t, llmtest.OpenAI, script)
 	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"})
-	out := filepath.Join(t.TempDir(), "example.json")
-	if _, stderr, err := runMain(t, env, "eval", path, "--out", out); err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	rep, err := eval.ReadReport(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep, _ := runEval(t, env, path)
 	if rep.ExecutionAccuracy == nil || *rep.ExecutionAccuracy != 1 || rep.AnswerAccuracy == nil || *rep.AnswerAccuracy != 1 || len(rep.Warnings) > 0 {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		t.Errorf("the example suite answered with its own gold SQL does not score 100%%:\n%s", b)
@@ -440,15 +444,7 @@ func TestEvalUnanswerable(t *testing.T) {
 	}
 	fake := llmtest.NewServer(t, llmtest.OpenAI, script)
 	env := testEnv(t, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": fake.URL, "LLM_RETRY_DELAY": "10ms"})
-	out := filepath.Join(t.TempDir(), "u.json")
-	stdout, stderr, err := runMain(t, env, "eval", path, "--out", out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	rep, err := eval.ReadReport(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stdout, rep, _ := runEval(t, env, path)
 	if rep.AbstentionAccuracy == nil || rep.Totals.AbstainMatches != 5 || rep.Totals.AbstainScored != 6 {
 		t.Errorf("abstention %v (%d/%d), want 5 of 6", rep.AbstentionAccuracy, rep.Totals.AbstainMatches, rep.Totals.AbstainScored)
 	}

@@ -55,8 +55,22 @@ func runMainWith(t *testing.T, m *Main, args ...string) (string, string, error) 
 	return stdout.String(), stderr.String(), err
 }
 
-// startServe starts `datachat serve` in-process and returns it and its stdout.
+// startServe starts `datachat serve` in-process and returns it and its
+// stdout; it is closed when the test ends.
 func startServe(t *testing.T, env func(string) (string, bool)) (*Main, *bytes.Buffer) {
+	t.Helper()
+	m, stdout := openServe(t, env)
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return m, stdout
+}
+
+// openServe starts `datachat serve` in-process and returns it and its
+// stdout, for the test to close.
+func openServe(t *testing.T, env func(string) (string, bool)) (*Main, *bytes.Buffer) {
 	t.Helper()
 	var stdout bytes.Buffer
 	m := &Main{Env: env, Stdout: &stdout, Stderr: io.Discard}
@@ -67,11 +81,6 @@ func startServe(t *testing.T, env func(string) (string, bool)) (*Main, *bytes.Bu
 	if err := m.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
 	return m, &stdout
 }
 
@@ -133,7 +142,7 @@ func TestServeKeysAndOwnership(t *testing.T) {
 	if strings.Contains(stdout.String(), "#key=") {
 		t.Errorf("serve printed a key URL: %q", stdout.String())
 	}
-	admin, err := openStoreOf(t, env).UseInvite(t.Context(), datachat.HashAPIKey(match[2]), "$argon2id$test", time.Now())
+	admin, err := storeOf(t, env).UseInvite(t.Context(), datachat.HashAPIKey(match[2]), "$argon2id$test", time.Now())
 	if err != nil || admin.Name != "admin" || admin.Role != datachat.RoleAdmin {
 		t.Fatalf("the setup URL's invite: %+v, %v; want the admin admin's", admin, err)
 	}

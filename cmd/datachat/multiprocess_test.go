@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"datachat/internal/testenv"
 	"encoding/hex"
-	"encoding/json"
-	"io"
-	"mime/multipart"
-	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -197,21 +193,7 @@ func postFile(t *testing.T, url, key, path string) (int, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, _ := mw.CreateFormFile("file", path[strings.LastIndex(path, "/")+1:])
-	fw.Write(data)
-	mw.Close()
-	req, _ := http.NewRequest("POST", url, &body)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("X-API-Key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	json.Unmarshal(b, &out)
-	return resp.StatusCode, out
+	contentType, body := multipartFile(filepath.Base(path), data)
+	a := request(t, "POST", url, key, contentType, body)
+	return a.status, a.body
 }

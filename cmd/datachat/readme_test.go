@@ -129,15 +129,7 @@ func TestREADMEQuickStart(t *testing.T) {
 		t.Errorf("the quick start does not show the setup URL and how to get a new one")
 	}
 	env := testEnv(t, nil)
-	var out bytes.Buffer
-	srv := &Main{Env: env, Stdout: &out, Stderr: io.Discard}
-	ctx := context.Background()
-	if err := srv.ParseFlags(ctx, []string{"serve"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	srv, out := openServe(t, env)
 	invite := regexp.MustCompile(`https?://\S+/#invite=\S+`)
 	if !invite.MatchString(out.String()) {
 		t.Errorf("serve's first start printed no setup URL:\n%s", out.String())

@@ -278,6 +278,21 @@ func (c *wsClient) closedWith4401(t *testing.T, cmd, reason string) {
 	}
 }
 
+// stillServed checks that key still reaches the API at base and that c, a
+// WebSocket of it, is still open and answers a ping; who names the key in
+// the failures.
+func (c *wsClient) stillServed(t *testing.T, base, key, who string) {
+	t.Helper()
+	if st, _ := do(t, "GET", base+"/api/conversations", key, ""); st != 200 {
+		t.Errorf("%s: got %d, want 200", who, st)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.conn.Ping(ctx); err != nil {
+		t.Errorf("%s's WebSocket: %v", who, err)
+	}
+}
+
 func dialWS(t *testing.T, base, key, conversationID string) *wsClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

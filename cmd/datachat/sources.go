@@ -55,17 +55,9 @@ func sourcesAddFlags(fs *flag.FlagSet, f *cmdFlags) {
 // NAME before or after the flags.
 func (m *Main) parseSources(args []string) error {
 	f := &m.flags
-	if len(args) == 0 {
-		return &usageError{"sources: want add, list or remove", sourcesUsage}
-	}
-	switch args[0] {
-	case "add", "list", "remove":
-		f.sub, args = args[0], args[1:]
-	case "-h", "-help", "--help", "help":
-		helpFor(m.Stdout, "sources", commandFlags("sources", "add", &cmdFlags{}))
-		return flag.ErrHelp
-	default:
-		return &usageError{fmt.Sprintf("sources: unknown subcommand %q: want add, list or remove", args[0]), sourcesUsage}
+	args, err := m.subcommand("sources", args, "add", "add", "list", "remove")
+	if err != nil {
+		return err
 	}
 	var name string
 	if f.sub == "add" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -73,15 +65,9 @@ func (m *Main) parseSources(args []string) error {
 	}
 	fs := commandFlags("sources", f.sub, f)
 	usageText := helpText("sources", commandFlags("sources", "add", &cmdFlags{}))
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(m.Stdout, usageText)
-			return err
-		}
-		return &usageError{"sources " + f.sub + ": " + err.Error(), usageText}
+	if m.Args, err = m.parseArgs(fs, args, usageText); err != nil {
+		return err
 	}
-	m.Args = rest
 	wrong := func(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...), usageText} }
 	switch f.sub {
 	case "add":

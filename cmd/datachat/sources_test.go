@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -526,15 +525,8 @@ func testConfigSources(t *testing.T, env func(string) (string, bool), src *sourc
 	carol := strings.TrimSpace(firstLine(key))
 	sources := func(m *onceServe) string {
 		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+m.Addr()+"/api/sources", nil)
-		req.Header.Set("X-API-Key", carol)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, b, _ := apiCall(t, "GET", "http://"+m.Addr()+"/api/sources", carol, "")
+		return b
 	}
 	for i := range 2 { // the second start finds it unchanged
 		m, err := serveLogged(t, env, logs, "--config", shop)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -170,6 +171,42 @@ func helpText(name string, fs *flag.FlagSet) string {
 	return b.String()
 }
 
+// subcommand takes the subcommand of name, one of subs, off args into
+// m.flags.sub. Asked for help instead, it prints the command's usage and
+// the flags of its subcommand helpSub on stdout and returns flag.ErrHelp;
+// none, or one not in subs, is a usageError.
+func (m *Main) subcommand(name string, args []string, helpSub string, subs ...string) ([]string, error) {
+	want := "want " + strings.Join(subs[:len(subs)-1], ", ") + " or " + subs[len(subs)-1]
+	if len(args) == 0 {
+		return nil, &usageError{name + ": " + want, commandUsage[name]}
+	}
+	switch sub := args[0]; {
+	case slices.Contains(subs, sub):
+		m.flags.sub = sub
+		return args[1:], nil
+	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
+		helpFor(m.Stdout, name, commandFlags(name, helpSub, &cmdFlags{}))
+		return nil, flag.ErrHelp
+	}
+	return nil, &usageError{fmt.Sprintf("%s: unknown subcommand %q: %s", name, args[0], want), commandUsage[name]}
+}
+
+// parseArgs parses args with fs, flags before or after the arguments (see
+// parseInterspersed), and returns the arguments. Asked for help, it prints
+// usageText on stdout and returns flag.ErrHelp; a wrong flag is a
+// usageError naming the command, with usageText.
+func (m *Main) parseArgs(fs *flag.FlagSet, args []string, usageText string) ([]string, error) {
+	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(m.Stdout, usageText)
+		return nil, err
+	}
+	if err != nil {
+		return nil, &usageError{strings.TrimPrefix(fs.Name(), "datachat ") + ": " + err.Error(), usageText}
+	}
+	return rest, nil
+}
+
 // commandFlags returns the flag set of a command (sub: of keys), its
 // flags stored in f.
 func commandFlags(name, sub string, f *cmdFlags) *flag.FlagSet {
@@ -231,32 +268,20 @@ func (m *Main) parseCommand(args []string) error {
 		return m.parseDictionary(args)
 	}
 	if name == "keys" {
-		if len(args) == 0 {
-			return &usageError{"keys: want create, list or revoke", commandUsage[name]}
-		}
-		switch args[0] {
-		case "create", "list", "revoke":
-			f.sub, args = args[0], args[1:]
-		case "-h", "-help", "--help", "help":
-			helpFor(m.Stdout, name, commandFlags(name, "", &cmdFlags{}))
-			return flag.ErrHelp
-		default:
-			return &usageError{fmt.Sprintf("keys: unknown subcommand %q: want create, list or revoke", args[0]), commandUsage[name]}
+		var err error
+		if args, err = m.subcommand(name, args, "", "create", "list", "revoke"); err != nil {
+			return err
 		}
 	}
 	fs := commandFlags(name, f.sub, f)
+	usageText := helpText(name, fs)
 	// Flags may follow the arguments too: datachat eval SUITE --out FILE,
 	// datachat keys revoke ID --config FILE.
 	var err error
-	m.Args, err = parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			helpFor(m.Stdout, name, fs)
-			return err
-		}
-		return &usageError{fs.Name()[len("datachat "):] + ": " + err.Error(), helpText(name, fs)}
+	if m.Args, err = m.parseArgs(fs, args, usageText); err != nil {
+		return err
 	}
-	wrong := func(msg string) error { return &usageError{msg, helpText(name, fs)} }
+	wrong := func(msg string) error { return &usageError{msg, usageText} }
 	switch name {
 	case "serve", "migrate", "version":
 		if len(m.Args) > 0 {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -83,12 +82,8 @@ func (m *Main) parseUsers(args []string) error {
 	fs := commandFlags("users", f.sub, f)
 	usage := helpText("users", fs)
 	var err error
-	if m.Args, err = parseInterspersed(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(m.Stdout, usage)
-			return err
-		}
-		return &usageError{"users " + f.sub + ": " + err.Error(), usage}
+	if m.Args, err = m.parseArgs(fs, args, usage); err != nil {
+		return err
 	}
 	wantArgs := strings.Fields(usersSubs[f.sub])
 	if len(m.Args) != len(wantArgs) {

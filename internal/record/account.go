@@ -40,10 +40,7 @@ func FillAccount(a *datachat.Account) error {
 	if Unstorable(a.Email) {
 		return datachat.Errorf(datachat.EINVALID, "The email address is not valid UTF-8 text.")
 	}
-	if a.ID == "" {
-		a.ID = NewID()
-	}
-	FillTime(&a.CreatedAt)
+	FillCreated(&a.ID, &a.CreatedAt)
 	return nil
 }
 
@@ -53,10 +50,7 @@ func FillInvite(inv *datachat.Invite) error {
 	if inv.Hash == "" {
 		return datachat.Errorf(datachat.EINVALID, "invite hash is empty")
 	}
-	if inv.ID == "" {
-		inv.ID = NewID()
-	}
-	FillTime(&inv.CreatedAt)
+	FillCreated(&inv.ID, &inv.CreatedAt)
 	if inv.ExpiresAt.IsZero() {
 		inv.ExpiresAt = inv.CreatedAt.Add(datachat.InviteTTL)
 	}
@@ -79,10 +73,7 @@ func FillSession(s *datachat.Session) error {
 	if s.Method != MethodPassword && s.Method != MethodOIDC {
 		return datachat.Errorf(datachat.EINVALID, "unknown sign-in method %q: want %s or %s", s.Method, MethodPassword, MethodOIDC)
 	}
-	if s.ID == "" {
-		s.ID = NewID()
-	}
-	FillTime(&s.CreatedAt)
+	FillCreated(&s.ID, &s.CreatedAt)
 	s.LastSeenAt = s.CreatedAt
 	return nil
 }

@@ -18,10 +18,7 @@ func FillAudit(e *datachat.AuditEvent) error {
 		return err
 	}
 	e.Clean()
-	if e.ID == "" {
-		e.ID = NewID()
-	}
-	FillTime(&e.Time)
+	FillCreated(&e.ID, &e.Time)
 	return nil
 }
 

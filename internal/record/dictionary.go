@@ -124,10 +124,7 @@ func FillExample(e *datachat.Example) (tables string, err error) {
 	if err := e.Validate(); err != nil {
 		return "", err
 	}
-	if e.ID == "" {
-		e.ID = NewID()
-	}
-	FillTime(&e.CreatedAt)
+	FillCreated(&e.ID, &e.CreatedAt)
 	e.Tables = NonNil(e.Tables)
 	if tables, err = JSON(e.Tables); err != nil {
 		return "", fmt.Errorf("example tables: %w", err)

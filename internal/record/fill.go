@@ -12,10 +12,7 @@ import (
 
 // FillUsage gives a token usage record its id and time.
 func FillUsage(u *datachat.Usage) {
-	if u.ID == "" {
-		u.ID = NewID()
-	}
-	FillTime(&u.CreatedAt)
+	FillCreated(&u.ID, &u.CreatedAt)
 }
 
 // FillToolCall checks tc (EINVALID if its Args is not JSON) and gives it its
@@ -24,10 +21,7 @@ func FillToolCall(tc *datachat.ToolCall) error {
 	if err := tc.Validate(); err != nil {
 		return err
 	}
-	if tc.ID == "" {
-		tc.ID = NewID()
-	}
-	FillTime(&tc.StartedAt)
+	FillCreated(&tc.ID, &tc.StartedAt)
 	return nil
 }
 
@@ -40,10 +34,7 @@ func FillConfirmation(c *datachat.Confirmation) error {
 	if c.Status == "" {
 		c.Status = datachat.ConfirmPending
 	}
-	if c.ID == "" {
-		c.ID = NewID()
-	}
-	FillTime(&c.CreatedAt)
+	FillCreated(&c.ID, &c.CreatedAt)
 	c.ResolvedAt = TimePtr(c.ResolvedAt)
 	return nil
 }
@@ -63,10 +54,7 @@ func FillAPIKey(k *datachat.APIKey) error {
 	if k.Hash == "" {
 		return datachat.Errorf(datachat.EINVALID, "API key hash is empty")
 	}
-	if k.ID == "" {
-		k.ID = NewID()
-	}
-	FillTime(&k.CreatedAt)
+	FillCreated(&k.ID, &k.CreatedAt)
 	k.LastUsedAt, k.RevokedAt = TimePtr(k.LastUsedAt), TimePtr(k.RevokedAt)
 	return nil
 }
@@ -84,10 +72,7 @@ func RecordUse(lastUsed *time.Time, now time.Time) bool {
 // FillDataset gives d its id and time and returns its columns as stored:
 // JSON, without their descriptions.
 func FillDataset(d *datachat.Dataset) (columns string, err error) {
-	if d.ID == "" {
-		d.ID = NewID()
-	}
-	FillTime(&d.CreatedAt)
+	FillCreated(&d.ID, &d.CreatedAt)
 	return JSON(WithoutDescriptions(d.Columns))
 }
 
@@ -95,10 +80,7 @@ func FillDataset(d *datachat.Dataset) (columns string, err error) {
 // DocumentID, d its time and, when zero, its chunk count, and returns d's
 // metadata as stored (JSON).
 func FillDocument(d *datachat.Document, chunks []*datachat.Chunk) (metadata string, err error) {
-	if d.ID == "" {
-		d.ID = NewID()
-	}
-	FillTime(&d.CreatedAt)
+	FillCreated(&d.ID, &d.CreatedAt)
 	if d.Chunks == 0 {
 		d.Chunks = len(chunks)
 	}

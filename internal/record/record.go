@@ -48,13 +48,19 @@ func TimePtr(t *time.Time) *time.Time {
 	return &n
 }
 
-// Fill gives a new row its id, when *id is empty, and its times as stored: a
-// zero *created is now, and a zero *updated is *created.
-func Fill(id *string, created, updated *time.Time) {
+// FillCreated gives a new row its id, when *id is empty, and its creation
+// time as stored: a zero *created is now.
+func FillCreated(id *string, created *time.Time) {
 	if *id == "" {
 		*id = NewID()
 	}
 	FillTime(created)
+}
+
+// Fill is FillCreated for a row with an update time too: a zero *updated is
+// *created.
+func Fill(id *string, created, updated *time.Time) {
+	FillCreated(id, created)
 	if updated.IsZero() {
 		*updated = *created
 	}

@@ -118,6 +118,14 @@ func (c *client) send(typ string, data any) {
 	}
 }
 
+// ask sends content as the user's message and returns the turn's events,
+// up to its chat_complete (or chat_error).
+func (c *client) ask(content string) []wireEvent {
+	c.t.Helper()
+	c.send("chat_send", map[string]string{"content": content})
+	return c.until("chat_complete")
+}
+
 // until collects events until one of type end (or chat_error) arrives.
 func (c *client) until(end ...string) []wireEvent {
 	c.t.Helper()
@@ -215,8 +223,7 @@ func TestChatAnswersThroughSQL(t *testing.T) {
 			}})
 			conv := cs.withPenguins(t)
 			c := cs.dial(t, conv, cs.alice)
-			c.send("chat_send", map[string]string{"content": "How many Adelie penguins are there, and their total mass?"})
-			evs := c.until("chat_complete")
+			evs := c.ask("How many Adelie penguins are there, and their total mass?")
 			if got := types(evs); got[len(got)-1] != "chat_complete" {
 				t.Fatalf("events: %v", got)
 			}
@@ -274,8 +281,7 @@ func TestChatSelfCorrects(t *testing.T) {
 	}})
 	conv := cs.withPenguins(t)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "Average body mass?"})
-	evs := c.until("chat_complete")
+	evs := c.ask("Average body mass?")
 	results := find(evs, "tool_call_result")
 	if len(results) != 2 {
 		t.Fatalf("events %v", types(evs))
@@ -296,8 +302,7 @@ func TestChatToolCallLimit(t *testing.T) {
 	})
 	conv := cs.withPenguins(t)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "Loop forever"})
-	evs := c.until("chat_complete")
+	evs := c.ask("Loop forever")
 	results := find(evs, "tool_call_result")
 	if len(results) != 6 {
 		t.Fatalf("got %d tool results, want 5 run + 1 refused: %v", len(results), types(evs))
@@ -329,8 +334,7 @@ func TestChatSQLFailureLimit(t *testing.T) {
 	})
 	conv := cs.withPenguins(t)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "Use the nope column"})
-	evs := c.until("chat_complete")
+	evs := c.ask("Use the nope column")
 	if n := len(find(evs, "tool_call_result")); n != 3 {
 		t.Fatalf("got %d SQL attempts, want 3: %v", n, types(evs))
 	}
@@ -363,8 +367,7 @@ func TestChatPruningAndContextRetry(t *testing.T) {
 		}
 	}
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "message 60"})
-	evs := c.until("chat_complete")
+	evs := c.ask("message 60")
 	reqs := cs.fake.ChatRequests()
 	if len(reqs) != 2 {
 		t.Fatalf("fake saw %d requests, want 2", len(reqs))
@@ -390,8 +393,7 @@ func TestChatPruningAndContextRetry(t *testing.T) {
 		t.Errorf("answer %q", tokens(evs))
 	}
 	// Too large again after the retry: the exact chat_error.
-	c.send("chat_send", map[string]string{"content": "again"})
-	evs = c.until("chat_complete")
+	evs = c.ask("again")
 	errs := find(evs, "chat_error")
 	if len(errs) != 1 || decode[chat.ErrorEvent](t, errs[0]).Message != chat.ErrContextTooLarge {
 		t.Errorf("events %v %s", types(evs), errs)
@@ -562,20 +564,31 @@ func (ts *testServer) getJSON(t *testing.T, url string) (int, map[string]any) {
 	return doJSON(t, req)
 }
 
-func TestChatLoadsURLFromMessage(t *testing.T) {
+// servePenguins serves the penguins CSV at every path of the server whose
+// URL it returns, until the test ends.
+func servePenguins(t *testing.T) string {
 	csvBytes := testfiles.PenguinsCSV()
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
-	defer files.Close()
-	url := files.URL + "/penguins.csv"
-	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
+	t.Cleanup(files.Close)
+	return files.URL
+}
+
+// countRowsScript: the model loads the penguins CSV at url with
+// load_dataset, counts its rows with execute_sql and answers "N rows.".
+func countRowsScript(url string) llmtest.Script {
+	return llmtest.Script{Turns: []llmtest.Turn{
 		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("load_dataset", `{"url":"`+url+`"}`)}},
 		{Match: &llmtest.Match{LastRole: "tool", Contains: "Loaded"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(*) FROM penguins"}`)}},
 		{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: func(r *llmtest.Request) string { return cell(r.LastToolResult(), 0, 0) + " rows." }},
-	}})
+	}}
+}
+
+func TestChatLoadsURLFromMessage(t *testing.T) {
+	url := servePenguins(t) + "/penguins.csv"
+	cs := newChatServer(t, llmtest.OpenAI, countRowsScript(url))
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "How many rows in " + url + " ?"})
-	evs := c.until("chat_complete")
+	evs := c.ask("How many rows in " + url + " ?")
 	if tokens(evs) != "344 rows." {
 		t.Errorf("answer %q; events %v", tokens(evs), types(evs))
 	}
@@ -677,8 +690,7 @@ func TestChatWithoutProvider(t *testing.T) {
 	cs := &chatServer{testServer: ts}
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "hello"})
-	evs := c.until("chat_complete")
+	evs := c.ask("hello")
 	e := decode[chat.ErrorEvent](t, find(evs, "chat_error")[0])
 	for _, v := range []string{"GEMINI_API_KEY", "OPENAI_API_KEY", "OLLAMA_HOST"} {
 		if !strings.Contains(e.SuggestedAction, v) {
@@ -696,8 +708,7 @@ func TestChatOneTurnAtATime(t *testing.T) {
 	conv := cs.newConversation(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
 	c.send("chat_send", map[string]string{"content": "one"})
-	c.send("chat_send", map[string]string{"content": "two"})
-	evs := c.until("chat_complete")
+	evs := c.ask("two")
 	if errs := find(evs, "chat_error"); len(errs) != 1 || !strings.Contains(string(errs[0]), "still being written") {
 		t.Fatalf("second chat_send: events %v", types(evs))
 	}

@@ -15,11 +15,9 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Title *string `json:"title"`
 	}
-	if r.ContentLength != 0 {
-		if err := decodeJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if err := decodeOptionalJSON(w, r, &req); err != nil {
+		s.error(w, r, err)
+		return
 	}
 	title := "New conversation"
 	if req.Title != nil {

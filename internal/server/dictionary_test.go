@@ -107,8 +107,7 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 	})
 	conv, ds := cs.penguins(t, cs.alice)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "How many penguins per species?"})
-	evs := c.until("chat_complete")
+	evs := c.ask("How many penguins per species?")
 	done := decode[struct {
 		MessageID string `json:"message_id"`
 	}](t, find(evs, "chat_complete")[0])
@@ -151,8 +150,7 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 
 	// A query run in a database source is no example (examples are over the
 	// datasets), whatever the verdict.
-	c.send("chat_send", map[string]string{"content": "How many penguins in the warehouse?"})
-	evs = c.until("chat_complete")
+	evs = c.ask("How many penguins in the warehouse?")
 	srcDone := decode[struct {
 		MessageID string `json:"message_id"`
 	}](t, find(evs, "chat_complete")[0])
@@ -175,8 +173,7 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 	patch("/api/conversations/"+conv, `{"notes":"Count only birds seen after 2008."}`)
 	patch("/api/conversations/"+conv+"/datasets/"+ds, `{"description":"Palmer penguins.","columns":{"island":"Where the bird was seen."}}`)
 
-	c.send("chat_send", map[string]string{"content": "And the penguins per species on Biscoe?"})
-	c.until("chat_complete")
+	c.ask("And the penguins per species on Biscoe?")
 	reqs := cs.fake.ChatRequests()
 	sys := reqs[len(reqs)-1].Messages[0].Text
 	for _, want := range []string{
@@ -212,8 +209,7 @@ func TestDictionaryAndExamplesReachLaterTurns(t *testing.T) {
 	if st, _ := doJSON(t, req); st != 404 {
 		t.Errorf("DELETE of another user's example: %d, want 404", st)
 	}
-	c.send("chat_send", map[string]string{"content": "Penguins per species once more?"})
-	c.until("chat_complete")
+	c.ask("Penguins per species once more?")
 	reqs = cs.fake.ChatRequests()
 	if sys := reqs[len(reqs)-1].Messages[0].Text; strings.Contains(sys, "Verified examples") {
 		t.Errorf("a deleted example reached the prompt:\n%s", sys)

@@ -96,8 +96,7 @@ func TestChatCitesDocuments(t *testing.T) {
 		t.Fatalf("upload: %d %v", st, d)
 	}
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "Why are clear names better than clever comments?"})
-	evs := c.until("chat_complete")
+	evs := c.ask("Why are clear names better than clever comments?")
 	if want := fmt.Sprintf("[1] %s, page %d", testfiles.GuideName, testfiles.GuidePhrasePage); !strings.Contains(system, want) || !strings.Contains(system, testfiles.GuidePhrase) {
 		t.Errorf("system prompt lacks the cited excerpt:\n%s", system)
 	}

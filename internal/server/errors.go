@@ -136,6 +136,15 @@ func writeList[T any](w http.ResponseWriter, key string, list []T) {
 // maxJSONBody caps request bodies of JSON endpoints.
 const maxJSONBody = 1 << 20
 
+// decodeOptionalJSON is decodeJSON for a body the client may leave out: an
+// empty one (Content-Length: 0) leaves v as it is.
+func decodeOptionalJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(w, r, v)
+}
+
 // decodeJSON reads a JSON request body into v, refusing unknown fields, trailing
 // data and bodies over maxJSONBody with EINVALID errors a client can act on.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
@@ -159,21 +168,28 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		err = dec.Decode(v)
 	}
 	if err != nil {
-		var mbe *http.MaxBytesError
 		var de *datachat.Error
-		switch {
-		case errors.As(err, &de):
+		if errors.As(err, &de) {
 			return err // the body was too slow
-		case errors.As(err, &mbe):
-			return datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
-		case errors.Is(err, io.EOF):
-			return datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
-		default:
-			return datachat.Errorf(datachat.EINVALID, "Request body is not valid JSON: %v.", err)
 		}
+		return bodyError(err, "Request body is not valid JSON: %v.")
 	}
 	if dec.More() {
 		return datachat.Errorf(datachat.EINVALID, "Request body has data after the JSON object.")
 	}
 	return nil
+}
+
+// bodyError is the EINVALID error of a JSON request body that could not be
+// read or decoded: too large, empty, or else not JSON, in the words of
+// notJSON, a format of err.
+func bodyError(err error, notJSON string) error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
+	case errors.Is(err, io.EOF):
+		return datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
+	}
+	return datachat.Errorf(datachat.EINVALID, notJSON, err)
 }

@@ -76,12 +76,9 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, mine func(*da
 // createOwnKey is POST /api/keys: a new API key of the user's, whose secret
 // is in this answer only.
 func (s *Server) createOwnKey(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 {
-		var req struct{}
-		if err := decodeJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if err := decodeOptionalJSON(w, r, &struct{}{}); err != nil {
+		s.error(w, r, err)
+		return
 	}
 	u := UserFrom(r.Context())
 	secret, hash, prefix := datachat.NewAPIKeySecret()

@@ -156,14 +156,7 @@ func (c *eventClient) closedRevoked(t *testing.T, within time.Duration, reason s
 // client as they come; see [chatServer.dialEvents] for alice's.
 func (cs *chatServer) dialKey(t *testing.T, conv, key string) *eventClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	url := strings.Replace(cs.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"X-API-Key": {key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.CloseNow() })
+	conn := cs.dialKeyConn(t, conv, key)
 	c := &eventClient{t: t, conn: conn, events: make(chan wireEvent, 1024)}
 	go func() {
 		for {

@@ -94,10 +94,8 @@ func TestLoadDatasetAsksFirst(t *testing.T) {
 		}})
 		conv := cs.newConversation(t, cs.alice)
 		c := cs.dial(t, conv, cs.alice)
-		c.send("chat_send", map[string]string{"content": "Hello, my data is at " + url})
-		c.until("chat_complete")
-		c.send("chat_send", map[string]string{"content": "Now load it."})
-		evs := c.until("chat_complete")
+		c.ask("Hello, my data is at " + url)
+		evs := c.ask("Now load it.")
 		if len(find(evs, "confirmation_required")) != 0 || tokens(evs) != "Loaded." || hits.Load() != 1 {
 			t.Errorf("events %v, answer %q, %d requests", types(evs), tokens(evs), hits.Load())
 		}

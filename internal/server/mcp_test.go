@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"datachat/internal/nodetest"
-	"datachat/internal/testfiles"
 )
 
 // keyTransport adds an API key to every request.
@@ -112,10 +110,7 @@ func TestMCPOverHTTP(t *testing.T) {
 		t.Errorf("search_documents without documents: %v", out)
 	}
 
-	csvBytes := testfiles.PenguinsCSV()
-	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
-	defer files.Close()
-	out, _, isErr = callTool(t, s, "load_dataset", map[string]any{"conversation_id": conv, "url": files.URL + "/more.csv"})
+	out, _, isErr = callTool(t, s, "load_dataset", map[string]any{"conversation_id": conv, "url": servePenguins(t) + "/more.csv"})
 	if isErr || out["name"] != "more" || out["row_count"] != 344.0 {
 		t.Errorf("load_dataset: %v", out)
 	}

@@ -96,8 +96,7 @@ func TestMetricsOfAChatTurn(t *testing.T) {
 	if m := cs.scrape(t); metricValue(m, "datachat_websocket_sessions") != 1 {
 		t.Errorf("open sessions: %s", grepLines(m, "websocket_sessions"))
 	}
-	c.send("chat_send", map[string]string{"content": "How many Adelie penguins?"})
-	c.until("chat_complete")
+	c.ask("How many Adelie penguins?")
 	// Queries sent to the API are timed too, under their own source.
 	sqlURL := "/api/conversations/" + conv + "/sql"
 	for _, body := range []string{`{"query":"SELECT count(*) FROM penguins"}`, `{"query":"SELECT count(*) FROM penguins","keep":true}`, `{"query":"SELECT nope FROM penguins"}`} {

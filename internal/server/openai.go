@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -64,18 +62,10 @@ func (s *Server) parseCompletion(w http.ResponseWriter, r *http.Request) (*compl
 // decodeOpenAIBody reads the JSON body of a /v1 request into v, up to
 // maxCompletionBody bytes, with errors in words an API client can act on.
 func decodeOpenAIBody(w http.ResponseWriter, r *http.Request, v any) error {
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompletionBody)).Decode(v)
-	var mbe *http.MaxBytesError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &mbe):
-		return datachat.Errorf(datachat.EINVALID, "Request body is larger than %d bytes.", mbe.Limit)
-	case errors.Is(err, io.EOF):
-		return datachat.Errorf(datachat.EINVALID, "Request body is empty; send a JSON object.")
-	default:
-		return datachat.Errorf(datachat.EINVALID, "We could not parse the JSON body of your request: %v.", err)
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompletionBody)).Decode(v); err != nil {
+		return bodyError(err, "We could not parse the JSON body of your request: %v.")
 	}
+	return nil
 }
 
 // showSQLHeader reports whether a /v1 request asks for the SQL in the

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"datachat/internal/chat"
 	"datachat/internal/llmtest"
 	"datachat/internal/nodetest"
-	"datachat/internal/testfiles"
 )
 
 // sqlTurns scripts n questions answered through SQL: the model runs
@@ -268,15 +266,8 @@ func TestOpenAINewConversationFromMessages(t *testing.T) {
 }
 
 func TestOpenAILoadsURLFromMessage(t *testing.T) {
-	csvBytes := testfiles.PenguinsCSV()
-	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(csvBytes) }))
-	defer files.Close()
-	url := files.URL + "/penguins.csv"
-	cs := newObservedChatServer(t, llmtest.OpenAI, llmtest.Script{Turns: []llmtest.Turn{
-		{Match: &llmtest.Match{LastRole: "user"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("load_dataset", `{"url":"`+url+`"}`)}},
-		{Match: &llmtest.Match{LastRole: "tool", Contains: "Loaded"}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT count(*) FROM penguins"}`)}},
-		{Match: &llmtest.Match{LastRole: "tool"}, ReplyFunc: func(r *llmtest.Request) string { return cell(r.LastToolResult(), 0, 0) + " rows." }},
-	}})
+	url := servePenguins(t) + "/penguins.csv"
+	cs := newObservedChatServer(t, llmtest.OpenAI, countRowsScript(url))
 	resp := cs.completionReq(t, `{"model":"datachat","messages":[{"role":"user","content":"How many rows in `+url+` ?"}]}`, nil)
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"content":"344 rows."`) {

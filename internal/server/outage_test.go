@@ -153,8 +153,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	check("GET /ws", resp)
 
-	open.send("chat_send", map[string]string{"content": "hello"})
-	evs := open.until("chat_complete")
+	evs := open.ask("hello")
 	errs := find(evs, "chat_error")
 	if len(errs) != 1 {
 		t.Fatalf("chat_send with the database down: events %v, want a chat_error", types(evs))

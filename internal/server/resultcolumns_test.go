@@ -19,8 +19,7 @@ func TestStoredResultColumns(t *testing.T) {
 	}})
 	conv := cs.withPenguins(t)
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "Mean mass by species?"})
-	c.until("chat_complete")
+	c.ask("Mean mass by species?")
 	body, _ := json.Marshal(map[string]any{"query": q, "keep": true})
 	if st, res := cs.post(t, "/api/conversations/"+conv+"/sql", cs.alice, string(body)); st != 200 {
 		t.Fatalf("kept query: %d %v", st, res)

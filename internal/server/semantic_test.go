@@ -237,8 +237,7 @@ func TestSemanticEditorReachesPrompt(t *testing.T) {
 		t.Fatalf("PATCH: %d %s", st, body)
 	}
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "How many heavy birds?"})
-	c.until("chat_complete")
+	c.ask("How many heavy birds?")
 	reqs := cs.fake.ChatRequests()
 	sys := reqs[len(reqs)-1].Messages[0].Text
 	for _, want := range []string{

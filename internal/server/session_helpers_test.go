@@ -195,12 +195,31 @@ func (ts *testServer) withCookie(t *testing.T, method, path, cookie, body string
 // ("" for none) and returns the connection, or the answer that refused it.
 func (ts *testServer) dialCookie(t *testing.T, conv, cookie, origin string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
 	h := http.Header{"Cookie": {sessionCookieName + "=" + cookie}}
 	if origin != "" {
 		h.Set("Origin", origin)
 	}
+	return ts.dialWS(t, conv, h)
+}
+
+// dialKeyConn opens the chat WebSocket of conv with the API key key; the
+// test fails if it is refused.
+func (ts *testServer) dialKeyConn(t *testing.T, conv, key string) *websocket.Conn {
+	t.Helper()
+	c, _, err := ts.dialWS(t, conv, http.Header{"X-API-Key": {key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// dialWS opens the chat WebSocket of conv with the request headers h and
+// returns the connection, closed when the test ends, or the answer that
+// refused it.
+func (ts *testServer) dialWS(t *testing.T, conv string, h http.Header) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
 	u := strings.Replace(ts.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
 	c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: h})
 	if err == nil {

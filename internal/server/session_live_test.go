@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -45,15 +44,7 @@ func (b *browser) openWS(conv string) liveWS {
 // openKeyWS opens the chat WebSocket of conv with an API key.
 func (ts *testServer) openKeyWS(t *testing.T, conv, key string) liveWS {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	u := strings.Replace(ts.URL, "http://", "ws://", 1) + "/ws?conversation_id=" + conv
-	c, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"X-API-Key": {key}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.CloseNow() })
-	return liveWS{t, c}
+	return liveWS{t, ts.dialKeyConn(t, conv, key)}
 }
 
 // wantRevoked checks that the server closed w as revoked (4401) with

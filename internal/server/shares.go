@@ -202,12 +202,9 @@ func (s *Server) sharedSources(ctx context.Context, sc *datachat.SharedConversat
 // (workspace.CopyShared). It counts as an upload (DATACHAT_UPLOADS_PER_HOUR):
 // it writes files.
 func (s *Server) copyShared(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 {
-		var req struct{}
-		if err := decodeJSON(w, r, &req); err != nil {
-			s.error(w, r, err)
-			return
-		}
+	if err := decodeOptionalJSON(w, r, &struct{}{}); err != nil {
+		s.error(w, r, err)
+		return
 	}
 	ctx := r.Context()
 	viewer := UserFrom(ctx)

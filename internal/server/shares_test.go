@@ -708,8 +708,7 @@ func TestSharedCopyAnswersFollowUp(t *testing.T) {
 		t.Errorf("alice's dataset file after she deleted her conversation: %v", err)
 	}
 	b := cs.dial(t, cp, ts.bob)
-	b.send("chat_send", map[string]string{"content": "And Gentoo?"})
-	evs := b.until("chat_complete")
+	evs := b.ask("And Gentoo?")
 	if got := tokens(evs); !strings.Contains(got, fmt.Sprintf("And %d Gentoo.", countSpecies(t, "Gentoo"))) {
 		t.Fatalf("the follow-up in the copy: %q (%v %s)", got, types(evs), find(evs, "chat_error"))
 	}

@@ -52,8 +52,7 @@ func TestSQLKept(t *testing.T) {
 
 	// The next turn's model request carries them as the user's messages.
 	c := cs.dial(t, conv, cs.alice)
-	c.send("chat_send", map[string]string{"content": "Look at what I found."})
-	c.until("chat_complete")
+	c.ask("Look at what I found.")
 	req := cs.fake.ChatRequests()[0]
 	var seen bool
 	for _, m := range req.Messages {

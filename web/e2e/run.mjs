@@ -279,6 +279,16 @@ async function checkText(p, where) {
   for (const f of found) badText.push(`${where}: ${f}`);
 }
 
+/** painted waits until a canvas of p has drawn something. */
+async function painted(p, canvas) {
+  await p.waitForFunction((el) => {
+    if (!el || !el.width || !el.height) return false;
+    const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
+    for (let i = 3; i < d.length; i += 16) if (d[i]) return true;
+    return false;
+  }, await canvas.elementHandle(), { timeout: TIMEOUT });
+}
+
 /** noOverflow checks that nothing makes p scroll sideways (a phone's width), once the layout has settled. */
 async function noOverflow(p, what) {
   const measure = () => {
@@ -769,12 +779,7 @@ async function main() {
     await btn.waitFor();
     const canvas = card.locator('[data-testid="chart"] canvas');
     await canvas.waitFor();
-    await page.waitForFunction((el) => {
-      if (!el || !el.width || !el.height) return false;
-      const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
-      for (let i = 3; i < d.length; i += 16) if (d[i]) return true;
-      return false;
-    }, await canvas.elementHandle(), { timeout: TIMEOUT });
+    await painted(page, canvas);
     await card.scrollIntoViewIfNeeded();
     await shot('05-chart');
   });
@@ -1005,7 +1010,7 @@ async function main() {
     await shot('08b-edited');
   });
 
-  await resultSteps({ step, expect, page: () => page, ask, waitTurnEnd, shot, TIMEOUT, EXTRAS, DOC });
+  await resultSteps({ step, expect, page: () => page, ask, waitTurnEnd, shot, painted, TIMEOUT, EXTRAS, DOC });
 
   await step('on a phone-sized screen the data panel is a drawer', async () => {
     await page.setViewportSize({ width: 375, height: 812 });
@@ -1062,7 +1067,7 @@ async function main() {
     await byTestId('message-user').first().waitFor();
   });
 
-  await sampleSteps({ page, step, expect, ask, waitTurnEnd, shot, timeout: TIMEOUT });
+  await sampleSteps({ page, step, expect, ask, waitTurnEnd, shot, painted, timeout: TIMEOUT });
 
   await checkText(page, 'the member’s conversation');
   let ownerConv = '';
@@ -1133,12 +1138,7 @@ async function main() {
       expect(ownerView.some((m) => (m.parts || []).some((x) => x.checks && x.checks.some((c) => c.startsWith('matched:')))), 'no checked number to compare');
       const canvas = p.locator('[data-testid="chart"] canvas').first(); // drawn at once
       await canvas.waitFor();
-      await p.waitForFunction((el) => {
-        if (!el || !el.width || !el.height) return false;
-        const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
-        for (let i = 3; i < d.length; i += 16) if (d[i]) return true;
-        return false;
-      }, await canvas.elementHandle(), { timeout: TIMEOUT });
+      await painted(p, canvas);
       if (EXTRAS && DOC) {
         const cite = p.locator('[data-testid="message-assistant"] button.cite').first();
         await cite.click();

@@ -17,23 +17,13 @@ const Q_LONG_CONFIRM = 'Ask my approval for the long report query';
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1440, height: 900 };
 
-/** painted waits until a canvas has drawn something. */
-async function painted(page, canvas, timeout) {
-  await page.waitForFunction((el) => {
-    if (!el || !el.width || !el.height) return false;
-    const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
-    for (let i = 3; i < d.length; i += 16) if (d[i]) return true;
-    return false;
-  }, await canvas.elementHandle(), { timeout });
-}
-
 /**
  * @param {object} t what run.mjs shares: step, expect, page (a getter),
- *   byTestId, lastAssistant, ask, waitTurnEnd, shot, noOverflow, TIMEOUT,
+ *   byTestId, lastAssistant, ask, waitTurnEnd, shot, painted, noOverflow, TIMEOUT,
  *   EXTRAS, DOC
  */
 export async function resultSteps(t) {
-  const { step, expect, ask, waitTurnEnd, shot, TIMEOUT } = t;
+  const { step, expect, ask, waitTurnEnd, shot, painted } = t;
   const page = () => t.page();
   const chartAnswer = () => page().getByTestId('message-assistant').filter({ has: page().locator('pre.sql', { hasText: 'avg_mass_g' }) }).last();
   const chartCard = () => chartAnswer().locator('[data-testid="sql-card"][data-state="ok"]').filter({ has: page().locator('pre.sql', { hasText: 'avg_mass_g' }) });
@@ -48,13 +38,13 @@ export async function resultSteps(t) {
     const view = card.getByTestId('chart');
     await view.waitFor();
     expect(await view.getAttribute('data-kind') === 'bar', `the species chart is a ${await view.getAttribute('data-kind')} chart, want bar`);
-    await painted(page(), view.locator('canvas'), TIMEOUT);
+    await painted(page(), view.locator('canvas'));
     const kinds = await card.locator('[data-testid="chart-kinds"] button').evaluateAll((bs) => bs.map((b) => b.dataset.kind));
     expect(JSON.stringify(kinds) === JSON.stringify(['bar', 'line', 'area', 'scatter', 'pie']), `the chart offers the kinds ${JSON.stringify(kinds)}`);
     for (const k of ['line', 'area', 'scatter', 'pie']) {
       await card.locator(`[data-testid="chart-kinds"] button[data-kind="${k}"]`).click();
       await card.locator(`[data-testid="chart"][data-kind="${k}"]`).waitFor();
-      await painted(page(), card.locator('[data-testid="chart"] canvas'), TIMEOUT);
+      await painted(page(), card.locator('[data-testid="chart"] canvas'));
     }
     const btn = card.getByTestId('chart-button');
     expect(await btn.getAttribute('aria-pressed') === 'true', 'the Chart button does not show the chart as shown');
@@ -62,7 +52,7 @@ export async function resultSteps(t) {
     await card.locator('.chart-wrap').waitFor({ state: 'hidden' });
     expect(await btn.getAttribute('aria-pressed') === 'false', 'the Chart button still says the chart is shown');
     await btn.click();
-    await painted(page(), card.locator('[data-testid="chart"] canvas'), TIMEOUT);
+    await painted(page(), card.locator('[data-testid="chart"] canvas'));
     const plain = chartAnswer().locator('[data-testid="sql-card"][data-state="ok"]').filter({ has: page().locator('pre.sql', { hasText: 'SELECT species, island' }) });
     await plain.waitFor();
     const none = plain.getByTestId('chart-none');

@@ -30,9 +30,11 @@ const PHONE = { width: 390, height: 844 };
  * @param {(text: string) => Promise<void>} t.ask
  * @param {() => Promise<void>} t.waitTurnEnd
  * @param {(name: string) => Promise<string>} t.shot
+ * @param {(p: import('playwright-core').Page, canvas: import('playwright-core').Locator) => Promise<void>} t.painted
+ *   waits until a canvas has drawn something
  * @param {number} t.timeout ms to wait for each expectation
  */
-export async function sampleSteps({ page, step, expect, ask, waitTurnEnd, shot, timeout }) {
+export async function sampleSteps({ page, step, expect, ask, waitTurnEnd, shot, painted, timeout }) {
   const byTestId = (id) => page.getByTestId(id);
   const active = () => page.locator('[data-testid="conversation-item"].active').getAttribute('data-id', { timeout: 1000 }).catch(() => null);
   const sampleTable = () => byTestId('dataset-item').and(page.locator(`[data-name="${SAMPLE_TABLE}"]`));
@@ -113,12 +115,7 @@ export async function sampleSteps({ page, step, expect, ask, waitTurnEnd, shot, 
       const canvas = card.locator('[data-testid="chart"] canvas');
       if (!(await canvas.isVisible())) await card.getByTestId('chart-button').click();
       await canvas.waitFor();
-      await page.waitForFunction((el) => {
-        if (!el || !el.width || !el.height) return false;
-        const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
-        for (let i = 3; i < d.length; i += 16) if (d[i]) return true;
-        return false;
-      }, await canvas.elementHandle(), { timeout });
+      await painted(page, canvas);
       // The question at the top, the answer and its card below it.
       await byTestId('message-user').last().evaluate((el) => el.scrollIntoView({ block: 'start' }));
       const file = await shot('sample-03-answer');
