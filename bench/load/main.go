@@ -79,14 +79,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the servers' data directories and logs")
 	flag.StringVar(&o.cpus, "server-cpus", "", "run the server pinned to these CPUs (taskset -c LIST; run the harness itself under taskset on the others)")
 	serverEnv := flag.String("server-env", "", "extra environment of the server, KEY=VALUE,… (e.g. GOGC=200)")
-	flag.Parse()
-	var err error
-	if o.env, err = serve.ParseEnv(*serverEnv); err != nil {
-		log.Fatalf("-server-env: %v", err)
-	}
-	if o.levels, err = serve.ParseLevels(*levels); err != nil {
-		log.Fatalf("-n: %v", err)
-	}
+	o.levels, o.env = serve.ParseFlags(levels, serverEnv)
 	if o.tool != "search_documents" && o.tool != "execute_sql" {
 		log.Fatalf("-tool: want search_documents or execute_sql, got %q", o.tool)
 	}

@@ -90,14 +90,7 @@ func main() {
 	flag.IntVar(&o.stalledKB, "stalled-kb", 1024, "KiB of answer each stalled client is sent")
 	flag.BoolVar(&o.reading, "stalled-control", false, "with -stalled: a third run of each build, NAME+reading, whose S extra clients ask the same and read every frame (the cost of the extra turns, apart from the clients' stalling)")
 	flag.DurationVar(&o.settle, "settle", 0, "with -stalled: after the run, close every client, wait this long and read the server's RSS again (0: don't)")
-	flag.Parse()
-	var err error
-	if o.env, err = serve.ParseEnv(*serverEnv); err != nil {
-		log.Fatalf("-server-env: %v", err)
-	}
-	if o.levels, err = serve.ParseLevels(*levels); err != nil {
-		log.Fatalf("-n: %v", err)
-	}
+	o.levels, o.env = serve.ParseFlags(levels, serverEnv)
 	if o.tool != "search_documents" && o.tool != "none" {
 		log.Fatalf("-tool: want search_documents or none, got %q", o.tool)
 	}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -54,6 +55,22 @@ func Binary(work, bin string) (string, error) {
 		return "", fmt.Errorf("%w (run from the repository root)", err)
 	}
 	return bin, nil
+}
+
+// ParseFlags parses the command line and the values of a load bench's -n
+// (levels) and -server-env (env) flags, and exits with a message naming
+// the flag when one cannot be read.
+func ParseFlags(levels, env *string) ([]int, map[string]string) {
+	flag.Parse()
+	l, err := ParseLevels(*levels)
+	if err != nil {
+		log.Fatalf("-n: %v", err)
+	}
+	e, err := ParseEnv(*env)
+	if err != nil {
+		log.Fatalf("-server-env: %v", err)
+	}
+	return l, e
 }
 
 // ParseLevels reads the numbers of concurrent conversations of a -n flag,
