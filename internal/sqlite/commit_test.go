@@ -59,9 +59,17 @@ func keys(t *testing.T, db *sql.DB) []string {
 	return ks
 }
 
+// wantKeys checks the table's rows.
+func wantKeys(t *testing.T, db *sql.DB, want ...string) {
+	t.Helper()
+	if got := keys(t, db); !slices.Equal(got, want) {
+		t.Errorf("rows: got %v, want %v", got, want)
+	}
+}
+
 // hold starts a transaction that holds the writer until the returned
 // function is called, and waits until it runs.
-func hold(t *testing.T, c *committer, k string) (release func() error) {
+func hold(t *testing.T, c *committer, sizes <-chan int, k string) (release func() error) {
 	t.Helper()
 	running, free := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
@@ -74,6 +82,7 @@ func hold(t *testing.T, c *committer, k string) (release func() error) {
 	}()
 	<-running
 	<-waiting[c]
+	<-sizes // a batch of its own
 	return func() error { close(free); return <-done }
 }
 
@@ -104,8 +113,7 @@ func queue(c *committer, ctxs []context.Context, fns ...func(ctx context.Context
 // and the others written.
 func TestCommitterBatches(t *testing.T) {
 	c, read, sizes := committerOn(t)
-	release := hold(t, c, "a")
-	<-sizes // the held one, alone
+	release := hold(t, c, sizes, "a")
 	mine := errors.New("mine")
 	var fns []func(ctx context.Context, tx *sql.Tx) error
 	for i := range 10 {
@@ -156,9 +164,7 @@ func TestCommitterBatches(t *testing.T) {
 		}
 	}
 	want := []string{"a", "k0", "k1", "k2", "k4", "k6", "k8", "k9"} // not k3, k5 or k7
-	if got := keys(t, read); !slices.Equal(got, want) {
-		t.Errorf("rows: got %v, want %v", got, want)
-	}
+	wantKeys(t, read, want...)
 }
 
 // TestCommitterWithdrawn: a caller that gives up while its transaction waits
@@ -166,8 +172,7 @@ func TestCommitterBatches(t *testing.T) {
 // batch gets its outcome, and the batch is not interrupted.
 func TestCommitterWithdrawn(t *testing.T) {
 	c, read, sizes := committerOn(t)
-	release := hold(t, c, "a")
-	<-sizes
+	release := hold(t, c, sizes, "a")
 	gone, cancelGone := context.WithCancel(context.Background())
 	goneErr := make(chan error, 1)
 	go func() { goneErr <- c.run(gone, insert("gone")) }()
@@ -198,9 +203,7 @@ func TestCommitterWithdrawn(t *testing.T) {
 		t.Errorf("batch of %d, want 2 (the withdrawn one left)", n)
 	}
 	want := []string{"a", "b", "late1", "late2"}
-	if got := keys(t, read); !slices.Equal(got, want) {
-		t.Errorf("rows: got %v, want %v", got, want)
-	}
+	wantKeys(t, read, want...)
 }
 
 // TestCommitterWholeBatchFails: when a transaction's failure ends SQLite's
@@ -208,8 +211,7 @@ func TestCommitterWithdrawn(t *testing.T) {
 // written and every caller in it is told.
 func TestCommitterWholeBatchFails(t *testing.T) {
 	c, read, sizes := committerOn(t)
-	release := hold(t, c, "a")
-	<-sizes
+	release := hold(t, c, sizes, "a")
 	boom := errors.New("boom")
 	wait := queue(c, nil,
 		insert("b"),
@@ -264,8 +266,7 @@ func TestCommitterAlone(t *testing.T) {
 // are refused; what was running finishes first.
 func TestCommitterClosed(t *testing.T) {
 	c, read, sizes := committerOn(t)
-	release := hold(t, c, "a")
-	<-sizes
+	release := hold(t, c, sizes, "a")
 	wait := queue(c, nil, insert("b"), insert("c"))
 	closed := make(chan struct{})
 	go func() { c.close(); close(closed) }()
@@ -350,8 +351,7 @@ func TestCommitterPanic(t *testing.T) {
 	}
 	<-sizes
 	<-waiting[c]
-	release := hold(t, c, "a")
-	<-sizes
+	release := hold(t, c, sizes, "a")
 	var got any
 	wait := queue(c, nil, insert("b"), func(ctx context.Context, tx *sql.Tx) error {
 		return nil
