@@ -4,8 +4,9 @@
 // A [Store] holds two connection pools on the same file: a single-connection
 // writer pool, whose transactions begin with BEGIN IMMEDIATE, and a reader
 // pool. Every write in the process therefore queues on one connection instead
-// of failing with SQLITE_BUSY, while reads run concurrently under WAL. Writers
-// in other processes sharing the file wait on busy_timeout.
+// of failing with SQLITE_BUSY, while reads run concurrently under WAL; the
+// write transactions that queue together commit together ([committer]).
+// Writers in other processes sharing the file wait on busy_timeout.
 //
 // Open a store with [Open], then bring its schema up to date with
 // [Store.Migrate]; [Store.PendingMigrations] reports what Migrate would apply.
