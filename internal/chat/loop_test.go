@@ -160,6 +160,22 @@ func checkComplete(t *testing.T, f *turnFixture, evs []Event, out *Outcome, requ
 	return m
 }
 
+// loopForever sends "Loop forever" in a turn whose model follows script,
+// over a dataset engine that answers every query, and returns the turn's
+// events, its outcome and its tool results.
+func loopForever(t *testing.T, script llmtest.Script) (*turnFixture, *queryData, []Event, *Outcome, []ToolCallResultEvent) {
+	t.Helper()
+	f := newTurnFixture(t, script)
+	data := newQueryData()
+	f.r.Data = data
+	evs, out, err := f.send(t, "Loop forever")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, results := toolRounds(t, evs)
+	return f, data, evs, out, results
+}
+
 // TestToolCallLimit: a turn runs at most MaxToolCalls tools. The call past
 // the limit is answered, without running, with the limit and an instruction
 // to answer now; the next request offers no tools; the answer completes with
@@ -184,14 +200,7 @@ func TestToolCallLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newTurnFixture(t, tt.script)
-			data := newQueryData()
-			f.r.Data = data
-			evs, out, err := f.send(t, "Loop forever")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, results := toolRounds(t, evs)
+			f, data, evs, out, results := loopForever(t, tt.script)
 			if len(results) != tt.calls {
 				t.Fatalf("got %d tool results, want %d", len(results), tt.calls)
 			}
@@ -300,16 +309,9 @@ func TestSQLFailureLimit(t *testing.T) {
 // it has none is called at most maxProviderCalls times; the turn then ends
 // complete, every call past the limit answered with the refusal.
 func TestProviderCallBound(t *testing.T) {
-	f := newTurnFixture(t, llmtest.Script{
+	f, data, evs, out, results := loopForever(t, llmtest.Script{
 		Default: &llmtest.Turn{Text: []string{"Once more. "}, ToolCalls: []llmtest.ToolCall{llmtest.Call("execute_sql", `{"query":"SELECT 1"}`)}, Usage: usage},
 	})
-	data := newQueryData()
-	f.r.Data = data
-	evs, out, err := f.send(t, "Loop forever")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, results := toolRounds(t, evs)
 	if len(results) != maxProviderCalls {
 		t.Fatalf("got %d tool results, want one per model call, %d", len(results), maxProviderCalls)
 	}

@@ -736,6 +736,19 @@ async function newConversation(title) {
   }
 }
 
+/**
+ * conversationFor returns the open conversation, or a new one titled from
+ * text when none is open; null when none could be made (a toast said why).
+ */
+async function conversationFor(text) {
+  if (state.current) return state.current;
+  try {
+    return await newConversation(titleFrom(text));
+  } catch {
+    return null;
+  }
+}
+
 /** ensureConversation returns the open conversation's id, creating one first if none is open. */
 async function ensureConversation() {
   if (state.current) return state.current.id;
@@ -1070,14 +1083,8 @@ function setSQLMode(on) {
 
 /** runSQL runs the user's own query and keeps it in the conversation. */
 async function runSQL(text) {
-  let conv = state.current;
-  if (!conv) {
-    try {
-      conv = await newConversation(titleFrom(text));
-    } catch {
-      return;
-    }
-  }
+  const conv = await conversationFor(text);
+  if (!conv) return;
   const input = $('chat-input');
   input.value = '';
   autoGrow();
@@ -1121,14 +1128,10 @@ async function send() {
     input.focus();
     return;
   }
-  let conv = state.current;
-  if (!conv) {
-    try {
-      conv = await newConversation(titleFrom(text));
-    } catch {
-      return;
-    }
-  } else if ((conv.title === DEFAULT_TITLE || !conv.title) && state.messageCount === 0) {
+  const opened = state.current;
+  const conv = await conversationFor(text);
+  if (!conv) return;
+  if (conv === opened && (conv.title === DEFAULT_TITLE || !conv.title) && state.messageCount === 0) {
     const title = titleFrom(text);
     state.api.patch(`/api/conversations/${encodeURIComponent(conv.id)}`, { title })
       .then((c) => upsertConversation(c && c.id ? c : { id: conv.id, title }))
