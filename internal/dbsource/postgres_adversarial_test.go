@@ -237,7 +237,10 @@ func TestPostgresEstimate(t *testing.T) {
 	f := pgSetup(t)
 	ctx := context.Background()
 	admin := f.adminConn(t)
-	db := openPg(t, f, dbsource.Options{Timeout: 500 * time.Millisecond})
+	// The timeout is far below what the long query below would take to run
+	// (5,000³ rows) and far above what its EXPLAIN takes on a loaded machine:
+	// at 500 ms a CI run under load once timed the estimate out.
+	db := openPg(t, f, dbsource.Options{Timeout: 5 * time.Second})
 	for _, c := range []struct{ sql, want string }{
 		{"SELECT * FROM (VALUES (query_to_xml('select * from secret.creds', true, true, '')::text), ('x')) v", "query_to_xml"},
 		{"SELECT * FROM (VALUES (pg_advisory_lock(220050)::text), ('x')) v", "pg_advisory_lock"},
@@ -251,8 +254,8 @@ func TestPostgresEstimate(t *testing.T) {
 	if n := advisoryLocks(t, admin, 220050); n != 0 {
 		t.Errorf("the estimate ran the statement: %d advisory locks", n)
 	}
-	// EXPLAIN plans and runs nothing: a query far past the timeout
-	// estimates at once.
+	// EXPLAIN plans and runs nothing: a query far past the timeout (hours
+	// of counting) estimates at once.
 	n, err := db.EstimateRows(ctx, "SELECT count(*) FROM big a, big b, big c")
 	if err != nil || n != 1 {
 		t.Errorf("estimate of a long query: %d, %v", n, err)
