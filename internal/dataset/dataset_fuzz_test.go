@@ -61,19 +61,6 @@ func ingestError(t *testing.T, ctx context.Context, l *Loader, err error) {
 	mustBeClean(t, l)
 }
 
-// within fails the test if fn takes longer than d: the fuzzer has no timeout
-// of its own for one input, and a hang would only stall it.
-func within(t *testing.T, d time.Duration, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("still running after %s", d)
-	}
-}
-
 func gzipped(b []byte) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
