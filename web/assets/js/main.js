@@ -737,23 +737,28 @@ async function newConversation(title) {
 }
 
 /**
+ * openOrNew returns the open conversation, or a new one titled title (the
+ * default title when none) when none is open. It throws what making one
+ * failed with, after a toast saying why.
+ */
+async function openOrNew(title) {
+  return state.current || newConversation(title);
+}
+
+/**
  * conversationFor returns the open conversation, or a new one titled from
  * text when none is open; null when none could be made (a toast said why).
  */
-async function conversationFor(text) {
-  if (state.current) return state.current;
-  try {
-    return await newConversation(titleFrom(text));
-  } catch {
-    return null;
-  }
+function conversationFor(text) {
+  return openOrNew(titleFrom(text)).catch(() => null);
 }
 
-/** ensureConversation returns the open conversation's id, creating one first if none is open. */
+/**
+ * ensureConversation returns the open conversation's id, creating one first
+ * if none is open; the data panel shows what it throws.
+ */
 async function ensureConversation() {
-  if (state.current) return state.current.id;
-  const c = await newConversation();
-  return c.id;
+  return (await openOrNew()).id;
 }
 
 /** setHash keeps the page's place in the address: "c=ID", "shared=ID", "admin=TAB" (null: none). */
