@@ -26,18 +26,30 @@ const memoryTrimInterval = 10 * time.Second
 // a minute after a burst the process should be back within 1.2× its rest
 // (about 80 MiB), and with 32 MiB the heap's leftovers alone kept it at
 // 1.55× after 200 stalled clients left (BENCHMARKS, "Stalled clients").
+//
+// A burst's memory is not all let go when it ends: the connections it
+// opened to the model's server close after 30 s idle (llm.NewHTTPClient),
+// the database pools' idle connections later still, and what they free is
+// invisible until a collection runs. So after a burst (a look that was not
+// quiet, or one that found the heap grown beyond the slack), the next
+// afterBurst quiet looks trim whatever the heap holds: a minute of
+// collections at most, one each memoryTrimInterval. Without them, after 200
+// stalled clients left, the heap held 15 MiB with 5 MiB live until the
+// runtime's own collection two minutes later.
 type memoryTrimmer struct {
 	quietAlloc uint64
 	slack      uint64
+	afterBurst int    // quiet looks after a burst that trim in any case
 	free       func() // freeMemory
 
 	samples   []metrics.Sample
 	lastAlloc uint64
 	rest      uint64 // what the heap held after the last trim
+	left      int    // quiet looks left that trim in any case
 }
 
 func newMemoryTrimmer() *memoryTrimmer {
-	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 8 << 20, free: freeMemory}
+	t := &memoryTrimmer{quietAlloc: 64 << 20, slack: 8 << 20, afterBurst: 6, free: freeMemory}
 	for _, name := range []string{
 		"/gc/heap/allocs:bytes",              // 0: allocated since the start
 		"/memory/classes/heap/objects:bytes", // 1: objects, dead ones not yet swept included
@@ -69,9 +81,16 @@ func (t *memoryTrimmer) check() bool {
 	alloc := t.value(0)
 	quiet := alloc-t.lastAlloc < t.quietAlloc
 	t.lastAlloc = alloc
-	if !quiet || t.held() <= t.rest+t.slack {
+	switch {
+	case !quiet:
+		t.left = t.afterBurst
+		return false
+	case t.held() > t.rest+t.slack:
+		t.left = t.afterBurst
+	case t.left == 0:
 		return false
 	}
+	t.left--
 	t.free()
 	t.read()
 	t.lastAlloc, t.rest = t.value(0), t.held()
