@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // TestPragmas checks that every connection of both pools runs with the
@@ -41,4 +43,43 @@ func TestPragmas(t *testing.T) {
 	if got := s.write.Stats().MaxOpenConnections; got != 1 {
 		t.Errorf("writer pool: got %d connections at most, want 1", got)
 	}
+}
+
+// TestReadersCloseWhenIdle: a reader left idle for readerIdle is closed, so
+// that the connections a burst opened give their page caches and prepared
+// statements back (they live outside the Go heap); the writer stays open.
+func TestReadersCloseWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		write, read, err := Pools(t.Context(), filepath.Join(t.TempDir(), "datachat.db"))
+		if err != nil {
+			t.Fatalf("Pools: %v", err)
+		}
+		defer write.Close()
+		defer read.Close()
+		conns := make([]*sql.Conn, 3)
+		for i := range conns {
+			if conns[i], err = read.Conn(t.Context()); err != nil {
+				t.Fatalf("reader %d: %v", i, err)
+			}
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		if got := read.Stats().Idle; got != 3 {
+			t.Fatalf("%d readers idle after the burst, want 3", got)
+		}
+		time.Sleep(readerIdle - time.Second)
+		synctest.Wait()
+		if got := read.Stats().Idle; got != 3 {
+			t.Errorf("%d readers idle %v after the burst, want 3 still open", got, readerIdle-time.Second)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if st := read.Stats(); st.OpenConnections != 0 || st.MaxIdleTimeClosed != 3 {
+			t.Errorf("%v after the burst: %d readers open, %d closed as idle; want 0 and 3", readerIdle+time.Second, st.OpenConnections, st.MaxIdleTimeClosed)
+		}
+		if got := write.Stats().OpenConnections; got != 1 {
+			t.Errorf("writer: %d connections open, want 1", got)
+		}
+	})
 }
