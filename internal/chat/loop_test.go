@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -326,5 +327,36 @@ func TestProviderCallBound(t *testing.T) {
 	m := checkComplete(t, f, evs, out, maxProviderCalls)
 	if m.Content != strings.Repeat("Once more. ", maxProviderCalls) {
 		t.Errorf("stored %q", m.Content)
+	}
+}
+
+// TestRoundText: the text the model writes before its tool calls goes back to
+// it, on the next request, as that round's assistant message, each round
+// with its own text only; the answer stored is every round's text in order.
+func TestRoundText(t *testing.T) {
+	sql := llmtest.Call("execute_sql", `{"query":"SELECT 1"}`)
+	f, _, evs, out, results := loopForever(t, llmtest.Script{Turns: []llmtest.Turn{
+		{Match: &llmtest.Match{LastRole: "user"}, Text: []string{"Let me ", "count. "}, ToolCalls: []llmtest.ToolCall{sql}, Usage: usage},
+		{Match: &llmtest.Match{LastRole: "tool"}, Text: []string{"Once ", "more. "}, ToolCalls: []llmtest.ToolCall{sql}, Usage: usage},
+		{Text: []string{"It is ", "1."}, Usage: usage},
+	}})
+	if len(results) != 2 {
+		t.Fatalf("%d tool results, want 2", len(results))
+	}
+	reqs := f.fake.ChatRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	var said []string
+	for _, m := range reqs[2].Messages {
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 {
+			said = append(said, m.Text)
+		}
+	}
+	if want := []string{"Let me count. ", "Once more. "}; !slices.Equal(said, want) {
+		t.Errorf("the last request carries the rounds' text %q, want %q", said, want)
+	}
+	if m := checkComplete(t, f, evs, out, 3); m.Content != "Let me count. Once more. It is 1." {
+		t.Errorf("stored %q, want every round's text", m.Content)
 	}
 }

@@ -257,18 +257,21 @@ func (t *turn) request(ctx context.Context) *datachat.ModelRequest {
 	return req
 }
 
-// call streams one model call, relaying text as it arrives.
+// call streams one model call, relaying text as it arrives. The call's text
+// is the end of the answer's, which token appends to: it is not held twice
+// (a stalled client's turns held each long answer in both).
 func (t *turn) call(ctx context.Context) (string, []datachat.ModelToolCall, error) {
 	req := t.request(ctx)
 	var (
-		text     strings.Builder
 		calls    []datachat.ModelToolCall
 		reported bool
 	)
+	t.mu.Lock()
+	start := t.text.Len()
+	t.mu.Unlock()
 	err := t.r.Model.Stream(ctx, req, func(ev datachat.ModelEvent) error {
 		switch {
 		case ev.Text != "":
-			text.WriteString(ev.Text)
 			t.token(ev.Text)
 		case ev.ToolCall != nil:
 			tc := *ev.ToolCall
@@ -287,6 +290,9 @@ func (t *turn) call(ctx context.Context) (string, []datachat.ModelToolCall, erro
 		}
 		return nil
 	})
+	t.mu.Lock()
+	text := t.text.String()[start:]
+	t.mu.Unlock()
 	if !reported {
 		// No usage from the provider (failed or cancelled call): estimate.
 		chars := len(req.System)
@@ -297,14 +303,14 @@ func (t *turn) call(ctx context.Context) (string, []datachat.ModelToolCall, erro
 			}
 		}
 		t.state.Usage.Input += EstimateTokens(chars)
-		t.state.Usage.Output += EstimateTokens(text.Len())
+		t.state.Usage.Output += EstimateTokens(len(text))
 		t.state.Estimated = true
 	}
 	var pe *datachat.ProviderError
 	if o := t.r.Observer; o != nil && errors.As(err, &pe) {
 		o.ProviderFailed(pe.Kind)
 	}
-	return text.String(), calls, err
+	return text, calls, err
 }
 
 // token relays one text delta and appends it to the stored answer.
