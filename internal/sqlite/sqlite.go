@@ -179,10 +179,10 @@ const readerIdle = 30 * time.Second
 // Pools opens the two connection pools of the SQLite file at path the way
 // every datachat SQLite database is opened (the store's and the retrieval
 // index's): one writer whose transactions BEGIN IMMEDIATE, and up to
-// max(4, cores) query_only readers, each closed after readerIdle unused; WAL, synchronous NORMAL, foreign keys,
-// a 512 KiB page cache,
-// busy_timeout BusyTimeout; failures classified (a busy or unreachable
-// database, a full disk) and statements kept prepared per connection.
+// max(4, cores) query_only readers, each closed after readerIdle unused;
+// WAL, synchronous NORMAL, foreign keys, a 512 KiB page cache, busy_timeout
+// BusyTimeout; failures classified (a busy or unreachable database, a full
+// disk) and statements kept prepared per connection.
 func Pools(ctx context.Context, path string) (write, read *sql.DB, err error) {
 	// busy_timeout comes first so that switching to WAL already waits for a
 	// lock held by another process.
