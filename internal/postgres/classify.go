@@ -34,13 +34,24 @@ const (
 	ioError                  = "58030"
 )
 
+// characterNotInRepertoire is PostgreSQL's answer to text that is not UTF-8
+// or holds a NUL ("invalid byte sequence for encoding"): the database has
+// no such value, and cannot be asked about one.
+const characterNotInRepertoire = "22021"
+
+// notUTF8 is the store's answer to a value PostgreSQL's text cannot hold. A
+// client sent it (an id in a path, a field of a message): what the client
+// sent is wrong, not the server.
+const notUTF8 = "The request holds text that is not UTF-8, or a NUL character; send UTF-8 text without NUL characters."
+
 // classify turns a pgx error that is a condition of the server rather than a
 // failure of the operation into the error the server answers with: the
 // database cannot be reached or cannot serve now — a connection refused,
 // reset or closed under us, the server shutting down or starting up, out of
 // connections or resources, an I/O error — is datachat.StoreUnavailable; the
 // database's disk full is datachat.NoSpace. pgx's error stays in the chain;
-// any other error (a constraint, no rows, the caller's context ending) is
+// text PostgreSQL cannot hold (not UTF-8, or a NUL) is datachat.EINVALID; any
+// other error (a constraint, no rows, the caller's context ending) is
 // returned as it is.
 func classify(err error) error {
 	if err == nil {
@@ -55,6 +66,8 @@ func classify(err error) error {
 		switch {
 		case pe.Code == diskFull:
 			return datachat.NoSpace(err)
+		case pe.Code == characterNotInRepertoire:
+			return datachat.WrapError(datachat.EINVALID, notUTF8, err)
 		case len(pe.Code) == 5 && pe.Code[:2] == classConnectionException,
 			pe.Code == insufficientResources, pe.Code == outOfMemory, pe.Code == tooManyConnections,
 			pe.Code == adminShutdown, pe.Code == crashShutdown, pe.Code == cannotConnectNow,

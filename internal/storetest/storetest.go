@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) datachat.Store) {
 		{"RevokedCredentials", testRevokedCredentials},
 		{"Conversations", testConversations},
 		{"OtherUsersConversation", testOtherUsersConversation},
+		{"HostileIDs", testHostileIDs},
 		{"Messages", testMessages},
 		{"RecentMessages", testRecentMessages},
 		{"TurnStart", testTurnStart},
