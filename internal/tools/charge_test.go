@@ -67,7 +67,8 @@ func (convs) Conversation(ctx context.Context, userID, id string) (*datachat.Con
 }
 
 // TestRunFindsTheConversation: a call without its conversation takes the
-// conversation_id of its arguments, which must be the user's.
+// conversation_id of its arguments, which must be the user's; one that is
+// not is named in the error, clipped.
 func TestRunFindsTheConversation(t *testing.T) {
 	cat, _, _, _ := newCatalog()
 	cat.Conversations = convs{}
@@ -76,6 +77,7 @@ func TestRunFindsTheConversation(t *testing.T) {
 		`{"conversation_id": "c1"}`: "",
 		`{}`:                        "conversation_id is required.",
 		`{"conversation_id": "c2"}`: `Conversation "c2" not found.`,
+		`{"conversation_id": "` + strings.Repeat("é", 100_000) + `"}`: `Conversation "` + strings.Repeat("é", 63) + `…" not found.`,
 	} {
 		_, err := cat.Run(ctx, Call{User: alice}, datachat.ToolListDatasets, json.RawMessage(args))
 		if got := datachat.ErrorMessage(err); err != nil && got != want || err == nil && want != "" {

@@ -189,13 +189,15 @@ func (cat *Catalog) conversation(ctx context.Context, u *datachat.User, id strin
 	if id == "" {
 		return "", datachat.Errorf(datachat.EINVALID, "conversation_id is required.")
 	}
+	// The id is the caller's, of any length: it is named clipped.
+	notFound := datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", clipRunes(id, 64))
 	if cat.Conversations == nil || u == nil {
-		return "", datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", id)
+		return "", notFound
 	}
 	conv, err := cat.Conversations.Conversation(ctx, u.ID, id)
 	if err != nil {
 		if datachat.ErrorCode(err) == datachat.ENOTFOUND {
-			return "", datachat.Errorf(datachat.ENOTFOUND, "Conversation %q not found.", id)
+			return "", notFound
 		}
 		return "", err
 	}
