@@ -8,9 +8,10 @@ import (
 )
 
 // TestPostgresHostileIDs: every route that takes an id or a name in its path,
-// sent one PostgreSQL's text cannot hold (not UTF-8, a NUL) or one no store
-// holds, answers not found or, for the first, a request to send UTF-8 text:
-// never a failure of the server. The first-run administrator's key reaches
+// and the WebSocket its conversation's id in the query, sent one
+// PostgreSQL's text cannot hold (not UTF-8, a NUL) or one no store holds,
+// answers not found or, for the first, a request to send UTF-8 text: never a
+// failure of the server. The first-run administrator's key reaches
 // every route, the admin ones too.
 func TestPostgresHostileIDs(t *testing.T) {
 	if testing.Short() {
@@ -47,7 +48,7 @@ func TestPostgresHostileIDs(t *testing.T) {
 		{"DELETE", "/api/admin/users/ID", ""},
 		{"PUT", "/api/admin/sources/ID/grants", `{"all_users":true}`},
 	}
-	for _, id := range []string{"\xff", "a\x00b", "\xe6\x97", "' OR '1'='1", strings.Repeat("x", 4000)} {
+	for _, id := range []string{"\xff", "a\x00b", "\xe6\x97", "' OR '1'='1", "../../etc/passwd", strings.Repeat("x", 4000)} {
 		invalid := strings.ContainsRune(id, 0) || !utf8.ValidString(id)
 		for _, rt := range routes {
 			path := strings.ReplaceAll(strings.ReplaceAll(rt.path, "CONV", conv), "ID", url.PathEscape(id))
@@ -62,6 +63,11 @@ func TestPostgresHostileIDs(t *testing.T) {
 					t.Errorf("%s %s: HTTP %d %s; want nothing done to an id no store holds", rt.method, path[:min(len(path), 60)], a.status, a.raw)
 				}
 			}
+		}
+		// The WebSocket names its conversation in the query.
+		a := dialWSAnswer(t, p.URL(), key, url.QueryEscape(id))
+		if a.status >= 500 || a.status == 400 && !(invalid && strings.Contains(a.raw, "UTF-8")) {
+			t.Errorf("WebSocket to conversation %q: HTTP %d %s; want not found, or for text that is not UTF-8 a request to send UTF-8", id[:min(len(id), 20)], a.status, a.raw)
 		}
 	}
 	if strings.Contains(p.Log(), "SQLSTATE 22021") && strings.Contains(strings.ToLower(p.Log()), "internal") {
