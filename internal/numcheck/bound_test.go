@@ -93,3 +93,27 @@ func BenchmarkCheckAnswerMany(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckAnswerWithoutDigits: every number starts with a digit, so an
+// answer without one is not read: a 256 KiB answer in prose (Greek, with
+// a table and code) allocates nearly nothing and checks nothing, where it
+// was held as runes, with a mask and its lines (over 1 MiB). One digit at
+// its very end is still found and checked.
+func TestCheckAnswerWithoutDigits(t *testing.T) {
+	var b strings.Builder
+	for b.Len() < 256<<10 {
+		b.WriteString("Οι πωλήσεις αυξήθηκαν σε κάθε περιοχή, as the table shows.\n\n| region | trend |\n|---|---|\n| North | up |\n\n`SELECT region FROM sales`\n")
+	}
+	prose := b.String()
+	got := CheckAnswerWithin(context.Background(), prose, manyEvidence, Limits{})
+	if got.Checks == nil || len(got.Checks) != 0 || got.Stopped != "" || got.From != 0 {
+		t.Fatalf("prose: %d checks (nil %v), stopped %q at %d; want none, not nil, nothing stopped", len(got.Checks), got.Checks == nil, got.Stopped, got.From)
+	}
+	if a := testing.AllocsPerRun(5, func() { CheckAnswerWithin(context.Background(), prose, manyEvidence, Limits{}) }); a > 10 {
+		t.Errorf("%.0f allocations checking prose without a digit, want at most 10", a)
+	}
+	got = CheckAnswerWithin(context.Background(), prose+" 1000 units.", manyEvidence, Limits{})
+	if len(got.Checks) != 1 || got.Checks[0].Text != "1000" || got.Checks[0].Status != Matched {
+		t.Errorf("prose then 1000: %+v, want 1000 matched", got.Checks)
+	}
+}

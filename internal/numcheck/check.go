@@ -61,7 +61,13 @@ func CheckAnswerWithin(ctx context.Context, answer string, ev Evidence, lim Limi
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	var out Checked
+	out := Checked{Checks: []Check{}}
+	if strings.IndexAny(answer, "0123456789") < 0 {
+		// Every number starts with a digit: an answer without one has none,
+		// and is not read (a long answer in prose, held as runes with its
+		// mask and lines, cost a check its size four times over).
+		return out
+	}
 	// Only the start of a long answer is read: it holds the first numbers.
 	text, cut := prefixOf(answer, lim.MaxNumbers)
 	d := newDoc(text)
