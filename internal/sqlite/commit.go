@@ -41,6 +41,8 @@ type committer struct {
 	// the size of each batch run.
 	queued func()
 	ran    func(n int)
+
+	wrote func()
 }
 
 // maxBatch bounds the transactions one batch runs: a batch holds the writer
@@ -61,8 +63,10 @@ const (
 	withdrawn
 )
 
-func newCommitter(db *sql.DB) *committer {
-	c := &committer{db: db, reqs: make(chan *writeReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{})}
+// newCommitter starts a committer on db; wrote, when not nil, is called
+// after each batch.
+func newCommitter(db *sql.DB, wrote func()) *committer {
+	c := &committer{db: db, reqs: make(chan *writeReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{}), wrote: wrote}
 	go c.loop()
 	return c
 }
@@ -159,6 +163,9 @@ func (c *committer) loop() {
 		}
 		c.commit(batch)
 		clear(batch)
+		if c.wrote != nil {
+			c.wrote()
+		}
 	}
 }
 

@@ -25,7 +25,7 @@ func committerOn(t *testing.T) (*committer, *sql.DB, chan int) {
 	if _, err := write.ExecContext(t.Context(), `CREATE TABLE t (k TEXT PRIMARY KEY)`); err != nil {
 		t.Fatal(err)
 	}
-	c := newCommitter(write)
+	c := newCommitter(write, nil)
 	sizes, queued := make(chan int, 4096), make(chan struct{}, 4096)
 	c.ran = func(n int) { sizes <- n }
 	c.queued = func() { queued <- struct{}{} }

@@ -51,6 +51,7 @@ type Store struct {
 	write  *sql.DB // one connection; transactions BEGIN IMMEDIATE
 	read   *sql.DB // query_only connections
 	commit *committer
+	ckpt   *checkpointer
 }
 
 // pingBusy opens a first connection, retrying while the file is locked: when
@@ -76,6 +77,12 @@ func pingBusy(ctx context.Context, db *sql.DB) error {
 // In-memory databases are refused, since the two pools would each see their
 // own.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, nil)
+}
+
+// open is [Open]; checkpointed, when not nil, is told each checkpoint's
+// outcome.
+func open(ctx context.Context, path string, checkpointed func(frames, copied int, err error)) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open sqlite: %q: want the path of a database file", path)
 	}
@@ -85,11 +92,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 	}
 
-	write, read, err := Pools(ctx, path)
+	// The store's writer leaves the WAL to its checkpointer (checkpoint.go).
+	write, read, err := pools(ctx, path, "wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, write: write, read: read, commit: newCommitter(write)}
+	ckpt := newCheckpointer(read, checkpointed)
+	s := &Store{path: path, write: write, read: read, commit: newCommitter(write, ckpt.written), ckpt: ckpt}
 	readTx := func(ctx context.Context, fn func(sqlstore.DB) error) error {
 		return s.readTx(ctx, func(tx *sql.Tx) error { return fn(sqlDB{q: tx}) })
 	}
@@ -98,7 +107,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s.Store = sqlstore.New(sqlstore.Engine{
 		Read:    sqlDB{q: read},
-		Write:   sqlDB{q: write},
+		Write:   sqlDB{q: signaling{write, ckpt}},
 		ReadTx:  readTx,
 		WriteTx: writeTx,
 		// One transaction, to spare the writer.
@@ -184,6 +193,11 @@ const readerIdle = 30 * time.Second
 // BusyTimeout; failures classified (a busy or unreachable database, a full
 // disk) and statements kept prepared per connection.
 func Pools(ctx context.Context, path string) (write, read *sql.DB, err error) {
+	return pools(ctx, path)
+}
+
+// pools is [Pools], with more pragmas for the writer.
+func pools(ctx context.Context, path string, writer ...string) (write, read *sql.DB, err error) {
 	// busy_timeout comes first so that switching to WAL already waits for a
 	// lock held by another process.
 	q := url.Values{}
@@ -200,6 +214,9 @@ func Pools(ctx context.Context, path string) (write, read *sql.DB, err error) {
 
 	wq := cloneValues(q)
 	wq.Set("_txlock", "immediate")
+	for _, p := range writer {
+		wq.Add("_pragma", p)
+	}
 	write, err = openDB(path + "?" + wq.Encode())
 	if err != nil {
 		return nil, nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -245,6 +262,7 @@ func cloneValues(v url.Values) url.Values {
 // Close closes both pools.
 func (s *Store) Close() error {
 	s.commit.close()
+	s.ckpt.close()
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
