@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -197,9 +198,9 @@ type wsSession struct {
 // run serves the session until its connection closes: the client closed it,
 // stopped answering pings, could not be written to or fell too far behind,
 // its credential was revoked, or the server shut down.
-// Three goroutines share the connection: the reader (client messages, pongs),
-// the pinger, and the writer, which writes every event and alone closes the
-// connection, so nothing queued before a close is lost to it. A turn never
+// Two goroutines share the connection: the reader (client messages, pongs)
+// and the writer, which writes every event and alone closes the connection,
+// so nothing queued before a close is lost to it; a timer pings. A turn never
 // waits for the client: its events go to the session's bounded outbox.
 func (ss *wsSession) run(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
@@ -220,7 +221,8 @@ func (ss *wsSession) run(parent context.Context) {
 	ss.out.onOverflow = func() {
 		gone(fmt.Errorf("%w: more than %d bytes of events waited for it", errTooSlow, ss.out.max))
 	}
-	go ss.pingLoop(live, gone)
+	stopPings := ss.ping(live, gone)
+	defer stopPings()
 
 	cut := ss.writeLoop(live, readDone)
 	ss.out.close() // events from now on are dropped, none held
@@ -233,7 +235,7 @@ func (ss *wsSession) run(parent context.Context) {
 	// A client the server cut (it stopped reading, or answering pings)
 	// does not cancel its turn: the answer is completed and stored, and
 	// the client finds it in the conversation when it comes back.
-	cancel() // ends the pinger and the reader
+	cancel() // ends the reader, and a ping waiting for its answer
 	<-readDone
 	ss.turns.Wait()
 }
@@ -257,11 +259,14 @@ func (ss *wsSession) readLoop(ctx context.Context) {
 	}
 }
 
-// pingLoop pings the client every ping interval and ends live, with the
-// reason, on a ping not answered within the ping timeout: a client that
-// stopped reading (or vanished without closing) is found even while a turn's
-// events still fit in the kernel's buffers.
-func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc) {
+// ping pings the client every ping interval and ends live, with the reason,
+// on a ping not answered within the ping timeout: a client that stopped
+// reading (or vanished without closing) is found even while a turn's events
+// still fit in the kernel's buffers. The pings run from a timer, not a
+// goroutine of the session's: a goroutine (and its stack) only while a ping
+// waits for its answer, not one per connection for its whole life (300 of a
+// server's 1,600 goroutines with 300 clients connected). stop stops them.
+func (ss *wsSession) ping(live context.Context, gone context.CancelCauseFunc) (stop func()) {
 	interval, timeout := ss.s.cfg.WSPingInterval, ss.s.cfg.WSPingTimeout
 	if interval <= 0 {
 		interval = defaultPingInterval
@@ -269,13 +274,10 @@ func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc
 	if timeout <= 0 {
 		timeout = defaultPingTimeout
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-live.Done():
+	var t atomic.Pointer[time.Timer]
+	t.Store(time.AfterFunc(interval, func() {
+		if live.Err() != nil {
 			return
-		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(live, timeout)
 		err := ss.conn.Ping(pctx)
@@ -284,7 +286,11 @@ func (ss *wsSession) pingLoop(live context.Context, gone context.CancelCauseFunc
 			gone(fmt.Errorf("no answer to a ping within %s: %w", timeout, err))
 			return
 		}
-	}
+		if live.Err() == nil {
+			t.Load().Reset(interval)
+		}
+	}))
+	return func() { t.Load().Stop() }
 }
 
 // writeLoop writes the session's events in order and owns the connection's

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,6 +285,36 @@ func TestVanishedClientIsDropped(t *testing.T) {
 	if len(msgs) != 2 || msgs[1].Status != datachat.StatusComplete || msgs[1].Content != "hello there again" {
 		t.Errorf("stored %v, want the whole answer complete", msgs)
 	}
+}
+
+// TestPingsGoOn: the server pings a connected client every ping interval
+// for as long as it is connected, not once: a client that answered three
+// pings and then stops answering is found at the next one and closed.
+func TestPingsGoOn(t *testing.T) {
+	cs := newChatServer(t, llmtest.OpenAI, llmtest.Script{})
+	logs := &logWatch{}
+	cs.Logger = slog.New(logs)
+	cs.cfg.WSPingInterval, cs.cfg.WSPingTimeout = 20*time.Millisecond, 200*time.Millisecond
+	conv := cs.newConversation(t, cs.alice)
+	dropped := logs.watch("websocket client gone: closing", "conversation_id", conv)
+
+	ws := dialRawWS(t, strings.TrimPrefix(cs.URL, "http://"), "/ws?conversation_id="+conv, map[string]string{"X-API-Key": cs.alice}, 0)
+	pings, stop := make(chan struct{}, 8), make(chan struct{})
+	defer close(stop)
+	var n atomic.Int32
+	ws.onPing = func() {
+		if n.Add(1) == 3 {
+			pings <- struct{}{}
+			<-stop // answered three pings: from here on, none
+		}
+	}
+	go ws.next()
+	select {
+	case <-pings:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d pings in 10 s at one every 20 ms, want 3", n.Load())
+	}
+	await(t, dropped, 10*time.Second, "the fourth ping, unanswered, closing the connection")
 }
 
 // smallBuffers makes the connections a listener accepts send through a tiny
