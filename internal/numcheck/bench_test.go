@@ -98,6 +98,24 @@ func BenchmarkCheckAnswerSmall(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckAnswerLongProse is a 64 KiB answer in prose with a number
+// every 8 KiB: the words around each number are read, not every word of
+// the answer.
+func BenchmarkCheckAnswerLongProse(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 64<<10 {
+		if sb.Len()%(8<<10) < 60 {
+			fmt.Fprintf(&sb, "North sold about %d units, ", 97000+sb.Len())
+		}
+		sb.WriteString("and the regions kept their Order, with Nothing unusual in the Quarter ")
+	}
+	a := sb.String()
+	b.ReportAllocs()
+	for b.Loop() {
+		CheckAnswer(a, revenue)
+	}
+}
+
 // TestBigInputOnce runs the benchmark's input once, checks that it finds
 // both matched and unmatched numbers, and logs how long it took.
 func TestBigInputOnce(t *testing.T) {

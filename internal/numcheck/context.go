@@ -1,8 +1,11 @@
 package numcheck
 
 import (
+	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 func setOf(words ...string) map[string]bool {
@@ -347,42 +350,100 @@ type word struct {
 	lower      string
 }
 
-// wordsIn returns the words lying in rs[from:to]. The doc's words are read
-// once, on first use.
-func (d *doc) wordsIn(from, to int) []word {
-	if d.words == nil {
-		d.words = make([]word, 0, len(d.rs)/6)
-		for i := 0; i < len(d.rs); {
-			r := d.rs[i]
-			if !isLetter(r) {
-				if r == '~' || r == '≈' || r == '>' || r == '<' || r == '≥' || r == '≤' {
-					d.words = append(d.words, word{i, i + 1, string(r)})
-				}
-				i++
-				continue
-			}
-			j := i
-			for j < len(d.rs) && isLetter(d.rs[j]) {
-				j++
-			}
-			d.words = append(d.words, word{i, j, strings.ToLower(string(d.rs[i:j]))})
-			i = j
+func isCueSymbol(r rune) bool {
+	return r == '~' || r == '≈' || r == '>' || r == '<' || r == '≥' || r == '≤'
+}
+
+// lastWords appends to dst the last n words lying in rs[from:to], in order:
+// the runs of letters that start and end there, and the cue symbols. Only
+// the span is read, from its end, not the whole answer: a long answer with
+// few numbers was read whole, each word a string, for the few words around
+// them.
+func (d *doc) lastWords(dst []word, from, to, n int) []word {
+	rs := d.rs
+	from, to = max(from, 0), min(to, len(rs))
+	i := to
+	// A word that runs on past to does not lie in the span.
+	if i < len(rs) && isLetter(rs[i]) {
+		for i > from && isLetter(rs[i-1]) {
+			i--
 		}
 	}
-	ws := d.words
-	a := sort.Search(len(ws), func(i int) bool { return ws[i].start >= from })
-	b := a
-	for b < len(ws) && ws[b].end <= to {
-		b++
+	k := len(dst)
+	for i > from && len(dst)-k < n {
+		r := rs[i-1]
+		if !isLetter(r) {
+			if isCueSymbol(r) {
+				dst = append(dst, word{i - 1, i, string(r)})
+			}
+			i--
+			continue
+		}
+		j := i
+		for i > 0 && isLetter(rs[i-1]) {
+			i--
+		}
+		if i < from {
+			break // began before the span
+		}
+		dst = append(dst, word{i, j, lower(rs[i:j])})
 	}
-	return ws[a:b]
+	slices.Reverse(dst[k:])
+	return dst
+}
+
+// firstWords appends to dst the first n words lying in rs[from:to] (as
+// [doc.lastWords]), reading only the span.
+func (d *doc) firstWords(dst []word, from, to, n int) []word {
+	rs := d.rs
+	from, to = max(from, 0), min(to, len(rs))
+	i := from
+	// A word that began before from does not lie in the span.
+	if i > 0 {
+		for i < to && isLetter(rs[i]) && isLetter(rs[i-1]) {
+			i++
+		}
+	}
+	k := len(dst)
+	for i < to && len(dst)-k < n {
+		r := rs[i]
+		if !isLetter(r) {
+			if isCueSymbol(r) {
+				dst = append(dst, word{i, i + 1, string(r)})
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && isLetter(rs[j]) {
+			j++
+		}
+		if j > to {
+			break // runs on past the span
+		}
+		dst = append(dst, word{i, j, lower(rs[i:j])})
+		i = j
+	}
+	return dst
+}
+
+// lower is rs in lower case, as strings.ToLower(string(rs)) with one
+// allocation.
+func lower(rs []rune) string {
+	var buf [64]byte
+	b := buf[:0]
+	for _, r := range rs {
+		b = utf8.AppendRune(b, unicode.ToLower(r))
+	}
+	return string(b)
 }
 
 // cues reads the approximation, bound and negative words around t.
 func (d *doc) cues(t *tok) {
 	ss, se := d.sentence(t.start, t.end)
-	before := d.wordsIn(max(ss, t.start-80), t.start)
-	after := d.wordsIn(t.end, min(se, t.end+50))
+	var bw, aw [6]word
+	before := d.lastWords(bw[:0], max(ss, t.start-80), t.start, 6)
+	after := d.firstWords(aw[:0], t.end, min(se, t.end+50), 3)
 	last := func(k int) string {
 		if k <= len(before) {
 			return before[len(before)-k].lower

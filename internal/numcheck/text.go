@@ -13,8 +13,7 @@ type doc struct {
 	rs     []rune
 	mask   []bool
 	lines  []line
-	words  []word // read on first use
-	bounds []int  // sentence boundaries, found on first use
+	bounds []int // sentence boundaries, found on first use
 }
 
 // Line roles in a Markdown table.
