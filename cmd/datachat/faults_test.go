@@ -331,7 +331,8 @@ func wantOnlyOwnTemp(t *testing.T, what, dataDir string, pid int, others ...int)
 // TestServeFullDisk fills the disk of the data directory (a 64 MiB tmpfs)
 // under `datachat serve`: uploads of datasets and documents and chat turns
 // answer that the server is out of disk space (503, never a 400 against the
-// file, no server path), while queries over existing datasets go on and
+// file, no server path; a turn once the store's WAL has no room left), while
+// queries over existing datasets go on and
 // deletes, which free space, work — two in a row. Nothing temporary is left,
 // nothing is left streaming and each turn's usage is recorded once (read in
 // the SQLite file), and once space is freed the next upload and turn work.
@@ -377,8 +378,24 @@ func TestServeFullDisk(t *testing.T) {
 	wantBusy(t, "dataset upload on a full disk", request(t, "POST", base+"/api/conversations/"+conv+"/datasets", key, ct, body), diskFull, "60", disk)
 	ct, body = multipartFile("more.md", bytes.Repeat([]byte("More about penguins. "), 20000))
 	wantBusy(t, "document upload on a full disk", request(t, "POST", base+"/api/conversations/"+conv+"/documents", key, ct, body), diskFull, "60", disk)
-	wantChatError(t, "chat turn on a full disk", turn(), "The server is out of disk space; nothing new can be stored until space is freed.")
-	wantSettled(t, "on a full disk", db, 1)
+	// A turn still fits while the store's WAL, emptied by its checkpoints,
+	// has room, and is stored whole; once the WAL must grow, a turn fails,
+	// saying why, and stores nothing.
+	answers, failed := 1, []wsEvent(nil)
+	for range 500 {
+		evs := turn()
+		if len(evs) == 0 || evs[len(evs)-1].Type != "chat_complete" {
+			failed = evs
+			break
+		}
+		if tokensText(evs) != "fine" || field(evs[len(evs)-1], "status") != "complete" {
+			t.Fatalf("a turn stored on a full disk: %v, want the whole answer", evs)
+		}
+		answers++
+	}
+	t.Logf("on a full disk: %d turns stored whole before one failed", answers-1)
+	wantChatError(t, "chat turn on a full disk", failed, "The server is out of disk space; nothing new can be stored until space is freed.")
+	wantSettled(t, "on a full disk", db, answers)
 
 	// Queries over existing datasets go on, in a worker started now.
 	q := request(t, "POST", base+"/api/conversations/"+conv+"/sql", key, "application/json", []byte(`{"query":"SELECT count(*) AS n FROM penguins"}`))
@@ -404,7 +421,7 @@ func TestServeFullDisk(t *testing.T) {
 	if evs := turn(); tokensText(evs) != "fine" {
 		t.Errorf("turn once space is freed: %v", evs)
 	}
-	wantSettled(t, "once space is freed", db, 2)
+	wantSettled(t, "once space is freed", db, answers+1)
 	wantOnlyOwnTemp(t, "after", dataDir, p.cmd.Process.Pid)
 }
 
