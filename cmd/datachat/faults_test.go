@@ -381,7 +381,7 @@ func TestServeFullDisk(t *testing.T) {
 	wantBusy(t, "document upload on a full disk", request(t, "POST", base+"/api/conversations/"+conv+"/documents", key, ct, body), diskFull, "60", disk)
 	// A turn still fits while the store's WAL, emptied by its checkpoints,
 	// has room, and is stored whole; once the WAL must grow, a turn fails,
-	// saying why, and stores nothing.
+	// saying why (what it stored is checked below).
 	answers, failed := 1, []wsEvent(nil)
 	for range 500 {
 		evs := turn()
